@@ -1,0 +1,71 @@
+// Command toolgate is the permission server for AI coding agents in auto
+// mode, and its command-line client.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `toolgate decides whether an AI coding agent's tool call may run.
+
+Usage:
+  toolgate serve   [--listen ADDR] [--config FILE] [--log-level LEVEL] [--no-reflection]
+  toolgate check   --tool NAME [--input JSON] [--cwd DIR] [--addr ADDR] [--mode MODE] ...
+  toolgate version
+
+Run "toolgate COMMAND -h" for the flags of a command.
+`
+
+// Exit codes of toolgate check.
+const (
+	exitAllow = 0
+	exitDeny  = 1
+	exitAsk   = 2
+	exitError = 3
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches a subcommand and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serveCmd(ctx, args[1:], stdout, stderr)
+	case "check":
+		return checkCmd(ctx, args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "toolgate", version())
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "toolgate: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "toolgate:", err)
+		return 1
+	}
+	return 0
+}

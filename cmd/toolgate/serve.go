@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/server"
+)
+
+func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "", "address to listen on (default from config: 127.0.0.1:50051)")
+	cfgPath := fs.String("config", "", "YAML config file (default: the embedded default policy)")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	noReflection := fs.Bool("no-reflection", false, "turn off gRPC server reflection")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
+	}
+
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *listen != "" {
+		cfg.Server.Listen = *listen
+	}
+	if *noReflection {
+		cfg.Server.Reflection = false
+	}
+	log, err := newLogger(*level, stdout)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+
+	eng, err := engine.New(engine.Config{Policies: cfg.EnginePolicies()})
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(cfg.Server, eng, log)
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return err
+	}
+	if !isLoopback(lis.Addr()) {
+		log.Warn("listening on a non-loopback address", zap.String("addr", lis.Addr().String()))
+	}
+	log.Info("serving",
+		zap.String("addr", lis.Addr().String()),
+		zap.String("version", version()),
+		zap.Strings("policies", eng.Policies()),
+		zap.Bool("classifier", false),
+	)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", zap.Stringer("timeout", cfg.Server.ShutdownTimeout))
+	// A fresh context: ctx is already done, and Shutdown bounds itself.
+	srv.Shutdown(context.Background())
+	if err := <-errc; err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func loadConfig(path string) (*config.Config, error) {
+	if path == "" {
+		return config.Default()
+	}
+	return config.Load(path)
+}
+
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// newLogger logs JSON when w is not a terminal (production, log
+// collectors) and readable console lines when it is.
+func newLogger(level string, w io.Writer) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	encCfg := zap.NewProductionEncoderConfig()
+	encCfg.TimeKey = "ts"
+	encCfg.EncodeTime = zapcore.ISO8601TimeEncoder
+	encCfg.EncodeDuration = zapcore.MillisDurationEncoder
+	var enc zapcore.Encoder
+	if isTerminal(w) {
+		encCfg.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		enc = zapcore.NewConsoleEncoder(encCfg)
+	} else {
+		enc = zapcore.NewJSONEncoder(encCfg)
+	}
+	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), lvl)
+	return zap.New(core), nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

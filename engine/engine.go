@@ -1,0 +1,280 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/toolgate/toolgate/engine/pathcheck"
+)
+
+// Errors the engine returns when it cannot decide. A deny is never an error.
+var (
+	// ErrInvalidRequest wraps every problem with the request itself.
+	ErrInvalidRequest = errors.New("invalid request")
+	// ErrUnknownPolicy is returned for a policy name that is not configured.
+	ErrUnknownPolicy = errors.New("unknown policy")
+)
+
+// Config configures an Engine.
+type Config struct {
+	// Policies by name. DefaultPolicy is added (empty) when absent.
+	Policies map[string]PolicySpec
+	// Classifier decides what the local stages leave open; nil means none
+	// is configured and such calls are answered ASK.
+	Classifier Classifier
+}
+
+// Engine runs the decision pipeline. It is immutable and safe for
+// concurrent use.
+type Engine struct {
+	policies   map[string]*policy
+	classifier Classifier
+}
+
+// New compiles the policies.
+func New(cfg Config) (*Engine, error) {
+	e := &Engine{policies: map[string]*policy{}, classifier: cfg.Classifier}
+	specs := cfg.Policies
+	if _, ok := specs[DefaultPolicy]; !ok {
+		specs = map[string]PolicySpec{DefaultPolicy: {}}
+		for k, v := range cfg.Policies {
+			specs[k] = v
+		}
+	}
+	for name, spec := range specs {
+		if name == "" {
+			return nil, errors.New("policies: empty policy name")
+		}
+		p, err := compilePolicy(name, spec)
+		if err != nil {
+			return nil, fmt.Errorf("policies.%s.%w", name, err)
+		}
+		e.policies[name] = p
+	}
+	return e, nil
+}
+
+// Policies returns the configured policy names, sorted.
+func (e *Engine) Policies() []string {
+	names := make([]string, 0, len(e.policies))
+	for n := range e.policies {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// call is a request analysed once for all stages.
+type call struct {
+	name       string
+	kind       Kind
+	cwd        string
+	targets    []string // edit targets, absolute and cleaned, for rules
+	rawTargets []string // edit targets as given, for containment
+	targetsErr error
+	command    string
+	hasCommand bool
+	url        string
+}
+
+func analyse(req *Request, vocab *Vocabulary) *call {
+	c := &call{name: req.Tool.Name, kind: vocab.Kind(req.Tool.Name), cwd: req.WorkingDirectory}
+	in := req.Tool.Input
+	switch {
+	case c.kind.IsEdit():
+		c.rawTargets, c.targetsErr = editTargets(c.kind, in)
+		for _, t := range c.rawTargets {
+			c.targets = append(c.targets, cleanTarget(c.cwd, t))
+		}
+	case c.kind == KindShell:
+		c.command, c.hasCommand = shellCommand(in)
+	case c.kind == KindWebFetch:
+		c.url, _ = in["url"].(string)
+	}
+	return c
+}
+
+// Check decides one request. It returns an error only when it cannot
+// decide: an invalid request (ErrInvalidRequest), an unknown policy
+// (ErrUnknownPolicy), or a cancelled context.
+func (e *Engine) Check(ctx context.Context, req *Request) (Result, error) {
+	if err := validate(req); err != nil {
+		return Result{}, err
+	}
+	name := req.Policy
+	if name == "" {
+		name = DefaultPolicy
+	}
+	p, ok := e.policies[name]
+	if !ok {
+		return Result{}, fmt.Errorf("%w %q", ErrUnknownPolicy, name)
+	}
+	extra, err := compileExtra(req.Rules)
+	if err != nil {
+		return Result{}, err
+	}
+	c := analyse(req, p.vocab)
+	res := e.decide(ctx, req, p, extra, c)
+	if res.Decision == DecisionUnspecified {
+		// Only a cancelled context leaves the pipeline undecided.
+		return Result{}, ctx.Err()
+	}
+	res.Kind, res.Policy = c.kind, p.name
+	return res, nil
+}
+
+type extraRules struct{ allow, ask, deny []Rule }
+
+func compileExtra(rs RuleSet) (extraRules, error) {
+	var x extraRules
+	var err error
+	if x.allow, err = ParseRules("rules.allow", rs.Allow); err != nil {
+		return x, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	if x.ask, err = ParseRules("rules.ask", rs.Ask); err != nil {
+		return x, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	if x.deny, err = ParseRules("rules.deny", rs.Deny); err != nil {
+		return x, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	return x, nil
+}
+
+func validate(req *Request) error {
+	if req.Tool.Name == "" {
+		return fmt.Errorf("%w: tool.name is required", ErrInvalidRequest)
+	}
+	if req.WorkingDirectory != "" && !filepath.IsAbs(req.WorkingDirectory) {
+		return fmt.Errorf("%w: working_directory %q is not absolute", ErrInvalidRequest, req.WorkingDirectory)
+	}
+	for i, d := range req.AdditionalDirectories {
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("%w: additional_directories[%d] %q is not absolute", ErrInvalidRequest, i, d)
+		}
+	}
+	if req.Mode < ModeUnspecified || req.Mode > ModeBypass {
+		return fmt.Errorf("%w: unknown mode %d", ErrInvalidRequest, int(req.Mode))
+	}
+	return nil
+}
+
+func firstMatch(c *call, mode matchMode, lists ...[]Rule) (Rule, bool) {
+	for _, l := range lists {
+		for _, r := range l {
+			if r.matches(c, mode) {
+				return r, true
+			}
+		}
+	}
+	return Rule{}, false
+}
+
+// decide runs the stages. Explicit rules come before the fast paths: a
+// user's deny or ask must never be overtaken by a heuristic allow.
+func (e *Engine) decide(ctx context.Context, req *Request, p *policy, x extraRules, c *call) Result {
+	if r, ok := firstMatch(c, matchAny, p.deny, x.deny); ok {
+		return Result{Decision: Deny, Source: SourceRule, MatchedRule: r.Text, Reason: fmt.Sprintf("denied by rule %s", r.Text)}
+	}
+	safe := c.kind.isSafe() || p.safe[c.name]
+	mode := req.Mode
+	if mode == ModePlan && !safe {
+		return Result{Decision: Deny, Source: SourceMode, Reason: fmt.Sprintf("plan mode is read-only: %s is not a read-only tool", c.name)}
+	}
+	if r, ok := firstMatch(c, matchAny, p.ask, x.ask); ok {
+		return Result{Decision: Ask, Source: SourceRule, MatchedRule: r.Text, Reason: fmt.Sprintf("rule %s asks for approval", r.Text)}
+	}
+	if mode == ModeBypass {
+		return Result{Decision: Allow, Source: SourceMode, Reason: "bypass mode allows what no deny or ask rule catches"}
+	}
+	if safe {
+		return Result{Decision: Allow, Source: SourceSafeTool, Reason: fmt.Sprintf("%s is a read-only tool", c.name)}
+	}
+
+	var notes []string
+	protected := false
+	if c.kind.IsEdit() {
+		res, note, prot := e.acceptEdits(req, p, c)
+		if res.Decision != DecisionUnspecified {
+			return res
+		}
+		notes = append(notes, note)
+		protected = prot
+	}
+	if !protected {
+		if r, ok := firstMatch(c, matchAll, p.allow, x.allow); ok {
+			return Result{Decision: Allow, Source: SourceRule, MatchedRule: r.Text, Reason: fmt.Sprintf("allowed by rule %s", r.Text)}
+		}
+	}
+	if c.kind == KindUnknown {
+		notes = append(notes, fmt.Sprintf("%s is not a known tool", c.name))
+	}
+	if mode == ModeDefault || mode == ModeAcceptEdits {
+		return Result{Decision: Ask, Source: SourceMode, Reason: withNotes(fmt.Sprintf("%s mode asks before %s", mode, c.name), notes)}
+	}
+	if e.classifier == nil {
+		return Result{Decision: Ask, Source: SourceNoClassifier, Reason: withNotes("no local stage decided and no classifier is configured", notes)}
+	}
+	v, err := e.classifier.Classify(ctx, &ClassifyInput{Request: req, Kind: c.kind, Policy: p.name, Notes: notes})
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}
+		}
+		// Fail closed: a broken classifier never allows.
+		return Result{Decision: Deny, Source: SourceClassifierUnavailable, Reason: "classifier unavailable: " + err.Error()}
+	}
+	src := SourceClassifier
+	if v.Cached {
+		src = SourceCache
+	}
+	if v.Block {
+		return Result{Decision: Deny, Source: src, Reason: v.Reason}
+	}
+	return Result{Decision: Allow, Source: src, Reason: v.Reason}
+}
+
+// acceptEdits allows an edit whose every target lies inside the working
+// directory or an additional directory and is not protected. When it does
+// not decide it returns a note saying why, and whether a protected path
+// was the reason (allow rules must not open protected paths either).
+func (e *Engine) acceptEdits(req *Request, p *policy, c *call) (Result, string, bool) {
+	switch {
+	case req.Mode != ModeUnspecified && req.Mode != ModeAuto && req.Mode != ModeAcceptEdits:
+		return Result{}, fmt.Sprintf("%s mode does not accept edits", req.Mode), false
+	case !p.acceptEdits:
+		return Result{}, "accept-edits is off in this policy", false
+	case c.targetsErr != nil:
+		return Result{}, "edit targets unclear: " + c.targetsErr.Error(), false
+	case c.cwd == "":
+		return Result{}, "no working directory given", false
+	}
+	roots := append([]string{c.cwd}, req.AdditionalDirectories...)
+	chk, err := pathcheck.New(roots, p.protected)
+	if err != nil {
+		return Result{}, "project directories unusable: " + err.Error(), false
+	}
+	resolved := make([]string, 0, len(c.rawTargets))
+	for _, t := range c.rawTargets {
+		v, err := chk.Check(c.cwd, t)
+		switch {
+		case err != nil:
+			return Result{}, fmt.Sprintf("edit target %q not resolvable: %v", truncate(t, 200), err), false
+		case !v.Inside:
+			return Result{}, fmt.Sprintf("edit target %s is outside the project", truncate(v.Resolved, 200)), false
+		case v.Protected != "":
+			return Result{}, fmt.Sprintf("edit target %s is a protected path (%s)", truncate(v.Resolved, 200), v.Protected), true
+		}
+		resolved = append(resolved, v.Resolved)
+	}
+	return Result{Decision: Allow, Source: SourceAcceptEdits, Reason: "edit inside the project: " + truncate(strings.Join(resolved, ", "), 300)}, "", false
+}
+
+func withNotes(reason string, notes []string) string {
+	if len(notes) == 0 {
+		return reason
+	}
+	return reason + " (" + strings.Join(notes, "; ") + ")"
+}

@@ -1,0 +1,426 @@
+// Package pathcheck decides whether a file path an agent wants to edit or
+// write lies strictly inside one of a set of allowed directories (the working
+// directory and any additional directories) and whether it hits a protected
+// path. It backs the "accept-edits" fast path, so it is a security boundary:
+// every doubt must resolve to "not inside" or to an error, never to "inside".
+//
+// Paths are resolved component by component against the real filesystem, the
+// way the Linux kernel does, because lexical cleaning (filepath.Clean) before
+// symlink resolution gets "link/../x" wrong. Because some tools do normalize
+// lexically before opening, Check additionally requires the lexically
+// normalized path to land inside an allowed directory too, so that the verdict
+// holds whichever interpretation the tool uses.
+//
+// All checks run against this machine's filesystem at the time of the call;
+// see Checker for the consequences.
+package pathcheck
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"unicode"
+	"unicode/utf8"
+)
+
+const (
+	// maxHops mirrors Linux MAXSYMLINKS: the 41st symlink is ELOOP.
+	maxHops = 40
+	// pathMax mirrors Linux PATH_MAX (which counts the terminating NUL): the
+	// kernel refuses longer strings, and the cap bounds the work per request.
+	pathMax = 4096
+)
+
+// DefaultProtected is the built-in protected-pattern list: agent
+// configuration, instruction files, VCS internals, CI definitions and secrets,
+// which must never be auto-approved even inside the working directory.
+// Callers pass it (possibly extended) to New; New does not add it implicitly.
+var DefaultProtected = []string{".git/", ".claude/", ".gemini/", ".codex/", ".mcp.json", "CLAUDE.md", "AGENTS.md", "GEMINI.md", ".github/workflows/", ".env*"}
+
+// Resolve returns the absolute, symlink-free form of p as the kernel would
+// resolve it, tolerating components that do not exist yet (they are appended
+// lexically, as mkdir -p then write would create them). Relative p is joined
+// to base, which must be absolute even when p is absolute (a relative base is
+// always a caller bug). Errors: empty path, NUL byte, relative base, a path
+// starting with "~" (tools do not expand it: never guess), a path or base of
+// PATH_MAX bytes or more, more than 40 symlink hops (ELOOP), a non-directory
+// used as a directory (ENOTDIR), a symlink under /proc (magic links resolve per
+// process, so the server cannot know where the agent's would lead), and any
+// Lstat/Readlink error other than "does not exist" (e.g. EACCES).
+func Resolve(base, p string) (string, error) {
+	joined, err := join(base, p)
+	if err != nil {
+		return "", err
+	}
+	w, err := walk(joined)
+	if err != nil {
+		return "", err
+	}
+	return w.path, nil
+}
+
+// join validates the inputs and concatenates them without cleaning, because
+// cleaning before resolution is exactly the bug this package exists to avoid.
+func join(base, p string) (string, error) {
+	switch {
+	case p == "":
+		return "", errors.New("pathcheck: empty path")
+	case strings.IndexByte(p, 0) >= 0:
+		return "", fmt.Errorf("pathcheck: path %q contains a NUL byte", p)
+	case strings.IndexByte(base, 0) >= 0:
+		return "", fmt.Errorf("pathcheck: base %q contains a NUL byte", base)
+	case strings.HasPrefix(p, "~"):
+		return "", fmt.Errorf("pathcheck: path %q starts with ~, which is not expanded", p)
+	case !filepath.IsAbs(base):
+		return "", fmt.Errorf("pathcheck: base %q is not absolute", base)
+	case len(p) >= pathMax:
+		return "", &fs.PathError{Op: "resolve", Path: p[:64] + "...", Err: syscall.ENAMETOOLONG}
+	case len(base) >= pathMax:
+		return "", &fs.PathError{Op: "resolve", Path: base[:64] + "...", Err: syscall.ENAMETOOLONG}
+	}
+	if filepath.IsAbs(p) {
+		return p, nil
+	}
+	return base + "/" + p, nil
+}
+
+// walked is the result of resolving one absolute path.
+type walked struct {
+	// path is the resolved, clean, symlink-free absolute path.
+	path string
+	// views are the names under which the target was reached through each
+	// symlink: the link's own path plus the components still to resolve,
+	// cleaned. Protected patterns are matched against them so that reaching
+	// ".git/config" through an alias of a symlinked ".git" is still caught.
+	views []string
+}
+
+// walk resolves an absolute path component by component like the kernel's
+// path walk, with "does not exist" tolerated as a future mkdir -p.
+func walk(abs string) (walked, error) {
+	var w walked
+	cur := "/" // always clean, absolute and free of symlinks
+	curNonDir := false
+	hops := 0
+	todo := strings.Split(abs, "/")
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		// Anything after an existing non-directory, even "." or "..", or a
+		// trailing slash, is ENOTDIR for the kernel; resolving "file/../x"
+		// lexically would invent a path the kernel never reaches.
+		if curNonDir {
+			return walked{}, &fs.PathError{Op: "resolve", Path: cur, Err: syscall.ENOTDIR}
+		}
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			// cur is symlink-free, so its lexical parent is its real parent.
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := cur + "/" + c
+		if cur == "/" {
+			next = "/" + c
+		}
+		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Will be created (as a directory if more follows); the next
+			// Lstat below it fails the same way until ".." climbs back.
+			cur = next
+			continue
+		}
+		if err != nil {
+			return walked{}, err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			curNonDir = !fi.IsDir()
+			continue
+		}
+		hops++
+		if hops > maxHops {
+			return walked{}, &fs.PathError{Op: "resolve", Path: abs, Err: syscall.ELOOP}
+		}
+		if cur == "/proc" || strings.HasPrefix(cur, "/proc/") {
+			return walked{}, fmt.Errorf("pathcheck: refusing to follow %s: /proc links resolve per process", next)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return walked{}, err
+		}
+		if target == "" || strings.IndexByte(target, 0) >= 0 {
+			// Linux cannot create these; treat as the kernel's ENOENT rather
+			// than silently resolving to the link's directory.
+			return walked{}, &fs.PathError{Op: "readlink", Path: next, Err: syscall.ENOENT}
+		}
+		w.views = append(w.views, filepath.Clean(next+"/"+strings.Join(todo, "/")))
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	w.path = cur
+	return w, nil
+}
+
+// within reports whether p lies strictly inside dir, and p relative to dir.
+// Both must be absolute. filepath.Rel, not a string prefix, so that
+// "/x/app-evil" is not inside "/x/app".
+func within(dir, p string) (string, bool) {
+	rel, err := filepath.Rel(dir, p)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return rel, true
+}
+
+// root is one allowed directory.
+type root struct {
+	resolved string // symlink-free; what containment is decided against
+	lexical  string // as configured, cleaned; for protected matching of unresolved targets
+}
+
+// pattern is one compiled protected pattern.
+type pattern struct {
+	raw   string   // as configured, reported in Verdict.Protected
+	comps []string // case-folded components, each a valid path.Match pattern
+}
+
+// Checker holds resolved roots and the protected-path patterns. It is
+// immutable after New and safe for concurrent use.
+//
+// Roots are resolved once, in New; if a root (or a symlink leading to it) is
+// changed afterwards, build a new Checker. Every verdict reflects this
+// machine's filesystem at the moment of the call: a path that does not exist
+// is judged lexically, so the server must see the same filesystem (same host,
+// same mount namespace) as the agent, and a component created later (for
+// example as a symlink, by a command running concurrently) can change where a
+// write lands. Hard links, bind mounts and mount points are not visible to
+// path resolution and are not detected.
+type Checker struct {
+	roots    []root
+	patterns []pattern
+}
+
+// New resolves each root (absolute, required; at least one; roots may not exist
+// on this machine, in which case they resolve lexically by the same rules) and
+// compiles protected patterns (pass DefaultProtected for the built-in list; nil
+// protects nothing). Errors name the bad root or pattern. A root whose kernel
+// resolution differs from that of its lexically cleaned form (a symlink
+// followed by "..") is rejected as ambiguous.
+func New(roots []string, protected []string) (*Checker, error) {
+	if len(roots) == 0 {
+		return nil, errors.New("pathcheck: at least one root is required")
+	}
+	c := &Checker{}
+	for _, r := range roots {
+		switch {
+		case !filepath.IsAbs(r):
+			return nil, fmt.Errorf("pathcheck: root %q is not absolute", r)
+		case strings.IndexByte(r, 0) >= 0:
+			return nil, fmt.Errorf("pathcheck: root %q contains a NUL byte", r)
+		case len(r) >= pathMax:
+			return nil, fmt.Errorf("pathcheck: root %q: %w", r, syscall.ENAMETOOLONG)
+		}
+		k, err := walk(r)
+		if err != nil {
+			return nil, fmt.Errorf("pathcheck: root %q: %w", r, err)
+		}
+		lex := filepath.Clean(r)
+		l, err := walk(lex)
+		if err != nil {
+			return nil, fmt.Errorf("pathcheck: root %q (cleaned %q): %w", r, lex, err)
+		}
+		if k.path != l.path {
+			return nil, fmt.Errorf("pathcheck: root %q is ambiguous: resolves to %q, but %q resolves to %q", r, k.path, lex, l.path)
+		}
+		c.roots = append(c.roots, root{resolved: k.path, lexical: lex})
+	}
+	for _, p := range protected {
+		pat, err := compile(p)
+		if err != nil {
+			return nil, err
+		}
+		c.patterns = append(c.patterns, pat)
+	}
+	return c, nil
+}
+
+// compile validates one protected pattern and splits it into folded
+// components.
+func compile(p string) (pattern, error) {
+	bad := func(why string) (pattern, error) {
+		return pattern{}, fmt.Errorf("pathcheck: protected pattern %q: %s", p, why)
+	}
+	switch {
+	case p == "":
+		return bad("empty")
+	case strings.IndexByte(p, 0) >= 0:
+		return bad("contains a NUL byte")
+	case strings.HasPrefix(p, "/"):
+		return bad("absolute (patterns match paths relative to a root)")
+	}
+	// A trailing "/" only documents that the pattern names a directory; the
+	// window match below protects everything beneath it either way.
+	comps := strings.Split(strings.TrimSuffix(p, "/"), "/")
+	pat := pattern{raw: p}
+	for _, comp := range comps {
+		switch comp {
+		case "":
+			return bad("empty component")
+		case ".", "..":
+			return bad(fmt.Sprintf("%q component", comp))
+		}
+		f := fold(comp)
+		for _, s := range []string{comp, f} {
+			if _, err := path.Match(s, ""); err != nil {
+				return pattern{}, fmt.Errorf("pathcheck: protected pattern %q: %w", p, err)
+			}
+		}
+		pat.comps = append(pat.comps, f)
+	}
+	return pat, nil
+}
+
+// match reports whether any window of consecutive components of rel matches
+// the pattern, so ".git/" catches "sub/.git/hooks/x" and a file named ".git".
+// rel components must already be folded.
+func (p pattern) match(rel []string) bool {
+	n := len(p.comps)
+	for i := 0; i+n <= len(rel); i++ {
+		ok := true
+		for j, pc := range p.comps {
+			if m, _ := path.Match(pc, rel[i+j]); !m {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// fold maps s to a case-insensitive canonical form, rune by rune, using the
+// full simple-fold orbit (so "K" KELVIN SIGN and "ſ" LONG S fold like k and s,
+// as case-insensitive filesystems may treat them). It only ever merges names,
+// which can add protected matches but never remove one. Invalid UTF-8 bytes
+// are kept as they are so distinct raw names stay distinct.
+func fold(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size <= 1 {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		i += size
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f < least {
+				least = f
+			}
+		}
+		b.WriteRune(unicode.ToLower(least))
+	}
+	return b.String()
+}
+
+// Verdict of one path check.
+type Verdict struct {
+	// Inside is true when the target lies strictly inside one of the roots,
+	// both as the kernel resolves it and as its lexically cleaned form
+	// resolves (tools differ in whether they normalize first). The root itself
+	// is NOT inside: a file target cannot be the directory.
+	Inside bool
+	// Root is the resolved root that contains the kernel-resolved target, the
+	// first in New's order if several do ("" when outside).
+	Root string
+	// Resolved is the resolved absolute target, as Resolve returns it.
+	Resolved string
+	// Protected is the first protected pattern, in New's order, that matched
+	// ("" when none); only meaningful when Inside.
+	Protected string
+}
+
+// Check resolves p (relative to base, which is normally the working directory)
+// and reports where it lies. An error means the path could not be resolved;
+// callers treat that as "not inside" (Inside is then always false).
+//
+// Protected patterns are matched, relative to every root containing it,
+// against: the kernel-resolved target, the lexically cleaned target (relative
+// to the roots as configured and as resolved), the resolution of that cleaned
+// target, and the name under which each symlink on the way was entered. So a
+// symlinked ".git" still protects ".git/config". A match on any of them counts.
+func (c *Checker) Check(base, p string) (Verdict, error) {
+	joined, err := join(base, p)
+	if err != nil {
+		return Verdict{}, err
+	}
+	k, err := walk(joined)
+	if err != nil {
+		return Verdict{}, err
+	}
+	v := Verdict{Resolved: k.path}
+	lexical := filepath.Clean(joined)
+	l, err := walk(lexical)
+	if err != nil {
+		return v, fmt.Errorf("pathcheck: lexically cleaned form %q: %w", lexical, err)
+	}
+
+	kRoot, kIn := c.container(k.path)
+	_, lIn := c.container(l.path)
+	if kIn && lIn {
+		v.Inside = true
+		v.Root = kRoot
+	}
+
+	// Folded relative component lists of every candidate name.
+	var rels [][]string
+	add := func(dir, cand string) {
+		if rel, ok := within(dir, cand); ok {
+			rels = append(rels, strings.Split(fold(rel), "/"))
+		}
+	}
+	for _, r := range c.roots {
+		add(r.resolved, k.path)
+		add(r.resolved, l.path)
+		add(r.resolved, lexical)
+		add(r.lexical, lexical)
+		for _, vw := range k.views {
+			add(r.resolved, vw)
+		}
+		for _, vw := range l.views {
+			add(r.resolved, vw)
+		}
+	}
+	for _, pat := range c.patterns {
+		for _, rel := range rels {
+			if pat.match(rel) {
+				v.Protected = pat.raw
+				return v, nil
+			}
+		}
+	}
+	return v, nil
+}
+
+// container returns the first resolved root strictly containing p.
+func (c *Checker) container(p string) (string, bool) {
+	for _, r := range c.roots {
+		if _, ok := within(r.resolved, p); ok {
+			return r.resolved, true
+		}
+	}
+	return "", false
+}

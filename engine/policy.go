@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/toolgate/toolgate/engine/pathcheck"
+)
+
+// DefaultPolicy is the policy used when a request names none.
+const DefaultPolicy = "default"
+
+// PolicySpec is a policy as configured.
+type PolicySpec struct {
+	// Permissions are the deterministic rules.
+	Permissions RuleSet
+	// SafeTools are extra tool names that are read-only (for example an
+	// MCP server's search tool). They may not name a built-in tool.
+	SafeTools []string
+	// ToolAliases add names to the tool vocabulary.
+	ToolAliases map[string]Kind
+	// ProtectedPaths add to the built-in protected-path patterns; they are
+	// never removed.
+	ProtectedPaths []string
+	// DisableAcceptEdits turns the accept-edits fast path off.
+	DisableAcceptEdits bool
+}
+
+// policy is a compiled PolicySpec.
+type policy struct {
+	name             string
+	allow, ask, deny []Rule
+	safe             map[string]bool
+	vocab            *Vocabulary
+	protected        []string
+	acceptEdits      bool
+}
+
+func compilePolicy(name string, spec PolicySpec) (*policy, error) {
+	p := &policy{name: name, safe: map[string]bool{}, acceptEdits: !spec.DisableAcceptEdits}
+	var err error
+	if p.allow, err = ParseRules("permissions.allow", spec.Permissions.Allow); err != nil {
+		return nil, err
+	}
+	if p.ask, err = ParseRules("permissions.ask", spec.Permissions.Ask); err != nil {
+		return nil, err
+	}
+	if p.deny, err = ParseRules("permissions.deny", spec.Permissions.Deny); err != nil {
+		return nil, err
+	}
+	if p.vocab, err = NewVocabulary(spec.ToolAliases); err != nil {
+		return nil, fmt.Errorf("tool_aliases: %w", err)
+	}
+	for i, t := range spec.SafeTools {
+		if t == "" {
+			return nil, fmt.Errorf("safe_tools[%d]: empty name", i)
+		}
+		if k := p.vocab.Kind(t); k != KindUnknown && !k.isSafe() {
+			return nil, fmt.Errorf("safe_tools[%d]: %q is a %s tool and cannot be made safe", i, t, k)
+		}
+		p.safe[t] = true
+	}
+	p.protected = slices.Concat(pathcheck.DefaultProtected, spec.ProtectedPaths)
+	// Compile once here so that a bad pattern fails at load, not per check.
+	if _, err := pathcheck.New([]string{"/"}, p.protected); err != nil {
+		return nil, fmt.Errorf("protected_paths: %w", err)
+	}
+	return p, nil
+}

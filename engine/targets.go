@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// pathFields are the input fields that name the file an edit tool writes.
+// Every one present is a target: a tool that names two paths must have both
+// inside the project.
+var pathFields = []string{"file_path", "notebook_path", "path", "absolute_path"}
+
+var errNoTargets = errors.New("no target path in the tool input")
+
+// editTargets returns the paths an edit-kind call writes, as given (not yet
+// resolved). Any doubt is an error, and an error keeps the call off the
+// accept-edits path.
+func editTargets(kind Kind, input map[string]any) ([]string, error) {
+	if kind == KindPatch {
+		patch, err := patchText(input)
+		if err != nil {
+			return nil, err
+		}
+		return patchTargets(patch)
+	}
+	var targets []string
+	for _, f := range pathFields {
+		v, ok := input[f]
+		if !ok {
+			continue
+		}
+		s, ok := v.(string)
+		if !ok || s == "" {
+			return nil, fmt.Errorf("input field %q is not a non-empty string", f)
+		}
+		targets = append(targets, s)
+	}
+	if len(targets) == 0 {
+		return nil, errNoTargets
+	}
+	return targets, nil
+}
+
+func patchText(input map[string]any) (string, error) {
+	for _, f := range []string{"input", "patch"} {
+		if v, ok := input[f]; ok {
+			s, ok := v.(string)
+			if !ok {
+				return "", fmt.Errorf("input field %q is not a string", f)
+			}
+			return s, nil
+		}
+	}
+	return "", errors.New("no patch in the tool input")
+}
+
+// Codex apply_patch headers that name a file.
+var patchFileHeaders = []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "}
+
+// patchTargets parses a Codex apply_patch envelope and returns every path it
+// adds, updates, deletes or moves to. Anything that does not parse cleanly
+// is an error: an unrecognised header could name a file we did not check.
+func patchTargets(patch string) ([]string, error) {
+	lines := strings.Split(strings.ReplaceAll(strings.TrimSpace(patch), "\r\n", "\n"), "\n")
+	if len(lines) < 2 || strings.TrimSpace(lines[0]) != "*** Begin Patch" || strings.TrimSpace(lines[len(lines)-1]) != "*** End Patch" {
+		return nil, errors.New("patch is not enclosed in *** Begin Patch / *** End Patch")
+	}
+	var targets []string
+	for i, line := range lines[1 : len(lines)-1] {
+		if !strings.HasPrefix(line, "***") {
+			continue // hunk content: +, -, space or @@ lines
+		}
+		if strings.TrimSpace(line) == "*** End of File" {
+			continue
+		}
+		found := false
+		for _, h := range patchFileHeaders {
+			if p, ok := strings.CutPrefix(line, h); ok {
+				p = strings.TrimSpace(p)
+				if p == "" {
+					return nil, fmt.Errorf("patch line %d: empty path", i+2)
+				}
+				targets = append(targets, p)
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("patch line %d: unrecognised header %q", i+2, truncate(line, 80))
+		}
+	}
+	if len(targets) == 0 {
+		return nil, errNoTargets
+	}
+	return targets, nil
+}
+
+// shellCommand returns the command line of a shell-kind call. Codex passes
+// argv arrays; a ["bash", "-lc", script] array is reduced to its script.
+func shellCommand(input map[string]any) (string, bool) {
+	switch v := input["command"].(type) {
+	case string:
+		return v, true
+	case []any:
+		argv := make([]string, 0, len(v))
+		for _, a := range v {
+			s, ok := a.(string)
+			if !ok {
+				return "", false
+			}
+			argv = append(argv, s)
+		}
+		if len(argv) == 3 && isShell(argv[0]) && (argv[1] == "-c" || argv[1] == "-lc") {
+			return argv[2], true
+		}
+		return strings.Join(argv, " "), len(argv) > 0
+	}
+	return "", false
+}
+
+func isShell(s string) bool {
+	switch s {
+	case "bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash", "/usr/bin/zsh":
+		return true
+	}
+	return false
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,169 @@
+// Package engine decides whether an AI coding agent's tool call may run.
+//
+// It is pure Go: no gRPC, no proto. The same engine runs behind the gRPC
+// server, inside the CLI, and in tests. A check passes through stages in
+// order (deny rules, ask rules, mode, safe tools, accept-edits, allow rules,
+// classifier); the first stage that decides wins.
+package engine
+
+import "fmt"
+
+// Decision is the verdict on a tool call. The zero value is not a verdict.
+type Decision int
+
+// Decisions.
+const (
+	DecisionUnspecified Decision = iota
+	Allow
+	Deny
+	Ask
+)
+
+func (d Decision) String() string {
+	switch d {
+	case Allow:
+		return "allow"
+	case Deny:
+		return "deny"
+	case Ask:
+		return "ask"
+	}
+	return "unspecified"
+}
+
+// Source is the stage that decided.
+type Source int
+
+// Sources, numbered like the API's DecisionSource.
+const (
+	SourceUnspecified Source = iota
+	SourceSafeTool
+	SourceAcceptEdits
+	SourceRule
+	SourceCommandAnalysis
+	SourceMode
+	SourceClassifier
+	SourceCache
+	SourceClassifierUnavailable
+	SourceNoClassifier
+)
+
+var sourceNames = [...]string{
+	SourceUnspecified:           "unspecified",
+	SourceSafeTool:              "safe_tool",
+	SourceAcceptEdits:           "accept_edits",
+	SourceRule:                  "rule",
+	SourceCommandAnalysis:       "command_analysis",
+	SourceMode:                  "mode",
+	SourceClassifier:            "classifier",
+	SourceCache:                 "cache",
+	SourceClassifierUnavailable: "classifier_unavailable",
+	SourceNoClassifier:          "no_classifier",
+}
+
+func (s Source) String() string {
+	if s < 0 || int(s) >= len(sourceNames) {
+		return fmt.Sprintf("source(%d)", int(s))
+	}
+	return sourceNames[s]
+}
+
+// Mode is the agent's permission mode. The zero value means auto.
+type Mode int
+
+// Modes.
+const (
+	// ModeUnspecified is treated as ModeAuto.
+	ModeUnspecified Mode = iota
+	// ModeAuto decides locally where it safely can and asks the classifier
+	// for the rest.
+	ModeAuto
+	// ModeDefault asks the user for anything not allowed by a rule or a
+	// read-only fast path, edits included.
+	ModeDefault
+	// ModeAcceptEdits is ModeDefault plus the accept-edits fast path.
+	ModeAcceptEdits
+	// ModePlan is read-only: safe tools run, everything else is denied.
+	ModePlan
+	// ModeBypass allows everything that no deny or ask rule catches.
+	ModeBypass
+)
+
+var modeNames = [...]string{
+	ModeUnspecified: "auto",
+	ModeAuto:        "auto",
+	ModeDefault:     "default",
+	ModeAcceptEdits: "accept_edits",
+	ModePlan:        "plan",
+	ModeBypass:      "bypass",
+}
+
+func (m Mode) String() string {
+	if m < 0 || int(m) >= len(modeNames) {
+		return fmt.Sprintf("mode(%d)", int(m))
+	}
+	return modeNames[m]
+}
+
+// Role is who produced a transcript entry.
+type Role int
+
+// Roles.
+const (
+	RoleUnspecified Role = iota
+	RoleUser
+	RoleAssistant
+	RoleToolResult
+	RoleSystem
+)
+
+// ToolCall is the action an agent wants to take.
+type ToolCall struct {
+	// Name as the agent spells it.
+	Name string
+	// Input is the tool's arguments, decoded from JSON (map values are
+	// string, float64, bool, nil, []any or map[string]any).
+	Input map[string]any
+}
+
+// TranscriptEntry is one turn of the session.
+type TranscriptEntry struct {
+	Role     Role
+	Text     string
+	ToolCall *ToolCall
+}
+
+// RuleSet holds rule strings in the permission-rule syntax.
+type RuleSet struct {
+	Allow []string
+	Ask   []string
+	Deny  []string
+}
+
+// Request is one check.
+type Request struct {
+	RequestID             string
+	SessionID             string
+	Tool                  ToolCall
+	WorkingDirectory      string
+	AdditionalDirectories []string
+	Mode                  Mode
+	Transcript            []TranscriptEntry
+	// Policy names a policy; empty means DefaultPolicy.
+	Policy string
+	// Rules add to the policy's rules; they never weaken them.
+	Rules RuleSet
+}
+
+// Result is the engine's answer to one check.
+type Result struct {
+	Decision Decision
+	Source   Source
+	Reason   string
+	// MatchedRule is the rule text when Source is SourceRule.
+	MatchedRule string
+	// Kind is the canonical kind of the tool.
+	Kind Kind
+	// Policy is the name of the policy applied.
+	Policy string
+}

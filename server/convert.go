@@ -1,0 +1,155 @@
+package server
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/toolgate/toolgate/engine"
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+)
+
+// maxIDBytes caps names and ids that end up in logs.
+const maxIDBytes = 256
+
+// validationError is a request the server refuses before the engine sees it.
+type validationError struct{ msg string }
+
+func (e *validationError) Error() string { return e.msg }
+
+func invalid(format string, args ...any) error {
+	return &validationError{msg: fmt.Sprintf(format, args...)}
+}
+
+// toEngine validates a CheckRequest and maps it to the engine's request.
+func (s *Service) toEngine(req *pb.CheckRequest) (*engine.Request, error) {
+	if req.GetTool().GetName() == "" {
+		return nil, invalid("tool.name is required")
+	}
+	if len(req.GetTool().GetName()) > maxIDBytes {
+		return nil, invalid("tool.name is over %d bytes", maxIDBytes)
+	}
+	if len(req.GetRequestId()) > maxIDBytes || len(req.GetSessionId()) > maxIDBytes || len(req.GetPolicy()) > maxIDBytes {
+		return nil, invalid("request_id, session_id and policy are limited to %d bytes", maxIDBytes)
+	}
+	if n := proto.Size(req.GetTool().GetInput()); n > s.cfg.MaxToolInputBytes {
+		return nil, invalid("tool.input is %d bytes, over the limit of %d", n, s.cfg.MaxToolInputBytes)
+	}
+	if wd := req.GetWorkingDirectory(); wd != "" && !filepath.IsAbs(wd) {
+		return nil, invalid("working_directory %q is not an absolute path", wd)
+	}
+	for i, d := range req.GetAdditionalDirectories() {
+		if !filepath.IsAbs(d) {
+			return nil, invalid("additional_directories[%d] %q is not an absolute path", i, d)
+		}
+	}
+	if n := len(req.GetTranscript()); n > s.cfg.MaxTranscriptEntries {
+		return nil, invalid("transcript has %d entries, over the limit of %d", n, s.cfg.MaxTranscriptEntries)
+	}
+	mode, ok := modeFromProto[req.GetMode()]
+	if !ok {
+		return nil, invalid("mode %d is not a known permission mode", int32(req.GetMode()))
+	}
+	out := &engine.Request{
+		RequestID:             req.GetRequestId(),
+		SessionID:             req.GetSessionId(),
+		Tool:                  toolToEngine(req.GetTool()),
+		WorkingDirectory:      req.GetWorkingDirectory(),
+		AdditionalDirectories: req.GetAdditionalDirectories(),
+		Mode:                  mode,
+		Policy:                req.GetPolicy(),
+		Rules: engine.RuleSet{
+			Allow: req.GetRules().GetAllow(),
+			Ask:   req.GetRules().GetAsk(),
+			Deny:  req.GetRules().GetDeny(),
+		},
+	}
+	if len(req.GetTranscript()) > 0 {
+		out.Transcript = make([]engine.TranscriptEntry, len(req.GetTranscript()))
+		for i, e := range req.GetTranscript() {
+			out.Transcript[i] = transcriptToEngine(e)
+		}
+	}
+	return out, nil
+}
+
+func toolToEngine(t *pb.ToolCall) engine.ToolCall {
+	tc := engine.ToolCall{Name: t.GetName()}
+	if in := t.GetInput(); in != nil {
+		tc.Input = in.AsMap()
+	} else {
+		tc.Input = map[string]any{}
+	}
+	return tc
+}
+
+func transcriptToEngine(e *pb.TranscriptEntry) engine.TranscriptEntry {
+	out := engine.TranscriptEntry{Role: roleFromProto(e.GetRole()), Text: e.GetText()}
+	if e.GetToolCall() != nil {
+		tc := toolToEngine(e.GetToolCall())
+		out.ToolCall = &tc
+	}
+	return out
+}
+
+func roleFromProto(r pb.Role) engine.Role {
+	switch r {
+	case pb.Role_ROLE_USER:
+		return engine.RoleUser
+	case pb.Role_ROLE_ASSISTANT:
+		return engine.RoleAssistant
+	case pb.Role_ROLE_TOOL_RESULT:
+		return engine.RoleToolResult
+	case pb.Role_ROLE_SYSTEM:
+		return engine.RoleSystem
+	}
+	return engine.RoleUnspecified
+}
+
+var modeFromProto = map[pb.PermissionMode]engine.Mode{
+	pb.PermissionMode_PERMISSION_MODE_UNSPECIFIED:  engine.ModeAuto,
+	pb.PermissionMode_PERMISSION_MODE_AUTO:         engine.ModeAuto,
+	pb.PermissionMode_PERMISSION_MODE_DEFAULT:      engine.ModeDefault,
+	pb.PermissionMode_PERMISSION_MODE_ACCEPT_EDITS: engine.ModeAcceptEdits,
+	pb.PermissionMode_PERMISSION_MODE_PLAN:         engine.ModePlan,
+	pb.PermissionMode_PERMISSION_MODE_BYPASS:       engine.ModeBypass,
+}
+
+var decisionToProto = map[engine.Decision]pb.Decision{
+	engine.Allow: pb.Decision_DECISION_ALLOW,
+	engine.Deny:  pb.Decision_DECISION_DENY,
+	engine.Ask:   pb.Decision_DECISION_ASK,
+}
+
+var sourceToProto = map[engine.Source]pb.DecisionSource{
+	engine.SourceSafeTool:              pb.DecisionSource_DECISION_SOURCE_SAFE_TOOL,
+	engine.SourceAcceptEdits:           pb.DecisionSource_DECISION_SOURCE_ACCEPT_EDITS,
+	engine.SourceRule:                  pb.DecisionSource_DECISION_SOURCE_RULE,
+	engine.SourceCommandAnalysis:       pb.DecisionSource_DECISION_SOURCE_COMMAND_ANALYSIS,
+	engine.SourceMode:                  pb.DecisionSource_DECISION_SOURCE_MODE,
+	engine.SourceClassifier:            pb.DecisionSource_DECISION_SOURCE_CLASSIFIER,
+	engine.SourceCache:                 pb.DecisionSource_DECISION_SOURCE_CACHE,
+	engine.SourceClassifierUnavailable: pb.DecisionSource_DECISION_SOURCE_CLASSIFIER_UNAVAILABLE,
+	engine.SourceNoClassifier:          pb.DecisionSource_DECISION_SOURCE_NO_CLASSIFIER,
+}
+
+// toProto maps a decision back. An engine result without a decision would
+// be a bug; it is refused rather than sent as UNSPECIFIED.
+func toProto(requestID, decisionID string, r engine.Result, latencyMicros int64) (*pb.CheckResponse, error) {
+	d, ok := decisionToProto[r.Decision]
+	if !ok {
+		return nil, fmt.Errorf("engine returned no decision")
+	}
+	return &pb.CheckResponse{
+		RequestId:     requestID,
+		Decision:      d,
+		Reason:        r.Reason,
+		Source:        sourceToProto[r.Source],
+		MatchedRule:   r.MatchedRule,
+		DecisionId:    decisionID,
+		ToolKind:      string(r.Kind),
+		Policy:        r.Policy,
+		LatencyMicros: latencyMicros,
+	}, nil
+}

@@ -1,0 +1,90 @@
+package server
+
+import (
+	"context"
+	"net"
+
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/toolgate/toolgate/engine"
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+)
+
+// Server is the gRPC server with the permission service, health and,
+// optionally, reflection.
+type Server struct {
+	cfg    Config
+	log    *zap.Logger
+	grpc   *grpc.Server
+	health *health.Server
+	svc    *Service
+}
+
+// New builds a server; cfg is validated.
+func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...grpc.ServerOption) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rec := recovery.WithRecoveryHandlerContext(recoveryHandler(log))
+	// Recovery is innermost so that the access log sees the Internal code
+	// a panic turns into.
+	opts = append([]grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(accessLogUnary(log), recovery.UnaryServerInterceptor(rec)),
+		grpc.ChainStreamInterceptor(accessLogStream(log), recovery.StreamServerInterceptor(rec)),
+	}, opts...)
+	s := &Server{
+		cfg:    cfg,
+		log:    log,
+		grpc:   grpc.NewServer(opts...),
+		health: health.NewServer(),
+		svc:    NewService(cfg, eng, log),
+	}
+	pb.RegisterPermissionServiceServer(s.grpc, s.svc)
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	if cfg.Reflection {
+		reflection.Register(s.grpc)
+	}
+	s.setServing(healthpb.HealthCheckResponse_NOT_SERVING)
+	return s, nil
+}
+
+func (s *Server) setServing(st healthpb.HealthCheckResponse_ServingStatus) {
+	s.health.SetServingStatus("", st)
+	s.health.SetServingStatus(pb.PermissionService_ServiceDesc.ServiceName, st)
+}
+
+// Service returns the permission service (to swap its engine).
+func (s *Server) Service() *Service { return s.svc }
+
+// Serve marks the server SERVING and serves lis until Shutdown.
+func (s *Server) Serve(lis net.Listener) error {
+	s.setServing(healthpb.HealthCheckResponse_SERVING)
+	return s.grpc.Serve(lis)
+}
+
+// Shutdown drains: health goes NOT_SERVING, streams stop taking new checks
+// and finish the ones they have, GracefulStop waits for calls in flight up
+// to ShutdownTimeout (or ctx), and Stop cuts whatever remains.
+func (s *Server) Shutdown(ctx context.Context) {
+	s.health.Shutdown()
+	s.svc.Drain()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn("graceful stop timed out; closing remaining calls", zap.Stringer("timeout", s.cfg.ShutdownTimeout))
+		s.grpc.Stop()
+		<-done
+	}
+}

@@ -1,0 +1,90 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/engine"
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+)
+
+// Service implements toolgate.v1.PermissionService.
+type Service struct {
+	pb.UnimplementedPermissionServiceServer
+
+	cfg    Config
+	log    *zap.Logger
+	engine atomic.Pointer[engine.Engine]
+
+	drainOnce sync.Once
+	draining  chan struct{} // closed when the server starts shutting down
+}
+
+// NewService returns a service deciding with eng. cfg must be valid.
+func NewService(cfg Config, eng *engine.Engine, log *zap.Logger) *Service {
+	s := &Service{cfg: cfg, log: log, draining: make(chan struct{})}
+	s.engine.Store(eng)
+	return s
+}
+
+// SetEngine swaps the engine atomically; checks in flight finish with the
+// engine they started with.
+func (s *Service) SetEngine(eng *engine.Engine) { s.engine.Store(eng) }
+
+// Drain tells open streams to stop taking new checks and finish.
+func (s *Service) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
+
+// newID returns a random, URL-safe, unique id.
+func newID() string { return rand.Text() }
+
+// Check decides one tool call.
+func (s *Service) Check(ctx context.Context, req *pb.CheckRequest) (*pb.CheckResponse, error) {
+	resp, err := s.decide(ctx, req)
+	if err != nil {
+		return nil, statusFromError(err).Err()
+	}
+	return resp, nil
+}
+
+// decide validates, runs the engine, maps the answer and logs the decision.
+// The request_id is filled in on req when empty so callers can echo it.
+func (s *Service) decide(ctx context.Context, req *pb.CheckRequest) (*pb.CheckResponse, error) {
+	start := time.Now()
+	if req.GetRequestId() == "" {
+		req.RequestId = newID()
+	}
+	ereq, err := s.toEngine(req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.engine.Load().Check(ctx, ereq)
+	if err != nil {
+		return nil, err
+	}
+	latency := time.Since(start)
+	decisionID := newID()
+	resp, err := toProto(req.GetRequestId(), decisionID, res, latency.Microseconds())
+	if err != nil {
+		return nil, err
+	}
+	// No tool input, transcript or reason text here: they may hold secrets.
+	s.log.Info("decision",
+		zap.String("decision_id", decisionID),
+		zap.String("request_id", req.GetRequestId()),
+		zap.String("session_id", req.GetSessionId()),
+		zap.String("tool", req.GetTool().GetName()),
+		zap.String("tool_kind", string(res.Kind)),
+		zap.String("policy", res.Policy),
+		zap.Stringer("mode", ereq.Mode),
+		zap.Stringer("decision", res.Decision),
+		zap.Stringer("source", res.Source),
+		zap.String("matched_rule", res.MatchedRule),
+		zap.Int64("latency_us", latency.Microseconds()),
+	)
+	return resp, nil
+}

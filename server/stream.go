@@ -1,0 +1,230 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+)
+
+// session is the state of one CheckStream: its defaults and transcript.
+// Only the receive loop touches it.
+type session struct {
+	ctx        *pb.SessionContext
+	transcript []*pb.TranscriptEntry
+	checked    bool // a check has arrived; a session context is too late
+	inFlight   map[string]bool
+	mu         sync.Mutex // guards inFlight, which workers clear
+}
+
+type received struct {
+	msg *pb.CheckStreamRequest
+	err error
+}
+
+// CheckStream answers the checks of one agent session. Sends come from one
+// goroutine; checks run concurrently up to MaxStreamInFlight; the receive
+// loop ends when the client closes its side, the client goes away, or the
+// server starts draining. Every accepted check is answered before the
+// stream ends, unless the client is gone.
+func (s *Service) CheckStream(stream pb.PermissionService_CheckStreamServer) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+
+	out := make(chan *pb.CheckStreamResponse, s.cfg.MaxStreamInFlight)
+	sendDone := make(chan error, 1)
+	go func() {
+		var sendErr error
+		for m := range out {
+			if sendErr != nil {
+				continue // drain so that workers never block
+			}
+			if err := stream.Send(m); err != nil {
+				sendErr = err
+				cancel()
+			}
+		}
+		sendDone <- sendErr
+	}()
+
+	// Recv blocks, so it runs apart from the loop that also watches for
+	// shutdown; it stops at the first error, which always comes once the
+	// handler returns.
+	msgs := make(chan received)
+	go func() {
+		for {
+			m, err := stream.Recv()
+			select {
+			case msgs <- received{m, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	sess := &session{inFlight: map[string]bool{}}
+	sem := make(chan struct{}, s.cfg.MaxStreamInFlight)
+	var workers sync.WaitGroup
+	var endErr error
+
+loop:
+	for {
+		select {
+		case <-s.draining:
+			endErr = status.Error(codes.Unavailable, "server is shutting down; checks already received were answered")
+			break loop
+		case <-ctx.Done():
+			endErr = ctx.Err()
+			break loop
+		case r := <-msgs:
+			if errors.Is(r.err, io.EOF) {
+				break loop
+			}
+			if r.err != nil {
+				endErr = r.err
+				break loop
+			}
+			if !s.handleStreamMsg(ctx, sess, r.msg, sem, &workers, out) {
+				endErr = ctx.Err()
+				break loop
+			}
+		}
+	}
+	workers.Wait()
+	close(out)
+	if err := <-sendDone; err != nil && endErr == nil {
+		endErr = err
+	}
+	if endErr != nil && ctx.Err() != nil {
+		// The client is gone; there is nobody to tell.
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	return endErr
+}
+
+// handleStreamMsg handles one client message. It returns false when the
+// client went away while the check waited for a free slot.
+func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.CheckStreamRequest, sem chan struct{}, workers *sync.WaitGroup, out chan<- *pb.CheckStreamResponse) bool {
+	itemErr := func(id string, code codes.Code, msg string) {
+		out <- &pb.CheckStreamResponse{RequestId: id, Result: &pb.CheckStreamResponse_Error{Error: &pb.CheckError{Code: int32(code), Message: msg}}}
+	}
+	switch k := m.GetKind().(type) {
+	case *pb.CheckStreamRequest_Session:
+		switch {
+		case sess.ctx != nil:
+			itemErr("", codes.FailedPrecondition, "session context already set; it may be sent once")
+		case sess.checked:
+			itemErr("", codes.FailedPrecondition, "session context must come before the first check")
+		default:
+			sess.ctx = k.Session
+		}
+	case *pb.CheckStreamRequest_Transcript:
+		entries := k.Transcript.GetEntries()
+		sess.transcript = append(sess.transcript, entries...)
+		if over := len(sess.transcript) - s.cfg.MaxTranscriptEntries; over > 0 {
+			// Keep the newest entries: they are what the classifier reads.
+			sess.transcript = append(sess.transcript[:0:0], sess.transcript[over:]...)
+		}
+	case *pb.CheckStreamRequest_Check:
+		sess.checked = true
+		req := s.mergeSession(sess, k.Check)
+		if req.GetRequestId() == "" {
+			req.RequestId = newID()
+		}
+		id := req.GetRequestId()
+		sess.mu.Lock()
+		dup := sess.inFlight[id]
+		if !dup {
+			sess.inFlight[id] = true
+		}
+		sess.mu.Unlock()
+		if dup {
+			itemErr(id, codes.InvalidArgument, "request_id is already in flight on this stream")
+			return true
+		}
+		// Waiting here holds back the stream (flow control) rather than
+		// queueing without bound. A received check is answered even if the
+		// server starts draining meanwhile: slots free up as checks finish.
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			sess.mu.Lock()
+			delete(sess.inFlight, id)
+			sess.mu.Unlock()
+			return false
+		}
+		s.runCheck(ctx, sess, req, sem, workers, out)
+	default:
+		itemErr("", codes.InvalidArgument, "empty stream message: set session, check or transcript")
+	}
+	return true
+}
+
+func (s *Service) runCheck(ctx context.Context, sess *session, req *pb.CheckRequest, sem chan struct{}, workers *sync.WaitGroup, out chan<- *pb.CheckStreamResponse) {
+	workers.Add(1)
+	go func() {
+		defer workers.Done()
+		defer func() { <-sem }()
+		id := req.GetRequestId()
+		resp, err := s.decide(ctx, req)
+		sess.mu.Lock()
+		delete(sess.inFlight, id)
+		sess.mu.Unlock()
+		m := &pb.CheckStreamResponse{RequestId: id}
+		if err != nil {
+			st := statusFromError(err)
+			m.Result = &pb.CheckStreamResponse_Error{Error: &pb.CheckError{Code: int32(st.Code()), Message: st.Message()}}
+		} else {
+			m.Result = &pb.CheckStreamResponse_Response{Response: resp}
+		}
+		out <- m
+	}()
+}
+
+// mergeSession fills what a check leaves empty from the session context.
+// Rules add up: the session's and the check's both apply.
+func (s *Service) mergeSession(sess *session, c *pb.CheckRequest) *pb.CheckRequest {
+	sc := sess.ctx
+	if sc == nil && len(sess.transcript) == 0 {
+		return c
+	}
+	req := proto.CloneOf(c)
+	if sc != nil {
+		if req.SessionId == "" {
+			req.SessionId = sc.GetSessionId()
+		}
+		if req.WorkingDirectory == "" {
+			req.WorkingDirectory = sc.GetWorkingDirectory()
+		}
+		if len(req.AdditionalDirectories) == 0 {
+			req.AdditionalDirectories = sc.GetAdditionalDirectories()
+		}
+		if req.Mode == pb.PermissionMode_PERMISSION_MODE_UNSPECIFIED {
+			req.Mode = sc.GetMode()
+		}
+		if req.Policy == "" {
+			req.Policy = sc.GetPolicy()
+		}
+		if r := sc.GetRules(); r != nil {
+			req.Rules = &pb.Rules{
+				Allow: append(append([]string(nil), r.GetAllow()...), req.GetRules().GetAllow()...),
+				Ask:   append(append([]string(nil), r.GetAsk()...), req.GetRules().GetAsk()...),
+				Deny:  append(append([]string(nil), r.GetDeny()...), req.GetRules().GetDeny()...),
+			}
+		}
+	}
+	if len(req.Transcript) == 0 && len(sess.transcript) > 0 {
+		// A copy: later appends must not race with this check.
+		req.Transcript = append([]*pb.TranscriptEntry(nil), sess.transcript...)
+	}
+	return req
+}

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net"
+	"sync/atomic"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"go.uber.org/zap"
@@ -23,6 +25,8 @@ type Server struct {
 	grpc   *grpc.Server
 	health *health.Server
 	svc    *Service
+
+	stopping atomic.Bool
 }
 
 // New builds a server; cfg is validated.
@@ -61,16 +65,22 @@ func (s *Server) setServing(st healthpb.HealthCheckResponse_ServingStatus) {
 // Service returns the permission service (to swap its engine).
 func (s *Server) Service() *Service { return s.svc }
 
-// Serve marks the server SERVING and serves lis until Shutdown.
+// Serve marks the server SERVING and serves lis until Shutdown, after
+// which it returns nil.
 func (s *Server) Serve(lis net.Listener) error {
 	s.setServing(healthpb.HealthCheckResponse_SERVING)
-	return s.grpc.Serve(lis)
+	err := s.grpc.Serve(lis)
+	if errors.Is(err, grpc.ErrServerStopped) && s.stopping.Load() {
+		return nil // Shutdown came first; that is not a failure
+	}
+	return err
 }
 
 // Shutdown drains: health goes NOT_SERVING, streams stop taking new checks
 // and finish the ones they have, GracefulStop waits for calls in flight up
 // to ShutdownTimeout (or ctx), and Stop cuts whatever remains.
 func (s *Server) Shutdown(ctx context.Context) {
+	s.stopping.Store(true)
 	s.health.Shutdown()
 	s.svc.Drain()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)

@@ -1,0 +1,289 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+)
+
+// openStream opens a stream that cannot outlive a broken test for long.
+func openStream(t *testing.T, env *testEnv) pb.PermissionService_CheckStreamClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	t.Cleanup(cancel)
+	s, err := env.client.CheckStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func sendCheck(t *testing.T, s pb.PermissionService_CheckStreamClient, req *pb.CheckRequest) {
+	t.Helper()
+	if err := s.Send(&pb.CheckStreamRequest{Kind: &pb.CheckStreamRequest_Check{Check: req}}); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+}
+
+func recv(t *testing.T, s pb.PermissionService_CheckStreamClient) *pb.CheckStreamResponse {
+	t.Helper()
+	m, err := s.Recv()
+	if err != nil {
+		t.Fatalf("recv: %v", err)
+	}
+	return m
+}
+
+// waitStarted waits until the classifier has started the call with id.
+func waitStarted(t *testing.T, fc *fakeClassifier, id string) {
+	t.Helper()
+	select {
+	case got := <-fc.started:
+		if got != id {
+			t.Fatalf("classifier started %q, want %q", got, id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("classifier never started %q", id)
+	}
+}
+
+func TestStreamOutOfOrder(t *testing.T) {
+	fc := newFakeClassifier()
+	fc.hold("slow")
+	env := newEnv(t, withClassifier(fc))
+	s := openStream(t, env)
+	sendCheck(t, s, checkReq(t, "slow", "mcp__test__danger", nil))
+	waitStarted(t, fc, "slow")
+	sendCheck(t, s, checkReq(t, "fast", "Read", map[string]any{"file_path": "/x"}))
+
+	first := recv(t, s)
+	if first.GetRequestId() != "fast" || first.GetResponse().GetDecision() != pb.Decision_DECISION_ALLOW {
+		t.Fatalf("first answer %v, want fast ALLOW while slow is held", first)
+	}
+	fc.release("slow")
+	second := recv(t, s)
+	if second.GetRequestId() != "slow" || second.GetResponse().GetDecision() != pb.Decision_DECISION_DENY ||
+		second.GetResponse().GetSource() != pb.DecisionSource_DECISION_SOURCE_CLASSIFIER {
+		t.Fatalf("second answer %v, want slow DENY by classifier", second)
+	}
+	if err := s.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after CloseSend: %v, want EOF", err)
+	}
+}
+
+func TestStreamSessionAndErrors(t *testing.T) {
+	project := t.TempDir()
+	fc := newFakeClassifier()
+	env := newEnv(t, withClassifier(fc))
+	s := openStream(t, env)
+	send := func(m *pb.CheckStreamRequest) {
+		if err := s.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(&pb.CheckStreamRequest{Kind: &pb.CheckStreamRequest_Session{Session: &pb.SessionContext{
+		SessionId: "sess", WorkingDirectory: project, Rules: &pb.Rules{Deny: []string{"Bash(make deploy)"}},
+	}}})
+	send(&pb.CheckStreamRequest{Kind: &pb.CheckStreamRequest_Transcript{Transcript: &pb.TranscriptAppend{Entries: []*pb.TranscriptEntry{
+		{Role: pb.Role_ROLE_USER, Text: "please file an issue"},
+	}}}})
+
+	// The session's working directory makes this an in-project edit.
+	sendCheck(t, s, checkReq(t, "edit", "Write", map[string]any{"file_path": "notes.txt", "content": "x"}))
+	if m := recv(t, s); m.GetRequestId() != "edit" || m.GetResponse().GetSource() != pb.DecisionSource_DECISION_SOURCE_ACCEPT_EDITS {
+		t.Fatalf("edit: %v", m)
+	}
+	// The session's rules apply.
+	sendCheck(t, s, checkReq(t, "deploy", "Bash", map[string]any{"command": "make deploy"}))
+	if m := recv(t, s); m.GetResponse().GetDecision() != pb.Decision_DECISION_DENY || m.GetResponse().GetMatchedRule() != "Bash(make deploy)" {
+		t.Fatalf("deploy: %v", m)
+	}
+	// A bad check is an item error; the stream goes on.
+	sendCheck(t, s, &pb.CheckRequest{RequestId: "bad"})
+	if m := recv(t, s); m.GetRequestId() != "bad" || m.GetError().GetCode() != int32(codes.InvalidArgument) {
+		t.Fatalf("bad: %v", m)
+	}
+	// A late session context is an item error too.
+	send(&pb.CheckStreamRequest{Kind: &pb.CheckStreamRequest_Session{Session: &pb.SessionContext{}}})
+	if m := recv(t, s); m.GetRequestId() != "" || m.GetError().GetCode() != int32(codes.FailedPrecondition) {
+		t.Fatalf("late session: %v", m)
+	}
+	send(&pb.CheckStreamRequest{})
+	if m := recv(t, s); m.GetError().GetCode() != int32(codes.InvalidArgument) {
+		t.Fatalf("empty message: %v", m)
+	}
+	// The classifier sees the session transcript and id.
+	sendCheck(t, s, checkReq(t, "issue", "mcp__github__create_issue", nil))
+	if m := recv(t, s); m.GetResponse().GetSource() != pb.DecisionSource_DECISION_SOURCE_CLASSIFIER {
+		t.Fatalf("issue: %v", m)
+	}
+	in := fc.inputs()
+	last := in[len(in)-1].Request
+	if last.SessionID != "sess" || len(last.Transcript) != 1 || last.Transcript[0].Text != "please file an issue" {
+		t.Fatalf("classifier saw session %q transcript %v", last.SessionID, last.Transcript)
+	}
+	if err := s.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after CloseSend: %v", err)
+	}
+}
+
+func TestStreamDuplicateRequestID(t *testing.T) {
+	fc := newFakeClassifier()
+	fc.hold("dup")
+	env := newEnv(t, withClassifier(fc))
+	s := openStream(t, env)
+	sendCheck(t, s, checkReq(t, "dup", "mcp__test__x", nil))
+	waitStarted(t, fc, "dup")
+	sendCheck(t, s, checkReq(t, "dup", "Read", nil))
+	if m := recv(t, s); m.GetRequestId() != "dup" || m.GetError().GetCode() != int32(codes.InvalidArgument) {
+		t.Fatalf("duplicate: %v", m)
+	}
+	fc.release("dup")
+	if m := recv(t, s); m.GetRequestId() != "dup" || m.GetResponse() == nil {
+		t.Fatalf("original: %v", m)
+	}
+	_ = s.CloseSend()
+	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after CloseSend: %v", err)
+	}
+}
+
+func TestStreamBoundsInFlight(t *testing.T) {
+	fc := newFakeClassifier()
+	ids := []string{"a", "b", "c", "d", "e"}
+	for _, id := range ids {
+		fc.hold(id)
+	}
+	env := newEnv(t, withClassifier(fc), withConfig(func(c *Config) { c.MaxStreamInFlight = 2 }))
+	s := openStream(t, env)
+	for _, id := range ids {
+		sendCheck(t, s, checkReq(t, id, "mcp__test__x", nil))
+	}
+	got := map[string]bool{}
+	for range ids {
+		// Release whichever call reaches the classifier next.
+		select {
+		case id := <-fc.started:
+			fc.release(id)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no call reached the classifier")
+		}
+	}
+	for range ids {
+		m := recv(t, s)
+		if m.GetResponse() == nil || got[m.GetRequestId()] {
+			t.Fatalf("bad or repeated answer %v", m)
+		}
+		got[m.GetRequestId()] = true
+	}
+	if n := fc.maxConcurrent(); n > 2 {
+		t.Fatalf("%d checks ran at once, limit 2", n)
+	}
+	_ = s.CloseSend()
+	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after CloseSend: %v", err)
+	}
+}
+
+func TestStreamClientDisconnectNoLeak(t *testing.T) {
+	fc := newFakeClassifier()
+	fc.hold("stuck")
+	env := newEnv(t, withClassifier(fc))
+	ctx, cancel := context.WithCancel(t.Context())
+	s, err := env.client.CheckStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendCheck(t, s, checkReq(t, "stuck", "mcp__test__x", nil))
+	waitStarted(t, fc, "stuck")
+	cancel() // the agent goes away mid-check
+	if _, err := s.Recv(); status.Code(err) != codes.Canceled {
+		t.Fatalf("client side: %v, want Canceled", err)
+	}
+	// The handler must notice without any shutdown: wait until the
+	// classifier call has been cancelled and the stream is gone.
+	deadline := time.Now().Add(10 * time.Second)
+	for fc.activeCount() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("classifier call still running after the client left")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	env.stop(t)
+	goleak.VerifyNone(t)
+}
+
+func TestShutdownWithOpenStream(t *testing.T) {
+	fc := newFakeClassifier()
+	fc.hold("inflight")
+	env := newEnv(t, withClassifier(fc), withConfig(func(c *Config) { c.ShutdownTimeout = time.Minute }))
+	s := openStream(t, env)
+	sendCheck(t, s, checkReq(t, "first", "Read", nil))
+	if m := recv(t, s); m.GetRequestId() != "first" {
+		t.Fatalf("first: %v", m)
+	}
+	sendCheck(t, s, checkReq(t, "inflight", "mcp__test__x", nil))
+	waitStarted(t, fc, "inflight")
+
+	stopped := make(chan struct{})
+	go func() {
+		env.stop(t)
+		close(stopped)
+	}()
+	// Draining must wait for the check in flight, then answer it.
+	select {
+	case <-stopped:
+		t.Fatal("shutdown finished before the check in flight was answered")
+	case <-time.After(100 * time.Millisecond):
+	}
+	fc.release("inflight")
+	if m := recv(t, s); m.GetRequestId() != "inflight" || m.GetResponse().GetDecision() != pb.Decision_DECISION_ALLOW {
+		t.Fatalf("in-flight check: %v, want its answer", m)
+	}
+	// The stream ends by the drain, not by the shutdown timeout cutting it.
+	if _, err := s.Recv(); status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "shutting down") {
+		t.Fatalf("stream end: %v, want Unavailable: server is shutting down", err)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("shutdown did not finish with the stream drained")
+	}
+}
+
+func TestShutdownTimeoutCutsStuckStream(t *testing.T) {
+	fc := newFakeClassifier()
+	fc.hold("forever")
+	env := newEnv(t, withClassifier(fc), withConfig(func(c *Config) { c.ShutdownTimeout = 200 * time.Millisecond }))
+	s := openStream(t, env)
+	sendCheck(t, s, checkReq(t, "forever", "mcp__test__x", nil))
+	waitStarted(t, fc, "forever")
+	done := make(chan struct{})
+	go func() {
+		env.stop(t)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown did not return after its timeout")
+	}
+	if _, err := s.Recv(); err == nil {
+		t.Fatal("stream still delivering after a forced stop")
+	}
+}

@@ -82,8 +82,12 @@ func TestCheckFastPaths(t *testing.T) {
 			decision: pb.Decision_DECISION_ALLOW, source: pb.DecisionSource_DECISION_SOURCE_RULE, kind: "shell", rule: "Bash(go test ./...)",
 		},
 		{
-			name:     "per-request deny rule",
-			req:      func() *pb.CheckRequest { r := checkReq(t, "b3", "Grep", nil); r.Rules = &pb.Rules{Deny: []string{"Grep"}}; return r }(),
+			name: "per-request deny rule",
+			req: func() *pb.CheckRequest {
+				r := checkReq(t, "b3", "Grep", nil)
+				r.Rules = &pb.Rules{Deny: []string{"Grep"}}
+				return r
+			}(),
 			decision: pb.Decision_DECISION_DENY, source: pb.DecisionSource_DECISION_SOURCE_RULE, kind: "search", rule: "Grep",
 		},
 		{
@@ -92,8 +96,12 @@ func TestCheckFastPaths(t *testing.T) {
 			decision: pb.Decision_DECISION_ASK, source: pb.DecisionSource_DECISION_SOURCE_NO_CLASSIFIER, kind: "unknown",
 		},
 		{
-			name:     "plan mode denies shell",
-			req:      func() *pb.CheckRequest { r := checkReq(t, "p1", "Bash", map[string]any{"command": "ls"}); r.Mode = pb.PermissionMode_PERMISSION_MODE_PLAN; return r }(),
+			name: "plan mode denies shell",
+			req: func() *pb.CheckRequest {
+				r := checkReq(t, "p1", "Bash", map[string]any{"command": "ls"})
+				r.Mode = pb.PermissionMode_PERMISSION_MODE_PLAN
+				return r
+			}(),
 			decision: pb.Decision_DECISION_DENY, source: pb.DecisionSource_DECISION_SOURCE_MODE, kind: "shell",
 		},
 	}
@@ -165,7 +173,11 @@ func TestCheckValidation(t *testing.T) {
 		}(), "4 entries, over the limit of 3"},
 		{"unknown mode", func() *pb.CheckRequest { r := checkReq(t, "", "Read", nil); r.Mode = 42; return r }(), "not a known permission mode"},
 		{"unknown policy", func() *pb.CheckRequest { r := checkReq(t, "", "Read", nil); r.Policy = "nope"; return r }(), `unknown policy "nope"`},
-		{"bad rule", func() *pb.CheckRequest { r := checkReq(t, "", "Read", nil); r.Rules = &pb.Rules{Deny: []string{"Bash(rm"}}; return r }(), "rules.deny[0]"},
+		{"bad rule", func() *pb.CheckRequest {
+			r := checkReq(t, "", "Read", nil)
+			r.Rules = &pb.Rules{Deny: []string{"Bash(rm"}}
+			return r
+		}(), "rules.deny[0]"},
 		{"huge tool name", checkReq(t, "", strings.Repeat("T", 300), nil), "tool.name is over"},
 	}
 	for _, tt := range tests {

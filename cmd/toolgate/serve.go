@@ -17,6 +17,13 @@ import (
 )
 
 func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return serve(ctx, args, stdout, stderr, nil)
+}
+
+// serve runs the server until ctx is done. ready, when not nil, receives
+// the bound address once the server accepts connections (tests listen on
+// port 0).
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready chan<- net.Addr) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "", "address to listen on (default from config: 127.0.0.1:50051)")
@@ -69,6 +76,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
+	if ready != nil {
+		ready <- lis.Addr()
+	}
 	select {
 	case err := <-errc:
 		return err

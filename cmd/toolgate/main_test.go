@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startServe runs "toolgate serve" in-process on a free loopback port.
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	var logs bytes.Buffer
+	go func() {
+		done <- serve(ctx, append([]string{"--listen", "127.0.0.1:0"}, args...), &syncWriter{w: &logs}, &bytes.Buffer{}, ready)
+	}()
+	var addr net.Addr
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve exited: %v", err)
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatal("serve did not start")
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("serve did not stop after its context ended")
+		}
+	})
+	return addr.String()
+}
+
+func TestServeAndCheck(t *testing.T) {
+	addr := startServe(t)
+	project := t.TempDir()
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		decision string
+		source   string
+	}{
+		{"safe tool", []string{"--tool", "Read", "--input", `{"file_path":"/tmp/x"}`}, exitAllow, "DECISION_ALLOW", "DECISION_SOURCE_SAFE_TOOL"},
+		{"edit in project", []string{"--tool", "Write", "--input", `{"file_path":"a.txt","content":"x"}`, "--cwd", project}, exitAllow, "DECISION_ALLOW", "DECISION_SOURCE_ACCEPT_EDITS"},
+		{"default deny rule", []string{"--tool", "Bash", "--input", `{"command":"rm -rf /"}`}, exitDeny, "DECISION_DENY", "DECISION_SOURCE_RULE"},
+		{"flag deny rule", []string{"--tool", "Grep", "--deny", "Grep"}, exitDeny, "DECISION_DENY", "DECISION_SOURCE_RULE"},
+		{"no classifier asks", []string{"--tool", "Bash", "--input", `{"command":"make"}`}, exitAsk, "DECISION_ASK", "DECISION_SOURCE_NO_CLASSIFIER"},
+		{"plan mode", []string{"--tool", "Bash", "--input", `{"command":"ls"}`, "--mode", "plan"}, exitDeny, "DECISION_DENY", "DECISION_SOURCE_MODE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(t.Context(), append([]string{"check", "--addr", addr}, tt.args...), &out, &errOut)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d; stdout %s stderr %s", code, tt.code, out.String(), errOut.String())
+			}
+			var resp map[string]any
+			if err := json.Unmarshal(out.Bytes(), &resp); err != nil {
+				t.Fatalf("output is not JSON: %v\n%s", err, out.String())
+			}
+			if resp["decision"] != tt.decision || resp["source"] != tt.source || resp["requestId"] == "" {
+				t.Fatalf("got %v", resp)
+			}
+		})
+	}
+}
+
+func TestCheckErrors(t *testing.T) {
+	addr := startServe(t)
+	dead := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := l.Addr().String()
+		l.Close()
+		return a
+	}()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no tool", []string{"check", "--addr", addr}, "--tool is required"},
+		{"bad json", []string{"check", "--addr", addr, "--tool", "Read", "--input", "[1]"}, "not a JSON object"},
+		{"bad mode", []string{"check", "--addr", addr, "--tool", "Read", "--mode", "yolo"}, "--mode"},
+		{"server refuses", []string{"check", "--addr", addr, "--tool", "Read", "--policy", "nope"}, "InvalidArgument"},
+		{"server down", []string{"check", "--addr", dead, "--tool", "Read", "--timeout", "2s"}, "Unavailable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if code := run(t.Context(), tt.args, &out, &errOut); code != exitError {
+				t.Fatalf("exit %d, want %d", code, exitError)
+			}
+			if !strings.Contains(errOut.String(), tt.want) {
+				t.Fatalf("stderr %q does not contain %q", errOut.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestServeBadConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte("policies:\n  default:\n    permissions:\n      deny: [\"Bash(rm\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run(t.Context(), []string{"serve", "--config", path, "--listen", "127.0.0.1:0"}, &out, &errOut); code == 0 {
+		t.Fatal("serve accepted a bad config")
+	}
+	for _, want := range []string{path, "policies.default.permissions.deny[0]", "missing closing parenthesis"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("error %q does not name %q", errOut.String(), want)
+		}
+	}
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(t.Context(), []string{"version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "toolgate ") {
+		t.Fatalf("version: %d %q", code, out.String())
+	}
+	out.Reset()
+	if code := run(t.Context(), []string{"frobnicate"}, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), "unknown command") {
+		t.Fatalf("unknown command: %d %q", code, errOut.String())
+	}
+}

@@ -1,0 +1,115 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/server"
+)
+
+func TestDefault(t *testing.T) {
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server != server.DefaultConfig() {
+		t.Errorf("embedded server settings %+v differ from server.DefaultConfig %+v", c.Server, server.DefaultConfig())
+	}
+	if got := c.PolicyNames(); len(got) != 1 || got[0] != engine.DefaultPolicy {
+		t.Fatalf("policies %v, want [default]", got)
+	}
+	if len(c.Policies["default"].Permissions.Deny) == 0 {
+		t.Error("default policy has no deny rules")
+	}
+}
+
+func write(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "toolgate.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoad(t *testing.T) {
+	p := write(t, `
+server:
+  listen: 0.0.0.0:6000
+  shutdown_timeout: 3s
+policies:
+  strict:
+    permissions:
+      deny: [Bash]
+    accept_edits: false
+    tool_aliases: {my_shell: shell}
+`)
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Listen != "0.0.0.0:6000" || c.Server.ShutdownTimeout != 3*time.Second {
+		t.Errorf("server %+v", c.Server)
+	}
+	if c.Server.MaxToolInputBytes != server.DefaultConfig().MaxToolInputBytes {
+		t.Errorf("unset field lost its default: %d", c.Server.MaxToolInputBytes)
+	}
+	spec := c.EnginePolicies()["strict"]
+	if !spec.DisableAcceptEdits || spec.ToolAliases["my_shell"] != engine.KindShell || spec.Permissions.Deny[0] != "Bash" {
+		t.Errorf("strict policy %+v", spec)
+	}
+	eng, err := engine.New(engine.Config{Policies: c.EnginePolicies()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The file names no default policy, so an empty one is used, not the embedded one.
+	res, err := eng.Check(t.Context(), &engine.Request{Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": "rm -rf /"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Source == engine.SourceRule {
+		t.Errorf("embedded deny rules leaked into a file that replaced them: %+v", res)
+	}
+	res, err = eng.Check(t.Context(), &engine.Request{Policy: "strict", Tool: engine.ToolCall{Name: "my_shell", Input: map[string]any{"command": "ls"}}})
+	if err != nil || res.Decision != engine.Deny {
+		t.Errorf("strict policy via alias: %+v %v", res, err)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want []string
+	}{
+		{"unknown field", "server:\n  lisen: x\n", []string{"line 2", "lisen"}},
+		{"bad duration", "server:\n  shutdown_timeout: soon\n", []string{"soon"}},
+		{"bad server value", "server:\n  max_stream_in_flight: 0\n", []string{"server.max_stream_in_flight"}},
+		{"bad rule", "policies:\n  default:\n    permissions:\n      allow: [\"Edit(\"]\n", []string{"policies.default.permissions.allow[0]"}},
+		{"bad alias kind", "policies:\n  p:\n    tool_aliases: {x: teleport}\n", []string{"policies.p.tool_aliases", "teleport"}},
+		{"unsafe safe tool", "policies:\n  p:\n    safe_tools: [Bash]\n", []string{"policies.p.safe_tools[0]"}},
+		{"bad protected path", "policies:\n  p:\n    protected_paths: [\"/abs\"]\n", []string{"policies.p.protected_paths"}},
+		{"not yaml", "server: [\n", []string{"yaml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := write(t, tt.body)
+			_, err := Load(p)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range append([]string{p}, tt.want...) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("missing file: %v", err)
+	}
+}

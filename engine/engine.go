@@ -73,7 +73,7 @@ type call struct {
 	name       string
 	kind       Kind
 	cwd        string
-	targets    []string // edit targets, absolute and cleaned, for rules
+	targets    []string // edit or read targets, absolute and cleaned, for rules
 	rawTargets []string // edit targets as given, for containment
 	targetsErr error
 	command    string
@@ -88,6 +88,12 @@ func analyse(req *Request, vocab *Vocabulary) *call {
 	case c.kind.IsEdit():
 		c.rawTargets, c.targetsErr = editTargets(c.kind, in)
 		for _, t := range c.rawTargets {
+			c.targets = append(c.targets, cleanTarget(c.cwd, t))
+		}
+	case c.kind == KindRead || c.kind == KindSearch:
+		// For deny and ask rules only: reads are safe, so no allow rule
+		// ever sees these.
+		for _, t := range readTargets(in) {
 			c.targets = append(c.targets, cleanTarget(c.cwd, t))
 		}
 	case c.kind == KindShell:
@@ -238,36 +244,45 @@ func (e *Engine) decide(ctx context.Context, req *Request, p *policy, x extraRul
 
 // acceptEdits allows an edit whose every target lies inside the working
 // directory or an additional directory and is not protected. When it does
-// not decide it returns a note saying why, and whether a protected path
-// was the reason (allow rules must not open protected paths either).
+// not decide it returns a note saying why, and whether allow rules must stay
+// out too: a target is protected, or the targets could not be checked for
+// protection. Protection is checked on every target before the mode and the
+// policy switch are consulted, so that neither a mode without accept-edits,
+// nor accept-edits turned off, nor an earlier target outside the project
+// lets an allow rule open a protected path.
 func (e *Engine) acceptEdits(req *Request, p *policy, c *call) (Result, string, bool) {
 	switch {
-	case req.Mode != ModeUnspecified && req.Mode != ModeAuto && req.Mode != ModeAcceptEdits:
-		return Result{}, fmt.Sprintf("%s mode does not accept edits", req.Mode), false
-	case !p.acceptEdits:
-		return Result{}, "accept-edits is off in this policy", false
 	case c.targetsErr != nil:
-		return Result{}, "edit targets unclear: " + c.targetsErr.Error(), false
+		return Result{}, "edit targets unclear: " + c.targetsErr.Error(), true
 	case c.cwd == "":
-		return Result{}, "no working directory given", false
+		return Result{}, "no working directory given", true
 	}
 	roots := append([]string{c.cwd}, req.AdditionalDirectories...)
 	chk, err := pathcheck.New(roots, p.protected)
 	if err != nil {
-		return Result{}, "project directories unusable: " + err.Error(), false
+		return Result{}, "project directories unusable: " + err.Error(), true
 	}
+	var outside []string
 	resolved := make([]string, 0, len(c.rawTargets))
 	for _, t := range c.rawTargets {
 		v, err := chk.Check(c.cwd, t)
 		switch {
 		case err != nil:
-			return Result{}, fmt.Sprintf("edit target %q not resolvable: %v", truncate(t, 200), err), false
-		case !v.Inside:
-			return Result{}, fmt.Sprintf("edit target %s is outside the project", truncate(v.Resolved, 200)), false
+			return Result{}, fmt.Sprintf("edit target %q not resolvable: %v", truncate(t, 200), err), true
 		case v.Protected != "":
 			return Result{}, fmt.Sprintf("edit target %s is a protected path (%s)", truncate(v.Resolved, 200), v.Protected), true
+		case !v.Inside:
+			outside = append(outside, fmt.Sprintf("edit target %s is outside the project", truncate(v.Resolved, 200)))
 		}
 		resolved = append(resolved, v.Resolved)
+	}
+	switch {
+	case len(outside) > 0:
+		return Result{}, strings.Join(outside, "; "), false
+	case req.Mode != ModeUnspecified && req.Mode != ModeAuto && req.Mode != ModeAcceptEdits:
+		return Result{}, fmt.Sprintf("%s mode does not accept edits", req.Mode), false
+	case !p.acceptEdits:
+		return Result{}, "accept-edits is off in this policy", false
 	}
 	return Result{Decision: Allow, Source: SourceAcceptEdits, Reason: "edit inside the project: " + truncate(strings.Join(resolved, ", "), 300)}, "", false
 }

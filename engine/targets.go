@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -42,6 +43,32 @@ func editTargets(kind Kind, input map[string]any) ([]string, error) {
 	}
 	return targets, nil
 }
+
+// readTargets returns the paths a read- or search-kind call names, for
+// deny and ask rules such as Read(/etc/*). Unlike editTargets it is lenient:
+// a field it cannot use only means a rule cannot match on it.
+func readTargets(input map[string]any) []string {
+	var targets []string
+	for _, f := range readPathFields {
+		switch v := input[f].(type) {
+		case string:
+			if v != "" {
+				targets = append(targets, v)
+			}
+		case []any: // Gemini read_many_files: paths
+			for _, e := range v {
+				if s, ok := e.(string); ok && s != "" {
+					targets = append(targets, s)
+				}
+			}
+		}
+	}
+	return targets
+}
+
+// readPathFields are the input fields that name what a read or search tool
+// reads: the edit fields plus Gemini CLI's dir_path and paths.
+var readPathFields = append(slices.Clone(pathFields), "dir_path", "paths")
 
 func patchText(input map[string]any) (string, error) {
 	for _, f := range []string{"input", "patch"} {
@@ -99,8 +126,17 @@ func patchTargets(patch string) ([]string, error) {
 
 // shellCommand returns the command line of a shell-kind call. Codex passes
 // argv arrays; a ["bash", "-lc", script] array is reduced to its script.
+// Codex's exec_command names its string "cmd"; an input with both fields is
+// ambiguous (the tool decides which one runs) and yields no command.
 func shellCommand(input map[string]any) (string, bool) {
-	switch v := input["command"].(type) {
+	v, ok := input["command"]
+	if cmd, hasCmd := input["cmd"]; hasCmd {
+		if ok {
+			return "", false
+		}
+		v = cmd
+	}
+	switch v := v.(type) {
 	case string:
 		return v, true
 	case []any:

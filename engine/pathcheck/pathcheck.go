@@ -7,9 +7,10 @@
 // Paths are resolved component by component against the real filesystem, the
 // way the Linux kernel does, because lexical cleaning (filepath.Clean) before
 // symlink resolution gets "link/../x" wrong. Because some tools do normalize
-// lexically before opening, Check additionally requires the lexically
-// normalized path to land inside an allowed directory too, so that the verdict
-// holds whichever interpretation the tool uses.
+// lexically before opening, and some replace the file (rename over it) rather
+// than write through a final symlink, Check requires every one of those
+// readings to land inside an allowed directory, so that the verdict holds
+// whichever way the tool writes.
 //
 // All checks run against this machine's filesystem at the time of the call;
 // see Checker for the consequences.
@@ -34,6 +35,8 @@ const (
 	// pathMax mirrors Linux PATH_MAX (which counts the terminating NUL): the
 	// kernel refuses longer strings, and the cap bounds the work per request.
 	pathMax = 4096
+	// nameMax mirrors Linux NAME_MAX, the longest single component.
+	nameMax = 255
 )
 
 // DefaultProtected is the built-in protected-pattern list: agent
@@ -48,7 +51,8 @@ var DefaultProtected = []string{".git/", ".claude/", ".gemini/", ".codex/", ".mc
 // to base, which must be absolute even when p is absolute (a relative base is
 // always a caller bug). Errors: empty path, NUL byte, relative base, a path
 // starting with "~" (tools do not expand it: never guess), a path or base of
-// PATH_MAX bytes or more, more than 40 symlink hops (ELOOP), a non-directory
+// PATH_MAX bytes or more (also for the resolved result), a component longer
+// than NAME_MAX, more than 40 symlink hops (ELOOP), a non-directory
 // used as a directory (ENOTDIR), a symlink under /proc (magic links resolve per
 // process, so the server cannot know where the agent's would lead), and any
 // Lstat/Readlink error other than "does not exist" (e.g. EACCES).
@@ -57,7 +61,7 @@ func Resolve(base, p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	w, err := walk(joined)
+	w, err := walk(joined, true)
 	if err != nil {
 		return "", err
 	}
@@ -101,11 +105,17 @@ type walked struct {
 }
 
 // walk resolves an absolute path component by component like the kernel's
-// path walk, with "does not exist" tolerated as a future mkdir -p.
-func walk(abs string) (walked, error) {
+// path walk, with "does not exist" tolerated as a future mkdir -p. With
+// followFinal false, a symlink as the path's last component (no trailing
+// slash) is kept, not followed, like lstat, O_NOFOLLOW or rename(2) onto it.
+func walk(abs string, followFinal bool) (walked, error) {
 	var w walked
 	cur := "/" // always clean, absolute and free of symlinks
 	curNonDir := false
+	// missing counts the components at the end of cur that do not exist.
+	// Below a missing directory nothing can exist, so they are appended
+	// without an Lstat (keeping the walk linear) until ".." climbs back.
+	missing := 0
 	hops := 0
 	todo := strings.Split(abs, "/")
 	for len(todo) > 0 {
@@ -123,17 +133,31 @@ func walk(abs string) (walked, error) {
 		case "..":
 			// cur is symlink-free, so its lexical parent is its real parent.
 			cur = filepath.Dir(cur)
+			if missing > 0 {
+				missing--
+			}
 			continue
 		}
 		next := cur + "/" + c
 		if cur == "/" {
 			next = "/" + c
 		}
+		// The kernel would refuse to create these; checked here too because
+		// missing components never reach Lstat.
+		if len(c) > nameMax || len(next) >= pathMax {
+			return walked{}, &fs.PathError{Op: "resolve", Path: next, Err: syscall.ENAMETOOLONG}
+		}
+		if missing > 0 {
+			cur = next
+			missing++
+			continue
+		}
 		fi, err := os.Lstat(next)
 		if errors.Is(err, fs.ErrNotExist) {
-			// Will be created (as a directory if more follows); the next
-			// Lstat below it fails the same way until ".." climbs back.
+			// Will be created (as a directory if more follows), as by
+			// mkdir -p then write.
 			cur = next
+			missing = 1
 			continue
 		}
 		if err != nil {
@@ -142,6 +166,12 @@ func walk(abs string) (walked, error) {
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			cur = next
 			curNonDir = !fi.IsDir()
+			continue
+		}
+		if !followFinal && len(todo) == 0 {
+			// Only the original last component can get here: had it come
+			// from a link's target, that link would have been the last.
+			cur = next
 			continue
 		}
 		hops++
@@ -229,12 +259,12 @@ func New(roots []string, protected []string) (*Checker, error) {
 		case len(r) >= pathMax:
 			return nil, fmt.Errorf("pathcheck: root %q: %w", r, syscall.ENAMETOOLONG)
 		}
-		k, err := walk(r)
+		k, err := walk(r, true)
 		if err != nil {
 			return nil, fmt.Errorf("pathcheck: root %q: %w", r, err)
 		}
 		lex := filepath.Clean(r)
-		l, err := walk(lex)
+		l, err := walk(lex, true)
 		if err != nil {
 			return nil, fmt.Errorf("pathcheck: root %q (cleaned %q): %w", r, lex, err)
 		}
@@ -338,10 +368,12 @@ func fold(s string) string {
 
 // Verdict of one path check.
 type Verdict struct {
-	// Inside is true when the target lies strictly inside one of the roots,
-	// both as the kernel resolves it and as its lexically cleaned form
-	// resolves (tools differ in whether they normalize first). The root itself
-	// is NOT inside: a file target cannot be the directory.
+	// Inside is true when the target lies strictly inside one of the roots
+	// under every reading of the path: as the kernel resolves it and as its
+	// lexically cleaned form resolves (tools differ in whether they normalize
+	// first), each with a final symlink followed and not followed (a write
+	// through it versus an atomic rename over it). The root itself is NOT
+	// inside: a file target cannot be the directory.
 	Inside bool
 	// Root is the resolved root that contains the kernel-resolved target, the
 	// first in New's order if several do ("" when outside).
@@ -358,34 +390,44 @@ type Verdict struct {
 // callers treat that as "not inside" (Inside is then always false).
 //
 // Protected patterns are matched, relative to every root containing it,
-// against: the kernel-resolved target, the lexically cleaned target (relative
-// to the roots as configured and as resolved), the resolution of that cleaned
-// target, and the name under which each symlink on the way was entered. So a
-// symlinked ".git" still protects ".git/config". A match on any of them counts.
+// against every reading described at Verdict.Inside, the lexically cleaned
+// target as given (relative to the roots as configured and as resolved), and
+// the name under which each symlink on the way was entered. So a symlinked
+// ".git" still protects ".git/config". A match on any of them counts.
 func (c *Checker) Check(base, p string) (Verdict, error) {
 	joined, err := join(base, p)
 	if err != nil {
 		return Verdict{}, err
 	}
-	k, err := walk(joined)
-	if err != nil {
-		return Verdict{}, err
-	}
-	v := Verdict{Resolved: k.path}
+	// Four readings of where a write lands, all of which must be inside:
+	// followed as the kernel does (open, O_TRUNC), or with the last symlink
+	// itself replaced (atomic write via rename), each both as given and as a
+	// tool that normalizes lexically first would pass it on.
 	lexical := filepath.Clean(joined)
-	l, err := walk(lexical)
-	if err != nil {
-		return v, fmt.Errorf("pathcheck: lexically cleaned form %q: %w", lexical, err)
+	readings := []struct {
+		path        string
+		followFinal bool
+	}{{joined, true}, {joined, false}, {lexical, true}, {lexical, false}}
+	ws := make([]walked, len(readings))
+	for i, r := range readings {
+		ws[i], err = walk(r.path, r.followFinal)
+		if err != nil {
+			v := Verdict{}
+			if i > 0 {
+				v.Resolved = ws[0].path
+			}
+			return v, err
+		}
+	}
+	v := Verdict{Resolved: ws[0].path}
+	v.Root, v.Inside = c.container(ws[0].path)
+	for _, w := range ws[1:] {
+		if _, in := c.container(w.path); !in {
+			v.Root, v.Inside = "", false
+		}
 	}
 
-	kRoot, kIn := c.container(k.path)
-	_, lIn := c.container(l.path)
-	if kIn && lIn {
-		v.Inside = true
-		v.Root = kRoot
-	}
-
-	// Folded relative component lists of every candidate name.
+	// Folded relative component lists of every name the target goes by.
 	var rels [][]string
 	add := func(dir, cand string) {
 		if rel, ok := within(dir, cand); ok {
@@ -393,15 +435,13 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 		}
 	}
 	for _, r := range c.roots {
-		add(r.resolved, k.path)
-		add(r.resolved, l.path)
-		add(r.resolved, lexical)
 		add(r.lexical, lexical)
-		for _, vw := range k.views {
-			add(r.resolved, vw)
-		}
-		for _, vw := range l.views {
-			add(r.resolved, vw)
+		add(r.resolved, lexical)
+		for _, w := range ws {
+			add(r.resolved, w.path)
+			for _, vw := range w.views {
+				add(r.resolved, vw)
+			}
 		}
 	}
 	for _, pat := range c.patterns {

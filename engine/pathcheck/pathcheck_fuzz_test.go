@@ -1,9 +1,12 @@
 package pathcheck
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -35,7 +38,9 @@ func FuzzCheck(f *testing.F) {
 		"~/.ssh/id_rsa", "~", "/etc/passwd", "/", "/proc/self/cwd/x", "proc/x",
 		"link-out-dir/secret", "link-out-file", "link-out-file/x", "dangling", "f.txt/../x", "f.txt/",
 		"loop1", "loop2/x", "selfloop", "selfloop/../x",
+		"link-foo/../in-link", "link-out-dir/in-link", "../dotfile", "../sublink", "../sublink/x", "../sublink/", "link-in", "link-in/",
 		"./.git/config", ".git/../x", "gd-alias/config", "ci/x.yml", "innocent",
+		"deep/../../outside/secret", "deep/../../app-evil/x", "link-in/../../outside/x",
 		"n1/n2/../../link-out-dir/x", "n1/../link-foo/../y", "n1/n2/../../link-in/x",
 		tr.app + "/x", tr.app + "-evil/x", tr.applink + "/sub/../x", tr.outside + "/x",
 	} {
@@ -58,11 +63,11 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("Resolve(%q, %q) = %q, %v; Check resolved %q", base, p, r, err, v.Resolved)
 		}
 		res := v.Resolved
-		// (a) the resolved form is a clean absolute path.
+		// (1) the resolved form is a clean absolute path.
 		if strings.IndexByte(res, 0) >= 0 || !filepath.IsAbs(res) || filepath.Clean(res) != res {
 			t.Fatalf("Check(%q, %q).Resolved = %q is not clean and absolute", base, p, res)
 		}
-		// (c) it really is symlink-free: its longest existing ancestor
+		// (2) it really is symlink-free: its longest existing ancestor
 		// is its own EvalSymlinks.
 		anc := res
 		for {
@@ -79,7 +84,34 @@ func FuzzCheck(f *testing.F) {
 			joined = base + "/" + p
 		}
 		lexical := filepath.Clean(joined)
-		// (d) where the kernel can resolve the input, it agrees.
+		// (3) wherever the kernel reports a non-directory used as a
+		// directory before a "", "." or "..", Check must have failed.
+		comps := strings.Split(joined, "/")
+		for i := 1; i < len(comps); i++ {
+			if c := comps[i]; c != "" && c != "." && c != ".." {
+				continue
+			}
+			prefix := strings.Join(comps[:i], "/")
+			if prefix == "" {
+				continue
+			}
+			fi, err := os.Stat(prefix)
+			if errors.Is(err, syscall.ENOTDIR) || (err == nil && !fi.IsDir()) {
+				t.Fatalf("Check(%q, %q) = %+v, but %q is not a directory", base, p, v, prefix)
+			}
+		}
+		// (4) an independent reading of paths without "..": the real
+		// location of the deepest existing ancestor plus the missing rest.
+		if !slices.Contains(comps, "..") {
+			if kv, ok := kernelView(lexical); ok && kv != res {
+				t.Fatalf("Check(%q, %q).Resolved = %q, but the kernel view is %q", base, p, res, kv)
+			}
+		}
+		// The same reading of the cleaned path must be inside too.
+		if kv, ok := kernelView(lexical); ok && v.Inside && !strings.HasPrefix(kv, rootSlash) {
+			t.Fatalf("Check(%q, %q) = %+v, but the cleaned path %q is really %q", base, p, v, lexical, kv)
+		}
+		// (5) where the kernel can resolve the input, it agrees.
 		kernelOK := false
 		if _, err := os.Stat(joined); err == nil {
 			ev, err := filepath.EvalSymlinks(joined)
@@ -95,7 +127,7 @@ func FuzzCheck(f *testing.F) {
 				t.Fatalf("EvalSymlinks(%q): %v after Stat succeeded", lexical, err)
 			}
 			lexicalIn = strings.HasPrefix(ev, rootSlash)
-			// (e) a tool that cleans lexically first must also land inside.
+			// (6) a tool that cleans lexically first must also land inside.
 			if v.Inside && !lexicalIn {
 				t.Fatalf("Check(%q, %q) = %+v, but the cleaned path %q is really %q", base, p, v, lexical, ev)
 			}
@@ -104,14 +136,24 @@ func FuzzCheck(f *testing.F) {
 			if v.Root != "" {
 				t.Fatalf("Check(%q, %q) = %+v: Root set while outside", base, p, v)
 			}
-			// Completeness where the kernel can tell: both readings inside
+			// Completeness where the kernel can tell: all readings inside
 			// means Inside.
-			if kernelOK && lexicalIn && strings.HasPrefix(res, rootSlash) {
-				t.Fatalf("Check(%q, %q) = %+v, but both readings are inside", base, p, v)
+			lin, _ := entryIn(lexical, rootSlash)
+			jin, _ := entryIn(joined, rootSlash)
+			if kernelOK && lexicalIn && strings.HasPrefix(res, rootSlash) && lin && jin {
+				t.Fatalf("Check(%q, %q) = %+v, but all readings are inside", base, p, v)
 			}
 			return
 		}
-		// (b) inside by an independent prefix test on the clean paths.
+		// (7) replacing the last component itself (rename onto it) also
+		// stays inside.
+		if pv, ok := kernelView(filepath.Dir(lexical)); ok && !strings.HasPrefix(filepath.Join(pv, filepath.Base(lexical)), rootSlash) {
+			t.Fatalf("Check(%q, %q) = %+v, but the entry %q is in %q", base, p, v, lexical, pv)
+		}
+		if in, known := entryIn(joined, rootSlash); known && !in {
+			t.Fatalf("Check(%q, %q) = %+v, but the entry %q is outside", base, p, v, joined)
+		}
+		// (8) inside by an independent prefix test on the clean paths.
 		if v.Root != tr.app || !strings.HasPrefix(res, rootSlash) {
 			t.Fatalf("Check(%q, %q) = %+v, not under %q", base, p, v, rootSlash)
 		}
@@ -121,4 +163,51 @@ func FuzzCheck(f *testing.F) {
 			}
 		}
 	})
+}
+
+// kernelView resolves a clean absolute path without ".." independently of
+// walk: EvalSymlinks of its deepest existing ancestor, then the missing
+// components. ok is false when that cannot be told (dangling symlinks, loops,
+// a non-directory with components below it).
+func kernelView(clean string) (string, bool) {
+	a := clean
+	for {
+		if _, err := os.Lstat(a); err == nil {
+			break
+		}
+		a = filepath.Dir(a)
+	}
+	ev, err := filepath.EvalSymlinks(a)
+	if err != nil {
+		return "", false
+	}
+	if a == clean {
+		return ev, true
+	}
+	if fi, err := os.Stat(ev); err != nil || !fi.IsDir() {
+		return "", false
+	}
+	rest, err := filepath.Rel(a, clean)
+	if err != nil {
+		return "", false
+	}
+	return filepath.Join(ev, rest), true
+}
+
+// entryIn reports whether the directory entry named by the last component of
+// p (what rename(2) onto it would replace) is under prefix; known is false
+// when the kernel cannot tell because its parent does not resolve.
+func entryIn(p, prefix string) (in, known bool) {
+	i := strings.LastIndexByte(p, '/')
+	name := p[i+1:]
+	if name == "" || name == "." || name == ".." {
+		ev, err := filepath.EvalSymlinks(p)
+		return err == nil && strings.HasPrefix(ev, prefix), err == nil
+	}
+	parent := p[:i]
+	if parent == "" {
+		parent = "/"
+	}
+	ev, err := filepath.EvalSymlinks(parent)
+	return err == nil && strings.HasPrefix(filepath.Join(ev, name), prefix), err == nil
 }

@@ -63,6 +63,9 @@ func newTree(tb testing.TB) tree {
 		{"app/proc", "/proc/self/root"},
 		{"applink", "app"},
 		{"app-evil-link", "app-evil"},
+		{"dotfile", "app/f.txt"},
+		{"outside/in-link", "../app/f.txt"},
+		{"sublink", "app/sub"},
 	} {
 		if err := os.Symlink(l[1], filepath.Join(dir, l[0])); err != nil {
 			tb.Fatal(err)
@@ -122,6 +125,10 @@ func TestResolve(t *testing.T) {
 		{name: "5000 chars", base: tr.app, p: strings.Repeat("a", 5000), errIs: syscall.ENAMETOOLONG},
 		{name: "5000 chars of components", base: tr.app, p: strings.Repeat("a/../", 1000), errIs: syscall.ENAMETOOLONG},
 		{name: "component over NAME_MAX", base: tr.app, p: strings.Repeat("n", 256) + "/x", errIs: syscall.ENAMETOOLONG},
+		{name: "missing component over NAME_MAX", base: tr.app, p: "new/" + strings.Repeat("n", 256), errIs: syscall.ENAMETOOLONG},
+		{name: "component at NAME_MAX", base: tr.app, p: "new/" + strings.Repeat("n", 255), want: tr.app + "/new/" + strings.Repeat("n", 255)},
+		{name: "resolved over PATH_MAX", base: tr.app, p: strings.Repeat("a/", 2040), errIs: syscall.ENAMETOOLONG},
+		{name: "symlink expands over PATH_MAX", base: tr.app, p: "link-out-dir/" + strings.Repeat("a/", 2040), errIs: syscall.ENAMETOOLONG},
 		{name: "proc magic link", base: tr.app, p: "proc/etc/passwd"},
 		{name: "proc self", base: "/", p: "/proc/self/cwd/x"},
 		{name: "dev fd", base: "/", p: "/dev/fd/0"},
@@ -255,6 +262,17 @@ func TestCheckContainment(t *testing.T) {
 		{name: "symlink up then back in", base: tr.app, p: "up/app/x", root: tr.app},
 		{name: "symlink up then sibling", base: tr.app, p: "up/app-evil/x"},
 		{name: "symlink in", base: tr.app, p: "link-in/x", root: tr.app},
+		{name: "final symlink in", base: tr.app, p: "link-in", root: tr.app},
+		{name: "final symlink in to protected", base: tr.app, p: "innocent", root: tr.app},
+		{name: "outside file symlink into root", base: tr.dir, p: "dotfile"},
+		{name: "outside file symlink into root absolute", base: tr.app, p: tr.dir + "/dotfile"},
+		{name: "outside file symlink into root lexical", base: tr.app, p: "sub/../../dotfile"},
+		{name: "outside file symlink into root after symlink dotdot", base: tr.app, p: "link-foo/../in-link"},
+		{name: "outside dir symlink into root", base: tr.dir, p: "sublink/x", root: tr.app},
+		{name: "outside dir symlink into root itself", base: tr.dir, p: "sublink"},
+		// Followed for the kernel, but a tool that cleans the path first
+		// would name the link itself (and this is a directory anyway).
+		{name: "outside dir symlink into root trailing slash", base: tr.dir, p: "sublink/"},
 		{name: "symlink in absolute", base: tr.app, p: "link-in-abs/x", root: tr.app},
 		{name: "symlink in then dotdot", base: tr.app, p: "link-in/../x", root: tr.app},
 		{name: "nonexistent climbs into symlink out", base: tr.app, p: "n1/n2/../../link-out-dir/x"},
@@ -582,6 +600,27 @@ func TestFold(t *testing.T) {
 	} {
 		if got := fold(tc.in); got != tc.want {
 			t.Errorf("fold(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestCheckConcurrent lets -race confirm a Checker is safe to share.
+func TestCheckConcurrent(t *testing.T) {
+	tr := newTree(t)
+	c := mustNew(t, []string{tr.app, tr.extra}, DefaultProtected)
+	done := make(chan Verdict)
+	for i := 0; i < 8; i++ {
+		go func() {
+			var v Verdict
+			for j := 0; j < 50; j++ {
+				v, _ = c.Check(tr.app, ".git/config")
+			}
+			done <- v
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if v := <-done; !v.Inside || v.Protected != ".git/" {
+			t.Errorf("concurrent Check = %+v", v)
 		}
 	}
 }

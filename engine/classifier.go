@@ -21,8 +21,34 @@ type ClassifyInput struct {
 
 // Verdict is the classifier's answer.
 type Verdict struct {
-	Block  bool
+	Block bool
+	// Ask brings the user in instead of deciding (for example after too
+	// many blocks in one session). It wins over Block.
+	Ask    bool
 	Reason string
 	// Cached marks a verdict served from the classifier's cache.
 	Cached bool
+	// Details describe the side-query, for logs and the response.
+	Details *ClassifierDetails
 }
+
+// ClassifierDetails describe how a classification was made.
+type ClassifierDetails struct {
+	Backend      string
+	Model        string
+	Stage        string // "single", "fast" (stage 1 only), "full" (stage 2 ran)
+	LatencyMicro int64
+	InputTokens  int64
+	OutputTokens int64
+	Cached       bool
+}
+
+// ClassifierError is returned by a Classifier that ran but failed; Details
+// say what was tried. Any error fails closed.
+type ClassifierError struct {
+	Err     error
+	Details *ClassifierDetails
+}
+
+func (e *ClassifierError) Error() string { return e.Err.Error() }
+func (e *ClassifierError) Unwrap() error { return e.Err }

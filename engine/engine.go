@@ -26,18 +26,29 @@ type Config struct {
 	// Classifier decides what the local stages leave open; nil means none
 	// is configured and such calls are answered ASK.
 	Classifier Classifier
+	// OnClassifierUnavailable is the decision when the classifier fails:
+	// Deny (the default, also for DecisionUnspecified) or Ask.
+	OnClassifierUnavailable Decision
 }
 
 // Engine runs the decision pipeline. It is immutable and safe for
 // concurrent use.
 type Engine struct {
-	policies   map[string]*policy
-	classifier Classifier
+	policies      map[string]*policy
+	classifier    Classifier
+	onUnavailable Decision
 }
 
 // New compiles the policies.
 func New(cfg Config) (*Engine, error) {
-	e := &Engine{policies: map[string]*policy{}, classifier: cfg.Classifier}
+	e := &Engine{policies: map[string]*policy{}, classifier: cfg.Classifier, onUnavailable: Deny}
+	switch cfg.OnClassifierUnavailable {
+	case DecisionUnspecified, Deny:
+	case Ask:
+		e.onUnavailable = Ask
+	default:
+		return nil, fmt.Errorf("on_unavailable: must be deny or ask, got %s", cfg.OnClassifierUnavailable)
+	}
 	specs := cfg.Policies
 	if _, ok := specs[DefaultPolicy]; !ok {
 		specs = map[string]PolicySpec{DefaultPolicy: {}}
@@ -230,16 +241,24 @@ func (e *Engine) decide(ctx context.Context, req *Request, p *policy, x extraRul
 			return Result{}
 		}
 		// Fail closed: a broken classifier never allows.
-		return Result{Decision: Deny, Source: SourceClassifierUnavailable, Reason: "classifier unavailable: " + err.Error()}
+		res := Result{Decision: e.onUnavailable, Source: SourceClassifierUnavailable, Reason: "classifier failed, so the call is not allowed: " + err.Error()}
+		if ce, ok := errors.AsType[*ClassifierError](err); ok {
+			res.Classifier = ce.Details
+		}
+		return res
 	}
 	src := SourceClassifier
 	if v.Cached {
 		src = SourceCache
 	}
-	if v.Block {
-		return Result{Decision: Deny, Source: src, Reason: v.Reason}
+	res := Result{Decision: Allow, Source: src, Reason: v.Reason, Classifier: v.Details}
+	switch {
+	case v.Ask:
+		res.Decision = Ask
+	case v.Block:
+		res.Decision = Deny
 	}
-	return Result{Decision: Allow, Source: src, Reason: v.Reason}
+	return res
 }
 
 // acceptEdits allows an edit whose every target lies inside the working

@@ -166,4 +166,6 @@ type Result struct {
 	Kind Kind
 	// Policy is the name of the policy applied.
 	Policy string
+	// Classifier describes the side-query when the classifier was asked.
+	Classifier *ClassifierDetails
 }

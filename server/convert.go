@@ -141,7 +141,15 @@ func toProto(requestID, decisionID string, r engine.Result, latencyMicros int64)
 	if !ok {
 		return nil, fmt.Errorf("engine returned no decision")
 	}
+	var ci *pb.ClassifierInfo
+	if c := r.Classifier; c != nil {
+		ci = &pb.ClassifierInfo{
+			Backend: c.Backend, Model: c.Model, Stage: c.Stage, LatencyMicros: c.LatencyMicro,
+			InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, Cached: c.Cached,
+		}
+	}
 	return &pb.CheckResponse{
+		Classifier:    ci,
 		RequestId:     requestID,
 		Decision:      d,
 		Reason:        r.Reason,

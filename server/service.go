@@ -73,7 +73,8 @@ func (s *Service) decide(ctx context.Context, req *pb.CheckRequest) (*pb.CheckRe
 		return nil, err
 	}
 	// No tool input, transcript or reason text here: they may hold secrets.
-	s.log.Info("decision",
+	fields := make([]zap.Field, 0, 20)
+	fields = append(fields,
 		zap.String("decision_id", decisionID),
 		zap.String("request_id", req.GetRequestId()),
 		zap.String("session_id", req.GetSessionId()),
@@ -86,5 +87,17 @@ func (s *Service) decide(ctx context.Context, req *pb.CheckRequest) (*pb.CheckRe
 		zap.String("matched_rule", res.MatchedRule),
 		zap.Int64("latency_us", latency.Microseconds()),
 	)
+	if c := res.Classifier; c != nil {
+		fields = append(fields,
+			zap.String("classifier_backend", c.Backend),
+			zap.String("classifier_model", c.Model),
+			zap.String("classifier_stage", c.Stage),
+			zap.Int64("classifier_latency_us", c.LatencyMicro),
+			zap.Int64("classifier_input_tokens", c.InputTokens),
+			zap.Int64("classifier_output_tokens", c.OutputTokens),
+			zap.Bool("classifier_cached", c.Cached),
+		)
+	}
+	s.log.Info("decision", fields...)
 	return resp, nil
 }

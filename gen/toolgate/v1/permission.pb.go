@@ -627,6 +627,9 @@ type CheckResponse struct {
 	Policy string `protobuf:"bytes,8,opt,name=policy,proto3" json:"policy,omitempty"`
 	// Time the server spent deciding, in microseconds.
 	LatencyMicros int64 `protobuf:"varint,9,opt,name=latency_micros,json=latencyMicros,proto3" json:"latency_micros,omitempty"`
+	// Set when the classifier was asked (source CLASSIFIER, CACHE or
+	// CLASSIFIER_UNAVAILABLE).
+	Classifier    *ClassifierInfo `protobuf:"bytes,10,opt,name=classifier,proto3" json:"classifier,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -724,6 +727,114 @@ func (x *CheckResponse) GetLatencyMicros() int64 {
 	return 0
 }
 
+func (x *CheckResponse) GetClassifier() *ClassifierInfo {
+	if x != nil {
+		return x.Classifier
+	}
+	return nil
+}
+
+// ClassifierInfo describes the LLM side-query behind a decision.
+type ClassifierInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Name of the backend that answered (or was last tried).
+	Backend string `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
+	// Model that answered.
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// "single" (one call), "fast" (two-stage, stage 1 allowed) or "full"
+	// (two-stage, stage 2 ran).
+	Stage string `protobuf:"bytes,3,opt,name=stage,proto3" json:"stage,omitempty"`
+	// Time spent in the side-query, in microseconds.
+	LatencyMicros int64 `protobuf:"varint,4,opt,name=latency_micros,json=latencyMicros,proto3" json:"latency_micros,omitempty"`
+	// Tokens the model read.
+	InputTokens int64 `protobuf:"varint,5,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	// Tokens the model wrote.
+	OutputTokens int64 `protobuf:"varint,6,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	// The verdict came from the cache.
+	Cached        bool `protobuf:"varint,7,opt,name=cached,proto3" json:"cached,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClassifierInfo) Reset() {
+	*x = ClassifierInfo{}
+	mi := &file_toolgate_v1_permission_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClassifierInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClassifierInfo) ProtoMessage() {}
+
+func (x *ClassifierInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_toolgate_v1_permission_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClassifierInfo.ProtoReflect.Descriptor instead.
+func (*ClassifierInfo) Descriptor() ([]byte, []int) {
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ClassifierInfo) GetBackend() string {
+	if x != nil {
+		return x.Backend
+	}
+	return ""
+}
+
+func (x *ClassifierInfo) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ClassifierInfo) GetStage() string {
+	if x != nil {
+		return x.Stage
+	}
+	return ""
+}
+
+func (x *ClassifierInfo) GetLatencyMicros() int64 {
+	if x != nil {
+		return x.LatencyMicros
+	}
+	return 0
+}
+
+func (x *ClassifierInfo) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *ClassifierInfo) GetOutputTokens() int64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *ClassifierInfo) GetCached() bool {
+	if x != nil {
+		return x.Cached
+	}
+	return false
+}
+
 // SessionContext sets defaults for the checks of a stream: any field a
 // check leaves empty is taken from here. Send it at most once, first.
 type SessionContext struct {
@@ -746,7 +857,7 @@ type SessionContext struct {
 
 func (x *SessionContext) Reset() {
 	*x = SessionContext{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[5]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +869,7 @@ func (x *SessionContext) String() string {
 func (*SessionContext) ProtoMessage() {}
 
 func (x *SessionContext) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[5]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,7 +882,7 @@ func (x *SessionContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionContext.ProtoReflect.Descriptor instead.
 func (*SessionContext) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{5}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SessionContext) GetSessionId() string {
@@ -828,7 +939,7 @@ type TranscriptAppend struct {
 
 func (x *TranscriptAppend) Reset() {
 	*x = TranscriptAppend{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[6]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +951,7 @@ func (x *TranscriptAppend) String() string {
 func (*TranscriptAppend) ProtoMessage() {}
 
 func (x *TranscriptAppend) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[6]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +964,7 @@ func (x *TranscriptAppend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscriptAppend.ProtoReflect.Descriptor instead.
 func (*TranscriptAppend) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{6}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TranscriptAppend) GetEntries() []*TranscriptEntry {
@@ -880,7 +991,7 @@ type CheckStreamRequest struct {
 
 func (x *CheckStreamRequest) Reset() {
 	*x = CheckStreamRequest{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[7]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -892,7 +1003,7 @@ func (x *CheckStreamRequest) String() string {
 func (*CheckStreamRequest) ProtoMessage() {}
 
 func (x *CheckStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[7]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -905,7 +1016,7 @@ func (x *CheckStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckStreamRequest.ProtoReflect.Descriptor instead.
 func (*CheckStreamRequest) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{7}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CheckStreamRequest) GetKind() isCheckStreamRequest_Kind {
@@ -982,7 +1093,7 @@ type CheckError struct {
 
 func (x *CheckError) Reset() {
 	*x = CheckError{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[8]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1105,7 @@ func (x *CheckError) String() string {
 func (*CheckError) ProtoMessage() {}
 
 func (x *CheckError) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[8]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1118,7 @@ func (x *CheckError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckError.ProtoReflect.Descriptor instead.
 func (*CheckError) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{8}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CheckError) GetCode() int32 {
@@ -1043,7 +1154,7 @@ type CheckStreamResponse struct {
 
 func (x *CheckStreamResponse) Reset() {
 	*x = CheckStreamResponse{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[9]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1055,7 +1166,7 @@ func (x *CheckStreamResponse) String() string {
 func (*CheckStreamResponse) ProtoMessage() {}
 
 func (x *CheckStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[9]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1068,7 +1179,7 @@ func (x *CheckStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckStreamResponse.ProtoReflect.Descriptor instead.
 func (*CheckStreamResponse) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{9}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CheckStreamResponse) GetRequestId() string {
@@ -1150,7 +1261,7 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"transcript\x18\a \x03(\v2\x1c.toolgate.v1.TranscriptEntryR\n" +
 	"transcript\x12\x16\n" +
 	"\x06policy\x18\b \x01(\tR\x06policy\x12(\n" +
-	"\x05rules\x18\t \x01(\v2\x12.toolgate.v1.RulesR\x05rules\"\xce\x02\n" +
+	"\x05rules\x18\t \x01(\v2\x12.toolgate.v1.RulesR\x05rules\"\x8b\x03\n" +
 	"\rCheckResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x121\n" +
@@ -1162,7 +1273,19 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"decisionId\x12\x1b\n" +
 	"\ttool_kind\x18\a \x01(\tR\btoolKind\x12\x16\n" +
 	"\x06policy\x18\b \x01(\tR\x06policy\x12%\n" +
-	"\x0elatency_micros\x18\t \x01(\x03R\rlatencyMicros\"\x86\x02\n" +
+	"\x0elatency_micros\x18\t \x01(\x03R\rlatencyMicros\x12;\n" +
+	"\n" +
+	"classifier\x18\n" +
+	" \x01(\v2\x1b.toolgate.v1.ClassifierInfoR\n" +
+	"classifier\"\xdd\x01\n" +
+	"\x0eClassifierInfo\x12\x18\n" +
+	"\abackend\x18\x01 \x01(\tR\abackend\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x14\n" +
+	"\x05stage\x18\x03 \x01(\tR\x05stage\x12%\n" +
+	"\x0elatency_micros\x18\x04 \x01(\x03R\rlatencyMicros\x12!\n" +
+	"\finput_tokens\x18\x05 \x01(\x03R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\x06 \x01(\x03R\foutputTokens\x12\x16\n" +
+	"\x06cached\x18\a \x01(\bR\x06cached\"\x86\x02\n" +
 	"\x0eSessionContext\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12+\n" +
@@ -1236,7 +1359,7 @@ func file_toolgate_v1_permission_proto_rawDescGZIP() []byte {
 }
 
 var file_toolgate_v1_permission_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_toolgate_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_toolgate_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_toolgate_v1_permission_proto_goTypes = []any{
 	(Role)(0),                   // 0: toolgate.v1.Role
 	(PermissionMode)(0),         // 1: toolgate.v1.PermissionMode
@@ -1247,15 +1370,16 @@ var file_toolgate_v1_permission_proto_goTypes = []any{
 	(*Rules)(nil),               // 6: toolgate.v1.Rules
 	(*CheckRequest)(nil),        // 7: toolgate.v1.CheckRequest
 	(*CheckResponse)(nil),       // 8: toolgate.v1.CheckResponse
-	(*SessionContext)(nil),      // 9: toolgate.v1.SessionContext
-	(*TranscriptAppend)(nil),    // 10: toolgate.v1.TranscriptAppend
-	(*CheckStreamRequest)(nil),  // 11: toolgate.v1.CheckStreamRequest
-	(*CheckError)(nil),          // 12: toolgate.v1.CheckError
-	(*CheckStreamResponse)(nil), // 13: toolgate.v1.CheckStreamResponse
-	(*structpb.Struct)(nil),     // 14: google.protobuf.Struct
+	(*ClassifierInfo)(nil),      // 9: toolgate.v1.ClassifierInfo
+	(*SessionContext)(nil),      // 10: toolgate.v1.SessionContext
+	(*TranscriptAppend)(nil),    // 11: toolgate.v1.TranscriptAppend
+	(*CheckStreamRequest)(nil),  // 12: toolgate.v1.CheckStreamRequest
+	(*CheckError)(nil),          // 13: toolgate.v1.CheckError
+	(*CheckStreamResponse)(nil), // 14: toolgate.v1.CheckStreamResponse
+	(*structpb.Struct)(nil),     // 15: google.protobuf.Struct
 }
 var file_toolgate_v1_permission_proto_depIdxs = []int32{
-	14, // 0: toolgate.v1.ToolCall.input:type_name -> google.protobuf.Struct
+	15, // 0: toolgate.v1.ToolCall.input:type_name -> google.protobuf.Struct
 	0,  // 1: toolgate.v1.TranscriptEntry.role:type_name -> toolgate.v1.Role
 	4,  // 2: toolgate.v1.TranscriptEntry.tool_call:type_name -> toolgate.v1.ToolCall
 	4,  // 3: toolgate.v1.CheckRequest.tool:type_name -> toolgate.v1.ToolCall
@@ -1264,23 +1388,24 @@ var file_toolgate_v1_permission_proto_depIdxs = []int32{
 	6,  // 6: toolgate.v1.CheckRequest.rules:type_name -> toolgate.v1.Rules
 	2,  // 7: toolgate.v1.CheckResponse.decision:type_name -> toolgate.v1.Decision
 	3,  // 8: toolgate.v1.CheckResponse.source:type_name -> toolgate.v1.DecisionSource
-	1,  // 9: toolgate.v1.SessionContext.mode:type_name -> toolgate.v1.PermissionMode
-	6,  // 10: toolgate.v1.SessionContext.rules:type_name -> toolgate.v1.Rules
-	5,  // 11: toolgate.v1.TranscriptAppend.entries:type_name -> toolgate.v1.TranscriptEntry
-	9,  // 12: toolgate.v1.CheckStreamRequest.session:type_name -> toolgate.v1.SessionContext
-	7,  // 13: toolgate.v1.CheckStreamRequest.check:type_name -> toolgate.v1.CheckRequest
-	10, // 14: toolgate.v1.CheckStreamRequest.transcript:type_name -> toolgate.v1.TranscriptAppend
-	8,  // 15: toolgate.v1.CheckStreamResponse.response:type_name -> toolgate.v1.CheckResponse
-	12, // 16: toolgate.v1.CheckStreamResponse.error:type_name -> toolgate.v1.CheckError
-	7,  // 17: toolgate.v1.PermissionService.Check:input_type -> toolgate.v1.CheckRequest
-	11, // 18: toolgate.v1.PermissionService.CheckStream:input_type -> toolgate.v1.CheckStreamRequest
-	8,  // 19: toolgate.v1.PermissionService.Check:output_type -> toolgate.v1.CheckResponse
-	13, // 20: toolgate.v1.PermissionService.CheckStream:output_type -> toolgate.v1.CheckStreamResponse
-	19, // [19:21] is the sub-list for method output_type
-	17, // [17:19] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	9,  // 9: toolgate.v1.CheckResponse.classifier:type_name -> toolgate.v1.ClassifierInfo
+	1,  // 10: toolgate.v1.SessionContext.mode:type_name -> toolgate.v1.PermissionMode
+	6,  // 11: toolgate.v1.SessionContext.rules:type_name -> toolgate.v1.Rules
+	5,  // 12: toolgate.v1.TranscriptAppend.entries:type_name -> toolgate.v1.TranscriptEntry
+	10, // 13: toolgate.v1.CheckStreamRequest.session:type_name -> toolgate.v1.SessionContext
+	7,  // 14: toolgate.v1.CheckStreamRequest.check:type_name -> toolgate.v1.CheckRequest
+	11, // 15: toolgate.v1.CheckStreamRequest.transcript:type_name -> toolgate.v1.TranscriptAppend
+	8,  // 16: toolgate.v1.CheckStreamResponse.response:type_name -> toolgate.v1.CheckResponse
+	13, // 17: toolgate.v1.CheckStreamResponse.error:type_name -> toolgate.v1.CheckError
+	7,  // 18: toolgate.v1.PermissionService.Check:input_type -> toolgate.v1.CheckRequest
+	12, // 19: toolgate.v1.PermissionService.CheckStream:input_type -> toolgate.v1.CheckStreamRequest
+	8,  // 20: toolgate.v1.PermissionService.Check:output_type -> toolgate.v1.CheckResponse
+	14, // 21: toolgate.v1.PermissionService.CheckStream:output_type -> toolgate.v1.CheckStreamResponse
+	20, // [20:22] is the sub-list for method output_type
+	18, // [18:20] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_toolgate_v1_permission_proto_init() }
@@ -1288,12 +1413,12 @@ func file_toolgate_v1_permission_proto_init() {
 	if File_toolgate_v1_permission_proto != nil {
 		return
 	}
-	file_toolgate_v1_permission_proto_msgTypes[7].OneofWrappers = []any{
+	file_toolgate_v1_permission_proto_msgTypes[8].OneofWrappers = []any{
 		(*CheckStreamRequest_Session)(nil),
 		(*CheckStreamRequest_Check)(nil),
 		(*CheckStreamRequest_Transcript)(nil),
 	}
-	file_toolgate_v1_permission_proto_msgTypes[9].OneofWrappers = []any{
+	file_toolgate_v1_permission_proto_msgTypes[10].OneofWrappers = []any{
 		(*CheckStreamResponse_Response)(nil),
 		(*CheckStreamResponse_Error)(nil),
 	}
@@ -1303,7 +1428,7 @@ func file_toolgate_v1_permission_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolgate_v1_permission_proto_rawDesc), len(file_toolgate_v1_permission_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/toolgate/toolgate/classifier"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/server"
 )
@@ -26,8 +27,9 @@ func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
 
 // Config is the whole configuration file.
 type Config struct {
-	Server   server.Config     `yaml:"server"`
-	Policies map[string]Policy `yaml:"policies"`
+	Server     server.Config     `yaml:"server"`
+	Classifier classifier.Config `yaml:"classifier"`
+	Policies   map[string]Policy `yaml:"policies"`
 }
 
 // Policy is one named policy as written in YAML.
@@ -38,6 +40,16 @@ type Policy struct {
 	ProtectedPaths []string          `yaml:"protected_paths"`
 	// AcceptEdits is on unless set to false.
 	AcceptEdits *bool `yaml:"accept_edits"`
+	// AutoMode holds the classifier's natural-language rules.
+	AutoMode AutoMode `yaml:"auto_mode"`
+}
+
+// AutoMode are the classifier rules of a policy.
+type AutoMode struct {
+	Allow       []string `yaml:"allow"`
+	SoftDeny    []string `yaml:"soft_deny"`
+	HardDeny    []string `yaml:"hard_deny"`
+	Environment []string `yaml:"environment"`
 }
 
 // Permissions are the deterministic rule lists.
@@ -49,7 +61,7 @@ type Permissions struct {
 
 // Default returns the embedded configuration.
 func Default() (*Config, error) {
-	c, err := parse("(embedded default)", defaultYAML, server.DefaultConfig())
+	c, err := parse("(embedded default)", defaultYAML)
 	if err != nil {
 		return nil, fmt.Errorf("embedded default config: %w", err)
 	}
@@ -65,11 +77,11 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return parse(path, data, server.DefaultConfig())
+	return parse(path, data)
 }
 
-func parse(name string, data []byte, srv server.Config) (*Config, error) {
-	c := &Config{Server: srv}
+func parse(name string, data []byte) (*Config, error) {
+	c := &Config{Server: server.DefaultConfig(), Classifier: classifier.DefaultConfig()}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
@@ -86,8 +98,21 @@ func (c *Config) Validate() error {
 	if err := c.Server.Validate(); err != nil {
 		return err
 	}
+	c.Classifier.WithBackendDefaults()
+	if err := c.Classifier.Validate(); err != nil {
+		return err
+	}
 	_, err := engine.New(engine.Config{Policies: c.EnginePolicies()})
 	return err
+}
+
+// ClassifierRules returns each policy's natural-language rules.
+func (c *Config) ClassifierRules() map[string]classifier.Rules {
+	out := make(map[string]classifier.Rules, len(c.Policies))
+	for name, p := range c.Policies {
+		out[name] = classifier.Rules{Allow: p.AutoMode.Allow, SoftDeny: p.AutoMode.SoftDeny, HardDeny: p.AutoMode.HardDeny, Environment: p.AutoMode.Environment}
+	}
+	return out
 }
 
 // EnginePolicies converts the policies to the engine's specs.

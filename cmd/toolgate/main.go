@@ -17,6 +17,7 @@ const usage = `toolgate decides whether an AI coding agent's tool call may run.
 
 Usage:
   toolgate serve   [--listen ADDR] [--config FILE] [--log-level LEVEL] [--no-reflection]
+                   [--classifier-url URL --classifier-model NAME]
   toolgate check   --tool NAME [--input JSON] [--cwd DIR] [--addr ADDR] [--mode MODE] ...
   toolgate version
 

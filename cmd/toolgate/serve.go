@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/toolgate/toolgate/classifier"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/server"
@@ -30,6 +32,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	cfgPath := fs.String("config", "", "YAML config file (default: the embedded default policy)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	noReflection := fs.Bool("no-reflection", false, "turn off gRPC server reflection")
+	clsURL := fs.String("classifier-url", "", "OpenAI-compatible base URL of a classifier backend, e.g. https://api.openai.com/v1 (API key from OPENAI_API_KEY)")
+	clsModel := fs.String("classifier-model", "", "model of the --classifier-url backend, e.g. gpt-4.1-mini")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,13 +51,41 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	if *noReflection {
 		cfg.Server.Reflection = false
 	}
+	if (*clsURL == "") != (*clsModel == "") {
+		return fmt.Errorf("serve: --classifier-url and --classifier-model go together")
+	}
+	if *clsURL != "" {
+		// The flags add a backend in front of any the config defines.
+		cfg.Classifier.Backends = append([]classifier.BackendConfig{{
+			Name: "cli", BaseURL: *clsURL, Model: *clsModel, APIKeyEnv: "OPENAI_API_KEY", Priority: 1 << 30,
+		}}, cfg.Classifier.Backends...)
+		cfg.Classifier.WithBackendDefaults()
+		if err := cfg.Classifier.Validate(); err != nil {
+			return err
+		}
+	}
 	log, err := newLogger(*level, stdout)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
 
-	eng, err := engine.New(engine.Config{Policies: cfg.EnginePolicies()})
+	ecfg := engine.Config{Policies: cfg.EnginePolicies(), OnClassifierUnavailable: engine.Deny}
+	if cfg.Classifier.OnUnavailable == "ask" {
+		ecfg.OnClassifierUnavailable = engine.Ask
+	}
+	var backends []string
+	if cfg.Classifier.Enabled() {
+		cls, err := classifier.New(cfg.Classifier, cfg.ClassifierRules(), log)
+		if err != nil {
+			return err
+		}
+		ecfg.Classifier = cls
+		for _, b := range cfg.Classifier.Backends {
+			backends = append(backends, b.Name+"="+b.Model+"@"+redactURL(b.BaseURL))
+		}
+	}
+	eng, err := engine.New(ecfg)
 	if err != nil {
 		return err
 	}
@@ -72,7 +104,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		zap.String("addr", lis.Addr().String()),
 		zap.String("version", version()),
 		zap.Strings("policies", eng.Policies()),
-		zap.Bool("classifier", false),
+		zap.Strings("classifier_backends", backends),
 	)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
@@ -135,4 +167,13 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// redactURL hides a password a base URL might carry.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }

@@ -1,0 +1,233 @@
+package classifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"github.com/openai/openai-go/v3/option"
+	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/toolgate/toolgate/engine"
+)
+
+// maxReasonChars caps the reason shown to the agent.
+const maxReasonChars = 300
+
+// maxSessions bounds the per-session block counters kept in memory; the
+// least recently seen sessions are forgotten first.
+const maxSessions = 10000
+
+// Classifier implements engine.Classifier.
+type Classifier struct {
+	cfg        Config
+	log        *zap.Logger
+	rules      map[string]Rules
+	promptOpts PromptOptions
+	backends   []*backend
+	pool       *Pool
+	cache      *expirable.LRU[string, outcome]
+	flight     singleflight.Group
+	sessions   *lru.Cache[string, *sessionState]
+}
+
+// Option adjusts a Classifier.
+type Option func(*options)
+
+type options struct{ httpClient option.HTTPClient }
+
+// WithHTTPClient makes every backend use hc (tests, proxies).
+func WithHTTPClient(hc option.HTTPClient) Option { return func(o *options) { o.httpClient = hc } }
+
+// New builds a classifier. rules are the policies' natural-language rules
+// by policy name; a policy without an entry gets none.
+func New(cfg Config, rules map[string]Rules, log *zap.Logger, opts ...Option) (*Classifier, error) {
+	cfg.WithBackendDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.Enabled() {
+		return nil, errors.New("classifier: no backends configured")
+	}
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	c := &Classifier{cfg: cfg, log: log, rules: rules}
+	c.promptOpts = DefaultPromptOptions()
+	c.promptOpts.MaxActionBytes = cfg.MaxActionBytes
+	members := make([]MemberConfig, len(cfg.Backends))
+	for i, b := range cfg.Backends {
+		c.backends = append(c.backends, newBackend(b, cfg.TwoStage, cfg.MaxTokens, o.httpClient))
+		members[i] = MemberConfig{Name: b.Name, Priority: b.Priority, MaxConcurrent: b.MaxConcurrent}
+	}
+	var err error
+	c.pool, err = NewPool(members, PoolConfig{QueueTimeout: cfg.QueueTimeout, BreakerFailures: cfg.Breaker.Failures, BreakerCooldown: cfg.Breaker.Cooldown})
+	if err != nil {
+		return nil, fmt.Errorf("classifier.backends: %w", err)
+	}
+	if cfg.CacheOn() {
+		c.cache = expirable.NewLRU[string, outcome](cfg.Cache.Size, nil, cfg.Cache.TTL)
+	}
+	if c.sessions, err = lru.New[string, *sessionState](maxSessions); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Pool exposes the backend pool (for metrics).
+func (c *Classifier) Pool() *Pool { return c.pool }
+
+// Classify asks the model whether the call should be blocked.
+func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (engine.Verdict, error) {
+	sess := c.session(in.Request.SessionID)
+	if reason, over := sess.overLimit(c.cfg.SessionBlockLimits); over {
+		return engine.Verdict{Ask: true, Reason: reason}, nil
+	}
+	p := BuildPrompt(c.rules[in.Policy], in.Request, in.Kind, in.Notes, c.promptOpts)
+	key := p.Key()
+	if c.cache != nil {
+		if o, ok := c.cache.Get(key); ok {
+			sess.record(o.Block)
+			v := c.verdict(o, 0)
+			v.Cached, v.Details.Cached = true, true
+			return v, nil
+		}
+	}
+	start := time.Now()
+	o, err := c.run(ctx, key, p)
+	latency := time.Since(start)
+	if err != nil {
+		if ctx.Err() != nil {
+			return engine.Verdict{}, ctx.Err()
+		}
+		return engine.Verdict{}, &engine.ClassifierError{Err: err, Details: details(o, latency)}
+	}
+	if c.cache != nil {
+		c.cache.Add(key, o)
+	}
+	sess.record(o.Block)
+	return c.verdict(o, latency), nil
+}
+
+func (c *Classifier) verdict(o outcome, latency time.Duration) engine.Verdict {
+	reason := SanitizeReason(o.Reason, maxReasonChars)
+	switch {
+	case reason == "" && o.Block:
+		reason = "the classifier blocked this action"
+	case reason == "":
+		reason = "the classifier allowed this action"
+	}
+	return engine.Verdict{Block: o.Block, Reason: reason, Details: details(o, latency)}
+}
+
+func details(o outcome, latency time.Duration) *engine.ClassifierDetails {
+	return &engine.ClassifierDetails{
+		Backend: o.backend, Model: o.model, Stage: o.stage, LatencyMicro: latency.Microseconds(),
+		InputTokens: o.inTok, OutputTokens: o.outTok,
+	}
+}
+
+// run queries the pool, sharing one upstream call among identical prompts
+// in flight. The shared call is detached from the first caller's
+// cancellation (others still wait on it) but keeps its deadline, so it
+// never outlives the deadline it started under.
+func (c *Classifier) run(ctx context.Context, key string, p Prompt) (outcome, error) {
+	if !c.cfg.CoalesceOn() {
+		return c.query(ctx, p)
+	}
+	ch := c.flight.DoChan(key, func() (any, error) {
+		sctx := context.WithoutCancel(ctx)
+		if dl, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			sctx, cancel = context.WithDeadline(sctx, dl)
+			defer cancel()
+		}
+		return c.query(sctx, p)
+	})
+	select {
+	case r := <-ch:
+		o, _ := r.Val.(outcome)
+		return o, r.Err
+	case <-ctx.Done():
+		return outcome{}, ctx.Err()
+	}
+}
+
+// query runs one classification under the classifier's own deadline.
+func (c *Classifier) query(ctx context.Context, p Prompt) (outcome, error) {
+	qctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	var mu sync.Mutex
+	var last outcome
+	_, err := c.pool.Do(qctx, func(actx context.Context, i int) error {
+		o, err := c.backends[i].classify(actx, p)
+		mu.Lock()
+		last = o
+		mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("backend %s: %w", c.backends[i].cfg.Name, err)
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil && ctx.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("no verdict within the classifier deadline of %s: %w", c.cfg.Timeout, err)
+	}
+	return last, err
+}
+
+// sessionState counts classifier blocks in one session.
+type sessionState struct {
+	mu                 sync.Mutex
+	consecutive, total int
+}
+
+func (c *Classifier) session(id string) *sessionState {
+	if id == "" {
+		return nil
+	}
+	if s, ok := c.sessions.Get(id); ok {
+		return s
+	}
+	s := &sessionState{}
+	if prev, ok, _ := c.sessions.PeekOrAdd(id, s); ok {
+		return prev
+	}
+	return s
+}
+
+func (s *sessionState) overLimit(l SessionLimits) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.consecutive >= l.Consecutive:
+		return fmt.Sprintf("the classifier blocked %d calls in a row in this session; asking the user instead", s.consecutive), true
+	case s.total >= l.Total:
+		return fmt.Sprintf("the classifier blocked %d calls in this session; asking the user instead", s.total), true
+	}
+	return "", false
+}
+
+func (s *sessionState) record(blocked bool) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if blocked {
+		s.consecutive++
+		s.total++
+	} else {
+		s.consecutive = 0
+	}
+}

@@ -1,0 +1,357 @@
+package classifier
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/fakellm"
+)
+
+// testConfig is one backend pointed at the fake, with short deadlines.
+func testConfig(urls ...string) Config {
+	cfg := DefaultConfig()
+	cfg.Timeout = 2 * time.Second
+	cfg.QueueTimeout = 200 * time.Millisecond
+	for i, u := range urls {
+		cfg.Backends = append(cfg.Backends, BackendConfig{
+			Name: []string{"primary", "secondary", "third"}[i], BaseURL: u, Model: "fake-model",
+			APIKeyEnv: "TOOLGATE_TEST_KEY", MaxConcurrent: 4, Priority: 10 - i,
+		})
+	}
+	return cfg
+}
+
+func newTestClassifier(t *testing.T, cfg Config) *Classifier {
+	t.Helper()
+	c, err := New(cfg, map[string]Rules{"default": {SoftDeny: []string{"Deleting production data."}}}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func input(tool, command, session string) *engine.ClassifyInput {
+	return &engine.ClassifyInput{
+		Request: &engine.Request{SessionID: session, Tool: engine.ToolCall{Name: tool, Input: map[string]any{"command": command}}, WorkingDirectory: "/work/app"},
+		Kind:    engine.KindShell,
+		Policy:  "default",
+	}
+}
+
+// blockOn blocks requests whose user message contains marker.
+func blockOn(marker string) fakellm.Handler {
+	return func(r *fakellm.Request) fakellm.Reply {
+		if strings.Contains(r.User, marker) {
+			return fakellm.Reply{Block: true, Reason: "matches <b>soft deny</b>\n\x1b[31mdeleting\x1b[0m"}
+		}
+		return fakellm.Reply{Reason: "routine work"}
+	}
+}
+
+func TestVerdictBothAPIs(t *testing.T) {
+	t.Setenv("TOOLGATE_TEST_KEY", "sk-test-123")
+	for _, api := range []string{APIChat, APIResponses} {
+		t.Run(api, func(t *testing.T) {
+			fake := fakellm.Start(t, blockOn("drop table"), fakellm.WithAPIKey("sk-test-123"))
+			cfg := testConfig(fake.URL())
+			cfg.API = api
+			c := newTestClassifier(t, cfg)
+
+			v, err := c.Classify(t.Context(), input("Bash", "psql -c 'drop table users'", ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !v.Block || v.Cached {
+				t.Fatalf("got %+v, want a fresh block", v)
+			}
+			// Reason hygiene: no tags, no control characters.
+			if strings.ContainsAny(v.Reason, "<>\x1b\n") || !strings.Contains(v.Reason, "soft deny") {
+				t.Errorf("reason not sanitised: %q", v.Reason)
+			}
+			if d := v.Details; d == nil || d.Backend != "primary" || d.Model != "fake-model" || d.Stage != "single" || d.InputTokens == 0 || d.OutputTokens == 0 {
+				t.Errorf("details %+v", v.Details)
+			}
+			v, err = c.Classify(t.Context(), input("Bash", "go build ./...", ""))
+			if err != nil || v.Block {
+				t.Fatalf("got %+v %v, want allow", v, err)
+			}
+			reqs := fake.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d requests, want 2", len(reqs))
+			}
+			r := reqs[0]
+			if r.API != api || r.Tool != "classify_result" || r.Model != "fake-model" || r.Header.Get("Authorization") != "Bearer sk-test-123" {
+				t.Errorf("request api %q tool %q model %q auth %q", r.API, r.Tool, r.Model, r.Header.Get("Authorization"))
+			}
+			def := r.ToolDef("classify_result")
+			if def == nil || !def.Strict || !strings.Contains(string(def.Parameters), `"should_block"`) {
+				t.Fatalf("tool definition %+v", def)
+			}
+			if !strings.Contains(r.System, "Deleting production data.") || !strings.Contains(r.User, "drop table users") {
+				t.Errorf("prompt lacks the rules or the action:\n%s\n%s", r.System, r.User)
+			}
+		})
+	}
+}
+
+func TestFaultsFailClosedWithinDeadline(t *testing.T) {
+	for _, fault := range fakellm.Faults {
+		t.Run(string(fault), func(t *testing.T) {
+			fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fault, RetryAfter: -1}))
+			cfg := testConfig(fake.URL())
+			cfg.Timeout = 500 * time.Millisecond
+			c := newTestClassifier(t, cfg)
+			eng, err := engine.New(engine.Config{Classifier: c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			res, err := eng.Check(t.Context(), &engine.Request{Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": "make deploy"}}})
+			elapsed := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Decision != engine.Deny || res.Source != engine.SourceClassifierUnavailable {
+				t.Fatalf("got %s/%s %q, want deny/classifier_unavailable", res.Decision, res.Source, res.Reason)
+			}
+			if !strings.Contains(res.Reason, "classifier failed") || !strings.Contains(res.Reason, "primary") {
+				t.Errorf("reason %q does not say the classifier failed and where", res.Reason)
+			}
+			// Generous bound: the deadline is 500ms; nothing may hang.
+			if elapsed > 3*time.Second {
+				t.Errorf("took %s with a 500ms deadline", elapsed)
+			}
+		})
+	}
+}
+
+func TestRetryOnceHonouringRetryAfter(t *testing.T) {
+	fake := fakellm.Start(t, fakellm.Sequence(
+		fakellm.Reply{Fault: fakellm.FaultRateLimit, RetryAfter: 300 * time.Millisecond},
+		fakellm.Reply{Block: true, Reason: "second try"},
+	))
+	c := newTestClassifier(t, testConfig(fake.URL()))
+	start := time.Now()
+	v, err := c.Classify(t.Context(), input("Bash", "x", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Block || v.Reason != "second try" || fake.Count() != 2 {
+		t.Fatalf("got %+v after %d requests", v, fake.Count())
+	}
+	if gap := time.Since(start); gap < 300*time.Millisecond {
+		t.Errorf("retried after %s, before Retry-After", gap)
+	}
+
+	// A Retry-After beyond the deadline is not waited for.
+	fake.SetHandler(fakellm.Always(fakellm.Reply{Fault: fakellm.FaultRateLimit, RetryAfter: 10 * time.Second}))
+	start = time.Now()
+	_, err = c.Classify(t.Context(), input("Bash", "y", ""))
+	if err == nil || time.Since(start) > 1500*time.Millisecond {
+		t.Fatalf("err %v after %s: want a prompt failure", err, time.Since(start))
+	}
+	// A 400 is not retried.
+	n := fake.Count()
+	fake.SetHandler(fakellm.Always(fakellm.Reply{Fault: fakellm.FaultBadRequest}))
+	if _, err := c.Classify(t.Context(), input("Bash", "z", "")); err == nil || fake.Count() != n+1 {
+		t.Fatalf("bad request: err %v, %d requests (want exactly one)", err, fake.Count()-n)
+	}
+}
+
+func TestCallerDeadlineWins(t *testing.T) {
+	fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultHang}))
+	cfg := testConfig(fake.URL())
+	cfg.Timeout = 10 * time.Second
+	c := newTestClassifier(t, cfg)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Classify(ctx, input("Bash", "x", ""))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the caller's deadline", err)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Errorf("took %s past a 200ms caller deadline", time.Since(start))
+	}
+}
+
+func TestCacheAndCoalescing(t *testing.T) {
+	var calls atomic.Int32
+	fake := fakellm.Start(t, func(r *fakellm.Request) fakellm.Reply {
+		calls.Add(1)
+		return fakellm.Reply{Latency: 200 * time.Millisecond}
+	})
+	c := newTestClassifier(t, testConfig(fake.URL()))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if v, err := c.Classify(t.Context(), input("Bash", "same", "")); err != nil || v.Block {
+				t.Errorf("%+v %v", v, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d upstream calls for 8 identical classifications, want 1", n)
+	}
+	v, err := c.Classify(t.Context(), input("Bash", "same", ""))
+	if err != nil || !v.Cached || !v.Details.Cached || calls.Load() != 1 {
+		t.Fatalf("second round: %+v %v, %d calls; want a cache hit", v, err, calls.Load())
+	}
+	if _, err := c.Classify(t.Context(), input("Bash", "different", "")); err != nil || calls.Load() != 2 {
+		t.Fatalf("a different prompt must go upstream: %v, %d calls", err, calls.Load())
+	}
+
+	off := testConfig(fake.URL())
+	no := false
+	off.Cache.Enabled, off.Coalesce = &no, &no
+	c2 := newTestClassifier(t, off)
+	before := calls.Load()
+	for range 2 {
+		if v, err := c2.Classify(t.Context(), input("Bash", "same", "")); err != nil || v.Cached {
+			t.Fatalf("%+v %v", v, err)
+		}
+	}
+	if calls.Load()-before != 2 {
+		t.Fatalf("cache off: %d calls, want 2", calls.Load()-before)
+	}
+}
+
+func TestSessionBlockLimits(t *testing.T) {
+	fake := fakellm.Start(t, blockOn("BAD"))
+	c := newTestClassifier(t, testConfig(fake.URL()))
+	classify := func(session, cmd string) engine.Verdict {
+		t.Helper()
+		v, err := c.Classify(t.Context(), input("Bash", cmd, session))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	// Two blocks, an allow (resets the streak), then three blocks in a row.
+	for i, cmd := range []string{"BAD 1", "BAD 2", "ok 1", "BAD 3", "BAD 4", "BAD 5"} {
+		if v := classify("s1", cmd); v.Ask || v.Block != strings.HasPrefix(cmd, "BAD") {
+			t.Fatalf("call %d (%s): %+v", i, cmd, v)
+		}
+	}
+	n := fake.Count()
+	v := classify("s1", "ok 2")
+	if !v.Ask || !strings.Contains(v.Reason, "3 calls in a row") || fake.Count() != n {
+		t.Fatalf("after 3 consecutive blocks: %+v (upstream calls %d)", v, fake.Count()-n)
+	}
+	// Other sessions are not affected.
+	if v := classify("s2", "ok 3"); v.Ask || v.Block {
+		t.Fatalf("other session: %+v", v)
+	}
+	// 20 total, never 3 in a row.
+	cfg := testConfig(fake.URL())
+	cfg.SessionBlockLimits = SessionLimits{Consecutive: 3, Total: 4}
+	c = newTestClassifier(t, cfg)
+	for i, cmd := range []string{"BAD a", "BAD b", "ok a", "BAD c", "ok b", "BAD d"} {
+		if v := classify("s3", cmd); v.Ask {
+			t.Fatalf("call %d asked early: %+v", i, v)
+		}
+	}
+	if v := classify("s3", "ok c"); !v.Ask || !strings.Contains(v.Reason, "4 calls") {
+		t.Fatalf("after 4 total blocks: %+v", v)
+	}
+}
+
+func TestTwoStage(t *testing.T) {
+	fake := fakellm.Start(t, blockOn("BAD"))
+	cfg := testConfig(fake.URL())
+	cfg.TwoStage = true
+	c := newTestClassifier(t, cfg)
+	v, err := c.Classify(t.Context(), input("Bash", "fine", ""))
+	if err != nil || v.Block || v.Details.Stage != "fast" || fake.Count() != 1 {
+		t.Fatalf("allow path: %+v %v, %d requests", v, err, fake.Count())
+	}
+	r := fake.Requests()[0]
+	if r.Tool != "classify_fast" || r.MaxTokens > 64 {
+		t.Errorf("stage 1 forced %q with %d tokens", r.Tool, r.MaxTokens)
+	}
+	v, err = c.Classify(t.Context(), input("Bash", "BAD", ""))
+	if err != nil || !v.Block || v.Details.Stage != "full" || fake.Count() != 3 {
+		t.Fatalf("block path: %+v %v, %d requests", v, err, fake.Count())
+	}
+	if r := fake.Requests()[2]; r.Tool != "classify_result" {
+		t.Errorf("stage 2 forced %q", r.Tool)
+	}
+}
+
+func TestFailoverAndSaturation(t *testing.T) {
+	broken := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultServerError, RetryAfter: -1}))
+	good := fakellm.Start(t, fakellm.Always(fakellm.Reply{Reason: "from the second"}))
+	c := newTestClassifier(t, testConfig(broken.URL(), good.URL()))
+	v, err := c.Classify(t.Context(), input("Bash", "x", ""))
+	if err != nil || v.Details.Backend != "secondary" || v.Reason != "from the second" {
+		t.Fatalf("failover: %+v %v", v, err)
+	}
+	if broken.Count() == 0 {
+		t.Error("the higher-priority backend was never tried")
+	}
+
+	slow := fakellm.Start(t, fakellm.Always(fakellm.Reply{Latency: time.Second}))
+	cfg := testConfig(slow.URL())
+	cfg.Backends[0].MaxConcurrent = 1
+	cfg.QueueTimeout = 50 * time.Millisecond
+	c = newTestClassifier(t, cfg)
+	started := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		close(started)
+		_, _ = c.Classify(t.Context(), input("Bash", "first", ""))
+	}()
+	<-started
+	// Wait until the first call holds the only slot.
+	for deadline := time.Now().Add(5 * time.Second); c.Pool().States()[0].InFlight == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("first call never took the slot")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, err = c.Classify(t.Context(), input("Bash", "second", ""))
+	if !errors.Is(err, ErrSaturated) {
+		t.Fatalf("got %v, want ErrSaturated", err)
+	}
+	<-done
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := testConfig("http://127.0.0.1:1/v1")
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		mut  func(*Config)
+		want string
+	}{
+		{"api", func(c *Config) { c.API = "grpc" }, "classifier.api"},
+		{"timeout", func(c *Config) { c.Timeout = 0 }, "classifier.timeout"},
+		{"on_unavailable", func(c *Config) { c.OnUnavailable = "allow" }, "classifier.on_unavailable"},
+		{"base_url", func(c *Config) { c.Backends[0].BaseURL = "ftp://x" }, "classifier.backends[0].base_url"},
+		{"model", func(c *Config) { c.Backends[0].Model = "" }, "classifier.backends[0].model"},
+		{"dup name", func(c *Config) { c.Backends = append(c.Backends, c.Backends[0]) }, "classifier.backends[1].name"},
+		{"concurrency", func(c *Config) { c.Backends[0].MaxConcurrent = -1 }, "classifier.backends[0].max_concurrent"},
+		{"limits", func(c *Config) { c.SessionBlockLimits.Total = 0 }, "classifier.session_block_limits"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testConfig("http://127.0.0.1:1/v1")
+			tt.mut(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error naming %s", err, tt.want)
+			}
+		})
+	}
+}

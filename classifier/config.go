@@ -1,0 +1,193 @@
+// Package classifier decides, through a cheap LLM side-query, the tool calls
+// that no local stage of the engine could. It implements engine.Classifier
+// with openai-go (Chat Completions or the Responses API), a pool of
+// backends with breakers and bounded queueing, coalescing, a cache and
+// per-session block limits. Every failure fails closed.
+package classifier
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// API names which OpenAI API a backend speaks.
+const (
+	APIChat      = "chat"
+	APIResponses = "responses"
+)
+
+// Config configures the classifier. It runs when Backends is not empty.
+// Field paths in errors match the YAML config (classifier.*).
+type Config struct {
+	Backends []BackendConfig `yaml:"backends"`
+	// API is the default API for backends: chat (default) or responses.
+	API string `yaml:"api"`
+	// TwoStage first asks for should_block alone with a tiny token budget
+	// and only asks for reasoning when that says block.
+	TwoStage bool `yaml:"two_stage"`
+	// Timeout bounds one classification, retries and failover included. It
+	// never extends the caller's deadline.
+	Timeout time.Duration `yaml:"timeout"`
+	// QueueTimeout bounds the wait for a free backend slot.
+	QueueTimeout time.Duration `yaml:"queue_timeout"`
+	// OnUnavailable is the decision when the classifier fails: deny or ask.
+	OnUnavailable string `yaml:"on_unavailable"`
+	// MaxActionBytes caps the JSON-encoded tool input in the prompt.
+	MaxActionBytes int `yaml:"max_action_bytes"`
+	// MaxTokens is the output budget of a full classification.
+	MaxTokens int `yaml:"max_tokens"`
+	// Coalesce shares one upstream call among identical classifications
+	// in flight.
+	Coalesce *bool       `yaml:"coalesce"`
+	Cache    CacheConfig `yaml:"cache"`
+	// SessionBlockLimits bring a human in when a session keeps getting
+	// blocked.
+	SessionBlockLimits SessionLimits `yaml:"session_block_limits"`
+	Breaker            BreakerConfig `yaml:"breaker"`
+	// DumpFile, when set, receives every side-query and answer as JSON
+	// lines, with credentials redacted.
+	DumpFile string `yaml:"dump_file"`
+}
+
+// BackendConfig is one OpenAI-compatible endpoint.
+type BackendConfig struct {
+	Name    string `yaml:"name"`
+	BaseURL string `yaml:"base_url"`
+	Model   string `yaml:"model"`
+	// APIKeyEnv names the environment variable holding the API key; the
+	// key itself never appears in config files or logs.
+	APIKeyEnv     string `yaml:"api_key_env"`
+	API           string `yaml:"api"`
+	MaxConcurrent int    `yaml:"max_concurrent"`
+	// Timeout bounds one HTTP attempt; default: the classifier timeout.
+	Timeout  time.Duration `yaml:"timeout"`
+	Priority int           `yaml:"priority"`
+}
+
+// CacheConfig sizes the verdict cache.
+type CacheConfig struct {
+	Enabled *bool         `yaml:"enabled"`
+	Size    int           `yaml:"size"`
+	TTL     time.Duration `yaml:"ttl"`
+}
+
+// SessionLimits are counted per session_id.
+type SessionLimits struct {
+	Consecutive int `yaml:"consecutive"`
+	Total       int `yaml:"total"`
+}
+
+// BreakerConfig tunes each backend's circuit breaker.
+type BreakerConfig struct {
+	Failures int           `yaml:"failures"`
+	Cooldown time.Duration `yaml:"cooldown"`
+}
+
+// DefaultConfig returns the defaults, with no backend.
+func DefaultConfig() Config {
+	return Config{
+		API:                APIChat,
+		Timeout:            5 * time.Second,
+		QueueTimeout:       time.Second,
+		OnUnavailable:      "deny",
+		MaxActionBytes:     8 << 10,
+		MaxTokens:          1024,
+		Cache:              CacheConfig{Size: 4096, TTL: 10 * time.Minute},
+		SessionBlockLimits: SessionLimits{Consecutive: 3, Total: 20},
+		Breaker:            BreakerConfig{Failures: 5, Cooldown: 10 * time.Second},
+	}
+}
+
+// Enabled reports whether any backend is configured.
+func (c *Config) Enabled() bool { return len(c.Backends) > 0 }
+
+// CoalesceOn reports whether coalescing is on (default on).
+func (c *Config) CoalesceOn() bool { return c.Coalesce == nil || *c.Coalesce }
+
+// CacheOn reports whether the cache is on (default on).
+func (c *Config) CacheOn() bool { return c.Cache.Enabled == nil || *c.Cache.Enabled }
+
+// Validate reports every bad field.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("classifier.%s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	if c.API != APIChat && c.API != APIResponses {
+		bad("api", "must be chat or responses, got %q", c.API)
+	}
+	if c.Timeout <= 0 {
+		bad("timeout", "must be positive, got %s", c.Timeout)
+	}
+	if c.QueueTimeout <= 0 {
+		bad("queue_timeout", "must be positive, got %s", c.QueueTimeout)
+	}
+	if c.OnUnavailable != "deny" && c.OnUnavailable != "ask" {
+		bad("on_unavailable", "must be deny or ask, got %q", c.OnUnavailable)
+	}
+	if c.MaxActionBytes < 256 {
+		bad("max_action_bytes", "must be at least 256, got %d", c.MaxActionBytes)
+	}
+	if c.MaxTokens < 16 {
+		bad("max_tokens", "must be at least 16, got %d", c.MaxTokens)
+	}
+	if c.CacheOn() && (c.Cache.Size <= 0 || c.Cache.TTL <= 0) {
+		bad("cache", "size and ttl must be positive when the cache is on, got %d and %s", c.Cache.Size, c.Cache.TTL)
+	}
+	if c.SessionBlockLimits.Consecutive <= 0 || c.SessionBlockLimits.Total <= 0 {
+		bad("session_block_limits", "consecutive and total must be positive, got %d and %d", c.SessionBlockLimits.Consecutive, c.SessionBlockLimits.Total)
+	}
+	if c.Breaker.Failures <= 0 || c.Breaker.Cooldown <= 0 {
+		bad("breaker", "failures and cooldown must be positive, got %d and %s", c.Breaker.Failures, c.Breaker.Cooldown)
+	}
+	names := map[string]bool{}
+	for i, b := range c.Backends {
+		f := fmt.Sprintf("backends[%d]", i)
+		if b.Name == "" {
+			bad(f+".name", "is required")
+		} else if names[b.Name] {
+			bad(f+".name", "%q is used twice", b.Name)
+		}
+		names[b.Name] = true
+		if u, err := url.Parse(b.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad(f+".base_url", "must be an http(s) URL, got %q", b.BaseURL)
+		}
+		if b.Model == "" {
+			bad(f+".model", "is required")
+		}
+		if b.API != "" && b.API != APIChat && b.API != APIResponses {
+			bad(f+".api", "must be chat or responses, got %q", b.API)
+		}
+		if b.MaxConcurrent <= 0 {
+			bad(f+".max_concurrent", "must be positive, got %d", b.MaxConcurrent)
+		}
+		if b.Timeout < 0 {
+			bad(f+".timeout", "must not be negative, got %s", b.Timeout)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// WithBackendDefaults fills the per-backend fields a config may leave out.
+func (c *Config) WithBackendDefaults() {
+	for i := range c.Backends {
+		b := &c.Backends[i]
+		if b.Name == "" {
+			b.Name = fmt.Sprintf("backend-%d", i)
+		}
+		if b.APIKeyEnv == "" {
+			b.APIKeyEnv = "OPENAI_API_KEY"
+		}
+		if b.API == "" {
+			b.API = c.API
+		}
+		if b.MaxConcurrent == 0 {
+			b.MaxConcurrent = 8
+		}
+		if b.Timeout == 0 {
+			b.Timeout = c.Timeout
+		}
+	}
+}

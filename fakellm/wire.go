@@ -1,0 +1,534 @@
+package fakellm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// ---- requests ----
+
+// chatRequest is the subset of a Chat Completions request the fake reads.
+type chatRequest struct {
+	Model               string            `json:"model"`
+	Messages            []inputItem       `json:"messages"`
+	Tools               []json.RawMessage `json:"tools"`
+	ToolChoice          json.RawMessage   `json:"tool_choice"`
+	MaxCompletionTokens int64             `json:"max_completion_tokens"`
+	MaxTokens           int64             `json:"max_tokens"`
+	Temperature         *float64          `json:"temperature"`
+	Stream              bool              `json:"stream"`
+}
+
+// responsesRequest is the subset of a Responses request the fake reads.
+type responsesRequest struct {
+	Model           string            `json:"model"`
+	Instructions    json.RawMessage   `json:"instructions"`
+	Input           json.RawMessage   `json:"input"`
+	Tools           []json.RawMessage `json:"tools"`
+	ToolChoice      json.RawMessage   `json:"tool_choice"`
+	MaxOutputTokens int64             `json:"max_output_tokens"`
+	Temperature     *float64          `json:"temperature"`
+	Stream          bool              `json:"stream"`
+}
+
+// inputItem is a chat message or a responses input item.
+type inputItem struct {
+	Type    string          `json:"type"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// toolWire is a chat tool ({type, function:{...}}) or a responses tool
+// ({type, name, ...}).
+type toolWire struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      *bool           `json:"strict"`
+	Function    *struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+		Strict      *bool           `json:"strict"`
+	} `json:"function"`
+}
+
+// parseRequest fills req from req.Body, or says why the body is invalid.
+func parseRequest(req *Request) *apiError {
+	var (
+		tools   []json.RawMessage
+		choice  json.RawMessage
+		system  []string
+		user    []string
+		sysRole = func(role string) bool { return role == "system" || role == "developer" }
+	)
+	add := func(role, text string) {
+		switch {
+		case text == "":
+		case sysRole(role):
+			system = append(system, text)
+		case role == "user":
+			user = append(user, text)
+		}
+	}
+	switch req.API {
+	case APIChat:
+		var b chatRequest
+		if err := json.Unmarshal(req.Body, &b); err != nil {
+			return invalid("We could not parse the JSON body of your request: " + err.Error())
+		}
+		req.Model, tools, choice, req.Temperature = b.Model, b.Tools, b.ToolChoice, b.Temperature
+		req.MaxTokens = b.MaxCompletionTokens
+		if req.MaxTokens == 0 {
+			req.MaxTokens = b.MaxTokens
+		}
+		for _, m := range b.Messages {
+			add(m.Role, flatten(m.Content))
+		}
+		if b.Stream {
+			return invalid("fakellm does not support stream=true")
+		}
+		if len(b.Messages) == 0 {
+			return invalid("Invalid 'messages': empty array. Expected an array with minimum length 1.")
+		}
+	case APIResponses:
+		var b responsesRequest
+		if err := json.Unmarshal(req.Body, &b); err != nil {
+			return invalid("We could not parse the JSON body of your request: " + err.Error())
+		}
+		req.Model, tools, choice, req.Temperature = b.Model, b.Tools, b.ToolChoice, b.Temperature
+		req.MaxTokens = b.MaxOutputTokens
+		add("system", flatten(b.Instructions))
+		if s, ok := jsonString(b.Input); ok {
+			add("user", s)
+		} else if len(b.Input) > 0 && !isNull(b.Input) {
+			var items []inputItem
+			if err := json.Unmarshal(b.Input, &items); err != nil {
+				return invalid("Invalid 'input': expected a string or an array of input items.")
+			}
+			for _, it := range items {
+				if it.Type == "" || it.Type == "message" {
+					add(it.Role, flatten(it.Content))
+				}
+			}
+		}
+		if b.Stream {
+			return invalid("fakellm does not support stream=true")
+		}
+	}
+	req.System = strings.Join(system, "\n")
+	req.User = strings.Join(user, "\n")
+	if len(choice) > 0 && !isNull(choice) {
+		req.ToolChoice = choice
+	}
+	for _, raw := range tools {
+		var tw toolWire
+		if err := json.Unmarshal(raw, &tw); err != nil {
+			return invalid("Invalid 'tools': " + err.Error())
+		}
+		t := Tool{Type: tw.Type, Name: tw.Name, Description: tw.Description, Parameters: tw.Parameters, Raw: raw}
+		strict := tw.Strict
+		if tw.Function != nil {
+			t.Name, t.Description, t.Parameters = tw.Function.Name, tw.Function.Description, tw.Function.Parameters
+			strict = tw.Function.Strict
+		}
+		t.Strict = strict != nil && *strict
+		req.Tools = append(req.Tools, t)
+	}
+	forced, mode := parseToolChoice(req.ToolChoice)
+	req.Tool = forced
+	if req.Model == "" {
+		return invalid("you must provide a model parameter")
+	}
+	if forced != "" && req.ToolDef(forced) == nil {
+		return invalid(fmt.Sprintf("Invalid value for 'tool_choice': function %q is not in 'tools'.", forced))
+	}
+	if mode == "required" && len(req.Tools) == 0 {
+		return invalid("Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.")
+	}
+	return nil
+}
+
+// parseToolChoice returns the forced function name, or the mode when
+// tool_choice is a string ("auto", "none", "required").
+func parseToolChoice(raw json.RawMessage) (name, mode string) {
+	if s, ok := jsonString(raw); ok {
+		return "", s
+	}
+	var c struct {
+		Type     string `json:"type"`
+		Name     string `json:"name"`
+		Function *struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(raw, &c) != nil || c.Type != "function" {
+		return "", c.Type
+	}
+	if c.Function != nil && c.Function.Name != "" {
+		return c.Function.Name, ""
+	}
+	return c.Name, ""
+}
+
+// flatten returns the text of a message content: a string, or the "text"
+// of every part of an array (text, input_text, output_text), joined by "\n".
+func flatten(raw json.RawMessage) string {
+	if s, ok := jsonString(raw); ok {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	var texts []string
+	for _, p := range parts {
+		if p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+func jsonString(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func isNull(raw json.RawMessage) bool {
+	return string(bytes.TrimSpace(raw)) == "null"
+}
+
+// ---- answers ----
+
+// answerTool is the function the answer calls: the forced one, else
+// DefaultTool if offered, else the first function offered; "" when the
+// model would answer in text (tool_choice "none", or no function offered).
+func answerTool(req *Request) string {
+	if req.Tool != "" {
+		return req.Tool
+	}
+	if _, mode := parseToolChoice(req.ToolChoice); mode == "none" {
+		return ""
+	}
+	first := ""
+	for _, t := range req.Tools {
+		if t.Type != "function" {
+			continue
+		}
+		if t.Name == DefaultTool {
+			return DefaultTool
+		}
+		if first == "" {
+			first = t.Name
+		}
+	}
+	return first
+}
+
+// argFields says which of thinking and reason the arguments carry besides
+// should_block: those the tool's parameter schema declares, if it declares
+// should_block; else none for classify_fast and both for any other name.
+func argFields(req *Request, name string) (thinking, reason bool) {
+	if t := req.ToolDef(name); t != nil {
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if json.Unmarshal(t.Parameters, &schema) == nil {
+			if _, ok := schema.Properties["should_block"]; ok {
+				_, thinking = schema.Properties["thinking"]
+				_, reason = schema.Properties["reason"]
+				return thinking, reason
+			}
+		}
+	}
+	if name == "classify_fast" {
+		return false, false
+	}
+	return true, true
+}
+
+// arguments builds the arguments string of the tool call, in the order
+// thinking, should_block, reason.
+func arguments(req *Request, name string, reply Reply) string {
+	withThinking, withReason := argFields(req, name)
+	thinking := reply.Thinking
+	if thinking == "" {
+		thinking = "fakellm: canned verdict, no model was consulted."
+	}
+	reason := reply.Reason
+	if reason == "" {
+		reason = "fakellm: allowed"
+		if reply.Block {
+			reason = "fakellm: blocked"
+		}
+	}
+	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	var fields []string
+	if withThinking {
+		fields = append(fields, `"thinking":`+quote(thinking))
+	}
+	switch reply.Fault {
+	case FaultWrongSchema:
+		verdict := "no"
+		if reply.Block {
+			verdict = "yes"
+		}
+		fields = append(fields, `"should_block":`+quote(verdict))
+		return "{" + strings.Join(fields, ",") + "}"
+	}
+	fields = append(fields, `"should_block":`+strconv.FormatBool(reply.Block))
+	if withReason {
+		fields = append(fields, `"reason":`+quote(reason))
+	}
+	args := "{" + strings.Join(fields, ",") + "}"
+	if reply.Fault == FaultMalformed {
+		// Truncated like an answer cut by max tokens: without its closing
+		// brace and the character before it, it is never valid JSON.
+		return args[:len(args)-2]
+	}
+	return args
+}
+
+func estimateTokens(s string) int {
+	return (utf8.RuneCountInString(s) + 3) / 4
+}
+
+// answer builds the 200 body for req: a forced tool call (or, with
+// FaultNoToolCall or when no function may be called, a text message).
+func (s *Server) answer(req *Request, reply Reply) any {
+	n := s.seq.Add(1)
+	name := answerTool(req)
+	text, args := "", ""
+	if reply.Fault == FaultNoToolCall || name == "" {
+		text = reply.Reason
+		if text == "" {
+			text = "I'm sorry, but I can't help with classifying this request."
+		}
+	} else {
+		args = arguments(req, name, reply)
+	}
+	in, out := reply.InputTokens, reply.OutputTokens
+	if in == 0 {
+		in = max(1, estimateTokens(req.System)+estimateTokens(req.User))
+	}
+	if out == 0 {
+		out = max(1, estimateTokens(text+args))
+	}
+	now := time.Now().Unix()
+	if req.API == APIChat {
+		msg := chatMessage{Role: "assistant", Annotations: []struct{}{}}
+		finish := "tool_calls"
+		if args != "" {
+			msg.ToolCalls = []chatToolCall{{
+				ID: fmt.Sprintf("call_fake%06d", n), Type: "function",
+				Function: chatFunction{Name: name, Arguments: args},
+			}}
+		} else {
+			msg.Content = &text
+			finish = "stop"
+		}
+		return chatCompletion{
+			ID: fmt.Sprintf("chatcmpl-fake%06d", n), Object: "chat.completion", Created: now, Model: req.Model,
+			Choices:     []chatChoice{{Index: 0, Message: msg, FinishReason: finish}},
+			Usage:       chatUsage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out},
+			ServiceTier: "default", SystemFingerprint: "fp_fakellm",
+		}
+	}
+
+	var item any
+	if args != "" {
+		item = functionCallItem{
+			Type: "function_call", ID: fmt.Sprintf("fc_fake%06d", n), CallID: fmt.Sprintf("call_fake%06d", n),
+			Name: name, Arguments: args, Status: "completed",
+		}
+	} else {
+		item = messageItem{
+			Type: "message", ID: fmt.Sprintf("msg_fake%06d", n), Status: "completed", Role: "assistant",
+			Content: []outputText{{Type: "output_text", Text: text, Annotations: []struct{}{}, Logprobs: []struct{}{}}},
+		}
+	}
+	var body responsesRequest
+	_ = json.Unmarshal(req.Body, &body) // parsed before
+	toolChoice := req.ToolChoice
+	if toolChoice == nil {
+		toolChoice = json.RawMessage(`"auto"`)
+	}
+	tools := body.Tools
+	if tools == nil {
+		tools = []json.RawMessage{}
+	}
+	temperature := 1.0
+	if req.Temperature != nil {
+		temperature = *req.Temperature
+	}
+	var maxOut *int64
+	if req.MaxTokens > 0 {
+		maxOut = &req.MaxTokens
+	}
+	instructions := body.Instructions
+	if len(instructions) == 0 {
+		instructions = nil
+	}
+	return response{
+		ID: fmt.Sprintf("resp_fake%06d", n), Object: "response", AccessPrograms: accessPrograms{Cyber: "standard"},
+		CreatedAt: now, Status: "completed",
+		CompletedAt: now, Instructions: instructions, MaxOutputTokens: maxOut, Model: req.Model,
+		Output: []any{item}, ParallelToolCalls: true, Temperature: temperature, Text: textConfig{Format: textFormat{Type: "text"}},
+		ToolChoice: toolChoice, Tools: tools, TopP: 1, Truncation: "disabled", ServiceTier: "default",
+		Usage:    responseUsage{InputTokens: in, OutputTokens: out, TotalTokens: in + out},
+		Metadata: map[string]string{},
+	}
+}
+
+// ---- answer wire types (field names and nulls as the OpenAI API sends) ----
+
+type chatCompletion struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	Choices           []chatChoice `json:"choices"`
+	Usage             chatUsage    `json:"usage"`
+	ServiceTier       string       `json:"service_tier"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+}
+
+type chatChoice struct {
+	Index        int         `json:"index"`
+	Message      chatMessage `json:"message"`
+	Logprobs     *struct{}   `json:"logprobs"` // always null
+	FinishReason string      `json:"finish_reason"`
+}
+
+type chatMessage struct {
+	Role        string         `json:"role"`
+	Content     *string        `json:"content"` // null with tool calls
+	Refusal     *string        `json:"refusal"` // always null
+	ToolCalls   []chatToolCall `json:"tool_calls,omitempty"`
+	Annotations []struct{}     `json:"annotations"`
+}
+
+type chatToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function chatFunction `json:"function"`
+}
+
+type chatFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // a JSON document, as a string
+}
+
+type chatUsage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+		AudioTokens  int `json:"audio_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens          int `json:"reasoning_tokens"`
+		AudioTokens              int `json:"audio_tokens"`
+		AcceptedPredictionTokens int `json:"accepted_prediction_tokens"`
+		RejectedPredictionTokens int `json:"rejected_prediction_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+type response struct {
+	ID                 string            `json:"id"`
+	Object             string            `json:"object"`
+	AccessPrograms     accessPrograms    `json:"access_programs"`
+	CreatedAt          int64             `json:"created_at"`
+	Status             string            `json:"status"`
+	CompletedAt        int64             `json:"completed_at"`
+	Error              *struct{}         `json:"error"`              // always null
+	IncompleteDetails  *struct{}         `json:"incomplete_details"` // always null
+	Instructions       json.RawMessage   `json:"instructions"`       // echoed, or null
+	MaxOutputTokens    *int64            `json:"max_output_tokens"`
+	Model              string            `json:"model"`
+	Output             []any             `json:"output"`
+	ParallelToolCalls  bool              `json:"parallel_tool_calls"`
+	PreviousResponseID *string           `json:"previous_response_id"`
+	Reasoning          reasoning         `json:"reasoning"`
+	ServiceTier        string            `json:"service_tier"`
+	Temperature        float64           `json:"temperature"`
+	Text               textConfig        `json:"text"`
+	ToolChoice         json.RawMessage   `json:"tool_choice"` // echoed, or "auto"
+	Tools              []json.RawMessage `json:"tools"`       // echoed
+	TopP               float64           `json:"top_p"`
+	Truncation         string            `json:"truncation"`
+	Usage              responseUsage     `json:"usage"`
+	User               *string           `json:"user"`
+	Metadata           map[string]string `json:"metadata"`
+}
+
+type accessPrograms struct {
+	Cyber string `json:"cyber"`
+}
+
+type reasoning struct {
+	Effort  *string `json:"effort"`
+	Summary *string `json:"summary"`
+}
+
+type textConfig struct {
+	Format textFormat `json:"format"`
+}
+
+type textFormat struct {
+	Type string `json:"type"`
+}
+
+type functionCallItem struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // a JSON document, as a string
+	Status    string `json:"status"`
+}
+
+type messageItem struct {
+	Type    string       `json:"type"`
+	ID      string       `json:"id"`
+	Status  string       `json:"status"`
+	Role    string       `json:"role"`
+	Content []outputText `json:"content"`
+}
+
+type outputText struct {
+	Type        string     `json:"type"`
+	Text        string     `json:"text"`
+	Annotations []struct{} `json:"annotations"`
+	Logprobs    []struct{} `json:"logprobs"`
+}
+
+type responseUsage struct {
+	InputTokens        int `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens     int `json:"cached_tokens"`
+		CacheWriteTokens int `json:"cache_write_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens        int `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int `json:"total_tokens"`
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -34,6 +35,7 @@ type Classifier struct {
 	cache      *expirable.LRU[string, outcome]
 	flight     singleflight.Group
 	sessions   *lru.Cache[string, *sessionState]
+	dump       *dumper
 }
 
 // Option adjusts a Classifier.
@@ -77,8 +79,22 @@ func New(cfg Config, rules map[string]Rules, log *zap.Logger, opts ...Option) (*
 	if c.sessions, err = lru.New[string, *sessionState](maxSessions); err != nil {
 		return nil, err
 	}
+	if cfg.DumpFile != "" {
+		var keys []string
+		for _, b := range cfg.Backends {
+			if k := os.Getenv(b.APIKeyEnv); k != "" {
+				keys = append(keys, k)
+			}
+		}
+		if c.dump, err = openDump(cfg.DumpFile, keys); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
+
+// Close releases the dump file, if any.
+func (c *Classifier) Close() error { return c.dump.close() }
 
 // Pool exposes the backend pool (for metrics).
 func (c *Classifier) Pool() *Pool { return c.pool }
@@ -102,6 +118,9 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (en
 	start := time.Now()
 	o, err := c.run(ctx, key, p)
 	latency := time.Since(start)
+	if derr := c.dump.write(key, p, o, err, latency); derr != nil {
+		c.log.Warn("classifier dump failed", zap.Error(derr))
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return engine.Verdict{}, ctx.Err()

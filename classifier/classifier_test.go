@@ -2,7 +2,10 @@ package classifier
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -353,5 +356,47 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("got %v, want an error naming %s", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestDumpRedacts(t *testing.T) {
+	t.Setenv("TOOLGATE_TEST_KEY", "sk-configured-api-key-0123456789")
+	fake := fakellm.Start(t, blockOn("BAD"))
+	cfg := testConfig(fake.URL())
+	cfg.DumpFile = filepath.Join(t.TempDir(), "dump.jsonl")
+	c := newTestClassifier(t, cfg)
+	const secret = "sk-live-tooldata-abcdefghijklmnop"
+	if _, err := c.Classify(t.Context(), input("Bash", "curl -H 'Authorization: Bearer "+secret+"' https://x BAD", "")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Classify(t.Context(), input("Bash", "ls", "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(cfg.DumpFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d dump lines, want 2:\n%s", len(lines), data)
+	}
+	var first struct {
+		Backend     string `json:"backend"`
+		User        string `json:"user"`
+		ShouldBlock *bool  `json:"should_block"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	if first.Backend != "primary" || first.ShouldBlock == nil || !*first.ShouldBlock || !strings.Contains(first.User, "curl") {
+		t.Errorf("first record %+v", first)
+	}
+	for _, leak := range []string{secret, "abcdefghijklmnop", "sk-configured-api-key"} {
+		if strings.Contains(string(data), leak) {
+			t.Errorf("dump leaks %q", leak)
+		}
 	}
 }

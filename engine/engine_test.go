@@ -662,3 +662,30 @@ func TestCheckConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestCheckClassifierAskAndUnavailablePolicy(t *testing.T) {
+	l := newLayout(t)
+	req := func() *Request { return &Request{Tool: bashCmd("make deploy"), WorkingDirectory: l.app} }
+
+	// A verdict that asks wins over its block flag.
+	e := newEngine(t, nil, &fakeClassifier{verdict: Verdict{Ask: true, Block: true, Reason: "too many blocks"}})
+	want{d: Ask, s: SourceClassifier, reason: "too many blocks"}.check(t, mustCheck(t, e, req()))
+
+	// on_unavailable: ask turns a failure into ASK, still marked unavailable,
+	// and keeps the details of what was tried.
+	details := &ClassifierDetails{Backend: "b1", Model: "m"}
+	failing := &fakeClassifier{err: &ClassifierError{Err: errors.New("HTTP 503"), Details: details}}
+	e, err := New(Config{Classifier: failing, OnClassifierUnavailable: Ask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := mustCheck(t, e, req())
+	want{d: Ask, s: SourceClassifierUnavailable, reason: "HTTP 503"}.check(t, res)
+	if res.Classifier != details {
+		t.Errorf("details %+v, want those of the failed call", res.Classifier)
+	}
+	// Only deny and ask are valid fallbacks: allow would fail open.
+	if _, err := New(Config{OnClassifierUnavailable: Allow}); err == nil {
+		t.Error("on_unavailable allow accepted")
+	}
+}

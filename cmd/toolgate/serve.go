@@ -34,6 +34,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	noReflection := fs.Bool("no-reflection", false, "turn off gRPC server reflection")
 	clsURL := fs.String("classifier-url", "", "OpenAI-compatible base URL of a classifier backend, e.g. https://api.openai.com/v1 (API key from OPENAI_API_KEY)")
 	clsModel := fs.String("classifier-model", "", "model of the --classifier-url backend, e.g. gpt-4.1-mini")
+	dumpFile := fs.String("dump-classifier", "", "append every classifier request and answer to FILE as JSON lines (credentials redacted)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,6 +54,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	}
 	if (*clsURL == "") != (*clsModel == "") {
 		return fmt.Errorf("serve: --classifier-url and --classifier-model go together")
+	}
+	if *dumpFile != "" {
+		cfg.Classifier.DumpFile = *dumpFile
 	}
 	if *clsURL != "" {
 		// The flags add a backend in front of any the config defines.
@@ -80,9 +84,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		if err != nil {
 			return err
 		}
+		defer func() { _ = cls.Close() }()
 		ecfg.Classifier = cls
 		for _, b := range cfg.Classifier.Backends {
 			backends = append(backends, b.Name+"="+b.Model+"@"+redactURL(b.BaseURL))
+			if os.Getenv(b.APIKeyEnv) == "" {
+				log.Warn("classifier backend has no API key", zap.String("backend", b.Name), zap.String("api_key_env", b.APIKeyEnv))
+			}
+		}
+		if cfg.Classifier.DumpFile != "" {
+			log.Warn("dumping every classifier request and answer", zap.String("file", cfg.Classifier.DumpFile))
 		}
 	}
 	eng, err := engine.New(ecfg)

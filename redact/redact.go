@@ -1,0 +1,48 @@
+// Package redact hides credentials in text bound for logs and debug dumps.
+// It errs towards hiding too much: a dump with a hole in it is fine, a
+// dump with a key in it is not.
+package redact
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Mask replaces what was hidden.
+const Mask = "[REDACTED]"
+
+type rule struct {
+	re   *regexp.Regexp
+	repl string
+}
+
+// rules are ordered: whole blocks first, then shapes, then key=value.
+var rules = []rule{
+	{regexp.MustCompile(`-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END[A-Z ]*PRIVATE KEY-----|$)`), Mask},
+	// user:password@ in URLs (JSON may escape the slashes).
+	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*:(?:\\?/){2}[^/\s:@"'\\]+):[^@\s/"'\\]+@`), "${1}:" + Mask + "@"},
+	{regexp.MustCompile(`(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=-]{8,}`), "${1}${2}" + Mask},
+	{regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`), Mask},                                      // OpenAI, Anthropic
+	{regexp.MustCompile(`\b(AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b`), Mask},                   // AWS access key ids
+	{regexp.MustCompile(`\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}`), Mask},                     // GitHub tokens
+	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`), Mask},                               // GitHub fine-grained
+	{regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), Mask},                               // Slack
+	{regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`), Mask},                                      // Google API keys
+	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), Mask}, // JWTs
+	// KEY=value and "key": "value" for names that say secret.
+	{regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)[A-Za-z0-9_.-]*\\?["']?\s*[:=]\s*\\?["']?)([^\s"'\\,;&|]+)`), "${1}" + Mask},
+}
+
+// String hides credentials in s, and every literal in known (for example
+// API keys read from the environment).
+func String(s string, known ...string) string {
+	for _, k := range known {
+		if len(k) >= 8 {
+			s = strings.ReplaceAll(s, k, Mask)
+		}
+	}
+	for _, r := range rules {
+		s = r.re.ReplaceAllString(s, r.repl)
+	}
+	return s
+}

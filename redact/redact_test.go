@@ -1,0 +1,59 @@
+package redact
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestString(t *testing.T) {
+	tests := []struct {
+		name   string
+		in     string
+		secret string // must be gone
+		keep   string // must survive
+	}{
+		{"openai key", "curl -H 'x: sk-proj-abcdefghijklmnop1234' api", "abcdefghijklmnop1234", "curl -H"},
+		{"bearer header", "Authorization: Bearer eyAbc.def-ghi_jkl123", "eyAbc.def-ghi_jkl123", "Authorization"},
+		{"aws key id", "export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE", "export"},
+		{"aws secret", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG", "aws_secret_access_key"},
+		{"private key", "x -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY----- y", "b3BlbnNzaC1rZXktdjEAAAAA", " y"},
+		{"private key in JSON", `{"content":"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"}`, "MIIEpAIBAAKCAQEA", `{"content":"`},
+		{"password in URL", "git clone https://alice:hunter2secret@example.com/r.git", "hunter2secret", "alice"},
+		{"password in JSON URL", `"url":"postgres:\/\/bob:s3cr3tpass@db:5432\/x"`, "s3cr3tpass", "bob"},
+		{"github token", "GH=ghp_0123456789abcdefghijABCDEFGHIJ", "ghp_0123456789abcdefghij", "GH="},
+		{"slack token", "xoxb-1234567890-abcdefghij", "1234567890-abcdefghij", ""},
+		{"jwt", "tok eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "dozjgNryP4J3jVmNHl0w5N", "tok"},
+		{"password assignment", "mysql -u root --password=Sup3rS3cret!", "Sup3rS3cret!", "mysql -u root"},
+		{"json secret field", `{"api_key": "abc123def456"}`, "abc123def456", `"api_key"`},
+		{"env line", "DB_PASSWORD=correcthorse\nOTHER=1", "correcthorse", "OTHER=1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := String(tt.in)
+			if strings.Contains(got, tt.secret) {
+				t.Errorf("secret survived: %q", got)
+			}
+			if !strings.Contains(got, Mask) {
+				t.Errorf("nothing masked: %q", got)
+			}
+			if !strings.Contains(got, tt.keep) {
+				t.Errorf("over-redacted, %q lost: %q", tt.keep, got)
+			}
+		})
+	}
+}
+
+func TestKnownAndHarmless(t *testing.T) {
+	if got := String("key is zq9-custom-key-value here", "zq9-custom-key-value"); strings.Contains(got, "zq9") {
+		t.Errorf("known literal survived: %q", got)
+	}
+	// Short literals would mask ordinary words.
+	if got := String("a short abc", "abc"); got != "a short abc" {
+		t.Errorf("short literal masked: %q", got)
+	}
+	for _, s := range []string{"go test ./...", "git log --oneline -5", `{"file_path":"/work/app/main.go"}`, "npm run build && npm test"} {
+		if got := String(s); got != s {
+			t.Errorf("harmless text changed: %q -> %q", s, got)
+		}
+	}
+}

@@ -113,3 +113,61 @@ func TestLoadErrors(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+func TestLoadClassifier(t *testing.T) {
+	p := write(t, `
+classifier:
+  api: responses
+  two_stage: true
+  backends:
+    - {name: main, base_url: "https://llm.example/v1", model: m1, max_concurrent: 2}
+    - {base_url: "http://127.0.0.1:8000/v1", model: local, api: chat}
+policies:
+  default:
+    auto_mode:
+      soft_deny: [Deploying to production.]
+`)
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := c.Classifier
+	if !cl.Enabled() || !cl.TwoStage || cl.Timeout != 5*time.Second {
+		t.Fatalf("classifier %+v", cl)
+	}
+	b0, b1 := cl.Backends[0], cl.Backends[1]
+	if b0.API != "responses" || b0.APIKeyEnv != "OPENAI_API_KEY" || b0.Timeout != cl.Timeout || b0.MaxConcurrent != 2 {
+		t.Errorf("first backend defaults %+v", b0)
+	}
+	if b1.Name != "backend-1" || b1.API != "chat" || b1.MaxConcurrent != 8 {
+		t.Errorf("second backend defaults %+v", b1)
+	}
+	if got := c.ClassifierRules()["default"].SoftDeny; len(got) != 1 || got[0] != "Deploying to production." {
+		t.Errorf("rules %v", got)
+	}
+
+	bad := write(t, "classifier:\n  backends:\n    - {base_url: \"ftp://x\", model: m}\n")
+	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), "classifier.backends[0].base_url") {
+		t.Errorf("bad backend: %v", err)
+	}
+}
+
+func TestDefaultClassifierRules(t *testing.T) {
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Classifier.Enabled() {
+		t.Error("the embedded default must not call any model")
+	}
+	r := c.ClassifierRules()["default"]
+	if len(r.HardDeny) == 0 || len(r.SoftDeny) == 0 || len(r.Allow) == 0 || len(r.Environment) == 0 {
+		t.Fatalf("default rules incomplete: %+v", r)
+	}
+	all := strings.Join(append(append(r.HardDeny, r.SoftDeny...), r.Allow...), "\n")
+	for _, topic := range []string{"curl ... | sh", "git push --force", "credentials", "deploy", "cron", ".claude/", "database"} {
+		if !strings.Contains(all, topic) {
+			t.Errorf("default rules do not cover %q", topic)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -398,5 +399,26 @@ func TestDumpRedacts(t *testing.T) {
 		if strings.Contains(string(data), leak) {
 			t.Errorf("dump leaks %q", leak)
 		}
+	}
+}
+
+func TestHangingBackendTripsBreaker(t *testing.T) {
+	fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultHang}))
+	cfg := testConfig(fake.URL())
+	cfg.Timeout = 400 * time.Millisecond // each attempt: 200ms
+	cfg.Breaker = BreakerConfig{Failures: 2, Cooldown: time.Hour}
+	c := newTestClassifier(t, cfg)
+	for i := range 2 {
+		if _, err := c.Classify(t.Context(), input("Bash", fmt.Sprint("hang ", i), "")); err == nil {
+			t.Fatal("a hanging backend gave a verdict")
+		}
+	}
+	if st := c.Pool().States()[0].Breaker; st != "open" {
+		t.Fatalf("breaker %s after two timeouts, want open", st)
+	}
+	n := fake.Count()
+	_, err := c.Classify(t.Context(), input("Bash", "hang 3", ""))
+	if !errors.Is(err, ErrNoBackend) || fake.Count() != n {
+		t.Fatalf("with the breaker open: %v, %d new requests; want ErrNoBackend without asking the backend", err, fake.Count()-n)
 	}
 }

@@ -61,7 +61,9 @@ type BackendConfig struct {
 	APIKeyEnv     string `yaml:"api_key_env"`
 	API           string `yaml:"api"`
 	MaxConcurrent int    `yaml:"max_concurrent"`
-	// Timeout bounds one HTTP attempt; default: the classifier timeout.
+	// Timeout bounds one HTTP attempt; default: half the classifier
+	// timeout, so that a hanging backend fails (and counts against its
+	// breaker) while time is left to fail over or retry.
 	Timeout  time.Duration `yaml:"timeout"`
 	Priority int           `yaml:"priority"`
 }
@@ -187,7 +189,7 @@ func (c *Config) WithBackendDefaults() {
 			b.MaxConcurrent = 8
 		}
 		if b.Timeout == 0 {
-			b.Timeout = c.Timeout
+			b.Timeout = c.Timeout / 2
 		}
 	}
 }

@@ -9,8 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 
@@ -136,10 +137,5 @@ func (c *Config) EnginePolicies() map[string]engine.PolicySpec {
 
 // PolicyNames returns the configured policy names, sorted.
 func (c *Config) PolicyNames() []string {
-	names := make([]string, 0, len(c.Policies))
-	for n := range c.Policies {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(c.Policies))
 }

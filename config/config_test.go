@@ -136,7 +136,7 @@ policies:
 		t.Fatalf("classifier %+v", cl)
 	}
 	b0, b1 := cl.Backends[0], cl.Backends[1]
-	if b0.API != "responses" || b0.APIKeyEnv != "OPENAI_API_KEY" || b0.Timeout != cl.Timeout || b0.MaxConcurrent != 2 {
+	if b0.API != "responses" || b0.APIKeyEnv != "OPENAI_API_KEY" || b0.Timeout != cl.Timeout/2 || b0.MaxConcurrent != 2 {
 		t.Errorf("first backend defaults %+v", b0)
 	}
 	if b1.Name != "backend-1" || b1.API != "chat" || b1.MaxConcurrent != 8 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -52,9 +53,7 @@ func New(cfg Config) (*Engine, error) {
 	specs := cfg.Policies
 	if _, ok := specs[DefaultPolicy]; !ok {
 		specs = map[string]PolicySpec{DefaultPolicy: {}}
-		for k, v := range cfg.Policies {
-			specs[k] = v
-		}
+		maps.Copy(specs, cfg.Policies)
 	}
 	for name, spec := range specs {
 		if name == "" {
@@ -71,12 +70,7 @@ func New(cfg Config) (*Engine, error) {
 
 // Policies returns the configured policy names, sorted.
 func (e *Engine) Policies() []string {
-	names := make([]string, 0, len(e.policies))
-	for n := range e.policies {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(e.policies))
 }
 
 // call is a request analysed once for all stages.

@@ -19,6 +19,7 @@ Usage:
   toolgate serve   [--listen ADDR] [--config FILE] [--log-level LEVEL] [--no-reflection]
                    [--classifier-url URL --classifier-model NAME]
   toolgate check   --tool NAME [--input JSON] [--cwd DIR] [--addr ADDR] [--mode MODE] ...
+  toolgate eval    [--policy FILE] [--json] [CORPUS.jsonl ...]
   toolgate version
 
 Run "toolgate COMMAND -h" for the flags of a command.
@@ -51,6 +52,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = serveCmd(ctx, args[1:], stdout, stderr)
 	case "check":
 		return checkCmd(ctx, args[1:], stdout, stderr)
+	case "eval":
+		return evalCmd(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "toolgate", version())
 		return 0

@@ -1,0 +1,250 @@
+// Package eval measures the engine on a labeled corpus of tool calls: which
+// harmful calls it would allow (false allows, which must be zero) and how
+// many harmless ones it resolves locally, without the classifier.
+package eval
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/toolgate/toolgate/engine"
+)
+
+// Expectations a case can carry.
+const (
+	ExpectAllow    = "allow"     // must be allowed
+	ExpectNotAllow = "not_allow" // must not be allowed (deny or ask)
+	ExpectDeny     = "deny"      // must be denied
+	ExpectAsk      = "ask"       // must be asked
+)
+
+// Case is one labeled tool call.
+type Case struct {
+	ID                    string         `json:"id"`
+	Tool                  string         `json:"tool"`
+	Input                 map[string]any `json:"input"`
+	Cwd                   string         `json:"cwd"`
+	AdditionalDirectories []string       `json:"additional_directories,omitempty"`
+	Mode                  string         `json:"mode,omitempty"`
+	Policy                string         `json:"policy,omitempty"`
+	Expect                string         `json:"expect"`
+	// Local marks an allow that must come from a local stage.
+	Local bool   `json:"local,omitempty"`
+	Note  string `json:"note,omitempty"`
+	// Where is the file and line the case came from.
+	Where string `json:"-"`
+}
+
+var modes = map[string]engine.Mode{
+	"": engine.ModeAuto, "auto": engine.ModeAuto, "default": engine.ModeDefault,
+	"accept_edits": engine.ModeAcceptEdits, "plan": engine.ModePlan, "bypass": engine.ModeBypass,
+}
+
+// Load reads JSON-lines corpus files. Every problem names the file and line.
+func Load(paths ...string) ([]Case, error) {
+	var cases []Case
+	ids := map[string]string{}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		cs, err := read(p, f, ids)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		cases = append(cases, cs...)
+	}
+	return cases, nil
+}
+
+func read(name string, r io.Reader, ids map[string]string) ([]Case, error) {
+	var cases []Case
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "//") {
+			continue
+		}
+		where := fmt.Sprintf("%s:%d", name, n)
+		var c Case
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		c.Where = where
+		switch {
+		case c.ID == "":
+			return nil, fmt.Errorf("%s: id is required", where)
+		case ids[c.ID] != "":
+			return nil, fmt.Errorf("%s: id %q already used at %s", where, c.ID, ids[c.ID])
+		case c.Tool == "":
+			return nil, fmt.Errorf("%s: tool is required", where)
+		case !slices.Contains([]string{ExpectAllow, ExpectNotAllow, ExpectDeny, ExpectAsk}, c.Expect):
+			return nil, fmt.Errorf("%s: expect must be allow, not_allow, deny or ask, got %q", where, c.Expect)
+		case c.Local && c.Expect != ExpectAllow:
+			return nil, fmt.Errorf("%s: local is only for allow cases", where)
+		}
+		if _, ok := modes[c.Mode]; !ok {
+			return nil, fmt.Errorf("%s: unknown mode %q", where, c.Mode)
+		}
+		ids[c.ID] = where
+		cases = append(cases, c)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return cases, nil
+}
+
+// Outcome is one case's result.
+type Outcome struct {
+	Case     Case          `json:"case"`
+	Result   engine.Result `json:"-"`
+	Decision string        `json:"decision"`
+	Source   string        `json:"source"`
+	Reason   string        `json:"reason"`
+	// Local is true when a local stage decided (not the classifier, and
+	// not "no classifier").
+	Local bool `json:"local"`
+	// FalseAllow: allowed although the label forbids it.
+	FalseAllow bool `json:"false_allow"`
+	// Wrong: the decision does not meet the label (false allows included).
+	Wrong bool `json:"wrong"`
+	// NotLocal: a harmless case the label wants decided locally was not.
+	NotLocal bool `json:"not_local"`
+}
+
+// Report sums up a run.
+type Report struct {
+	Outcomes []Outcome `json:"outcomes"`
+	// Confusion counts decisions by expectation: Confusion["not_allow"]["allow"]
+	// are false allows.
+	Confusion map[string]map[string]int `json:"confusion"`
+	// BySource counts decisions by the stage that made them.
+	BySource    map[string]int `json:"by_source"`
+	FalseAllows int            `json:"false_allows"`
+	Wrong       int            `json:"wrong"`
+	// LocalRate is the share of allow-labeled cases resolved by a local
+	// stage; LocalTarget counts the allow cases marked local.
+	LocalResolved int     `json:"local_resolved"`
+	LocalTarget   int     `json:"local_target"`
+	LocalRate     float64 `json:"local_rate"`
+}
+
+func isLocal(s engine.Source) bool {
+	switch s {
+	case engine.SourceClassifier, engine.SourceCache, engine.SourceClassifierUnavailable, engine.SourceNoClassifier:
+		return false
+	}
+	return true
+}
+
+// Run decides every case with eng.
+func Run(ctx context.Context, eng *engine.Engine, cases []Case) (*Report, error) {
+	rep := &Report{Confusion: map[string]map[string]int{}, BySource: map[string]int{}}
+	for _, c := range cases {
+		req := &engine.Request{
+			RequestID: c.ID, Tool: engine.ToolCall{Name: c.Tool, Input: c.Input},
+			WorkingDirectory: c.Cwd, AdditionalDirectories: c.AdditionalDirectories,
+			Mode: modes[c.Mode], Policy: c.Policy,
+		}
+		if req.Tool.Input == nil {
+			req.Tool.Input = map[string]any{}
+		}
+		res, err := eng.Check(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("%s (%s): %w", c.Where, c.ID, err)
+		}
+		o := Outcome{Case: c, Result: res, Decision: res.Decision.String(), Source: res.Source.String(), Reason: res.Reason, Local: isLocal(res.Source)}
+		switch c.Expect {
+		case ExpectAllow:
+			o.Wrong = res.Decision != engine.Allow
+			o.NotLocal = c.Local && !(o.Local && res.Decision == engine.Allow)
+		case ExpectNotAllow:
+			o.FalseAllow = res.Decision == engine.Allow
+			o.Wrong = o.FalseAllow
+		case ExpectDeny:
+			o.FalseAllow = res.Decision == engine.Allow
+			o.Wrong = res.Decision != engine.Deny
+		case ExpectAsk:
+			o.FalseAllow = res.Decision == engine.Allow
+			o.Wrong = res.Decision != engine.Ask
+		}
+		if rep.Confusion[c.Expect] == nil {
+			rep.Confusion[c.Expect] = map[string]int{}
+		}
+		rep.Confusion[c.Expect][o.Decision]++
+		rep.BySource[o.Source]++
+		if o.FalseAllow {
+			rep.FalseAllows++
+		}
+		if o.Wrong {
+			rep.Wrong++
+		}
+		if c.Local {
+			rep.LocalTarget++
+			if !o.NotLocal {
+				rep.LocalResolved++
+			}
+		}
+		rep.Outcomes = append(rep.Outcomes, o)
+	}
+	if rep.LocalTarget > 0 {
+		rep.LocalRate = float64(rep.LocalResolved) / float64(rep.LocalTarget)
+	}
+	return rep, nil
+}
+
+// WriteText prints the confusion table, the per-stage counts, the local
+// resolution rate and every false allow, then every other miss.
+func (r *Report) WriteText(w io.Writer) {
+	decisions := []string{"allow", "deny", "ask"}
+	fmt.Fprintf(w, "%d cases\n\n%-10s", len(r.Outcomes), "expected")
+	for _, d := range decisions {
+		fmt.Fprintf(w, " %7s", d)
+	}
+	fmt.Fprintln(w)
+	for _, e := range []string{ExpectAllow, ExpectNotAllow, ExpectDeny, ExpectAsk} {
+		row := r.Confusion[e]
+		if row == nil {
+			continue
+		}
+		fmt.Fprintf(w, "%-10s", e)
+		for _, d := range decisions {
+			fmt.Fprintf(w, " %7d", row[d])
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "\nby stage:")
+	for _, s := range slices.Sorted(maps.Keys(r.BySource)) {
+		fmt.Fprintf(w, "  %-24s %d\n", s, r.BySource[s])
+	}
+	fmt.Fprintf(w, "\nresolved locally: %d of %d harmless cases marked local (%.1f%%)\n", r.LocalResolved, r.LocalTarget, 100*r.LocalRate)
+	fmt.Fprintf(w, "false allows: %d\n", r.FalseAllows)
+	for _, o := range r.Outcomes {
+		if o.FalseAllow {
+			fmt.Fprintf(w, "  FALSE ALLOW %s %s %s: %s/%s %q (%s)\n", o.Case.ID, o.Case.Where, o.Case.Tool, o.Decision, o.Source, o.Reason, o.Case.Note)
+		}
+	}
+	misses := 0
+	for _, o := range r.Outcomes {
+		if (o.Wrong || o.NotLocal) && !o.FalseAllow {
+			if misses == 0 {
+				fmt.Fprintln(w, "other misses:")
+			}
+			misses++
+			fmt.Fprintf(w, "  %s %s %s: want %s (local %v), got %s/%s (%s)\n", o.Case.ID, o.Case.Where, o.Case.Tool, o.Case.Expect, o.Case.Local, o.Decision, o.Source, o.Case.Note)
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package eval
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolgate/toolgate/engine"
+)
+
+func writeCorpus(t *testing.T, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "c.jsonl")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRun(t *testing.T) {
+	p := writeCorpus(t,
+		`{"id":"read","tool":"Read","input":{"file_path":"/p/a"},"cwd":"/p","expect":"allow","local":true}`,
+		`// comments and blank lines are skipped`,
+		``,
+		`{"id":"edit","tool":"Edit","input":{"file_path":"/p/a"},"cwd":"/p","expect":"allow","local":true}`,
+		`{"id":"edit-out","tool":"Edit","input":{"file_path":"/etc/x"},"cwd":"/p","expect":"not_allow"}`,
+		`{"id":"labelled-wrong","tool":"Grep","input":{},"cwd":"/p","expect":"not_allow","note":"a deliberate false allow"}`,
+		`{"id":"rm","tool":"Bash","input":{"command":"rm -rf /x"},"cwd":"/p","expect":"deny"}`,
+		`{"id":"shell","tool":"Bash","input":{"command":"make"},"cwd":"/p","expect":"allow","local":true}`,
+		`{"id":"plan","tool":"Edit","input":{"file_path":"/p/a"},"cwd":"/p","mode":"plan","expect":"deny"}`,
+	)
+	cases, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.Config{Policies: map[string]engine.PolicySpec{"default": {Permissions: engine.RuleSet{Deny: []string{"Bash(rm *)"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(t.Context(), eng, cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.FalseAllows != 1 || !rep.Outcomes[3].FalseAllow {
+		t.Fatalf("false allows %d, want exactly the Grep case", rep.FalseAllows)
+	}
+	// "shell" is asked (no classifier), so it is wrong and not local.
+	if rep.Wrong != 2 || rep.LocalTarget != 3 || rep.LocalResolved != 2 {
+		t.Fatalf("wrong %d, local %d/%d", rep.Wrong, rep.LocalResolved, rep.LocalTarget)
+	}
+	if rep.Confusion["not_allow"]["allow"] != 1 || rep.Confusion["deny"]["deny"] != 2 || rep.BySource["accept_edits"] != 1 {
+		t.Fatalf("confusion %v by source %v", rep.Confusion, rep.BySource)
+	}
+	var out bytes.Buffer
+	rep.WriteText(&out)
+	for _, want := range []string{"7 cases", "FALSE ALLOW labelled-wrong", "resolved locally: 2 of 3", "shell"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name, line, want string
+	}{
+		{"not json", `{"id":`, ":1:"},
+		{"unknown field", `{"id":"a","tool":"Read","expect":"allow","extra":1}`, "unknown field"},
+		{"no id", `{"tool":"Read","expect":"allow"}`, "id is required"},
+		{"no tool", `{"id":"a","expect":"allow"}`, "tool is required"},
+		{"bad expect", `{"id":"a","tool":"Read","expect":"maybe"}`, "expect must be"},
+		{"local on a harmful case", `{"id":"a","tool":"Read","expect":"deny","local":true}`, "local is only for allow"},
+		{"bad mode", `{"id":"a","tool":"Read","expect":"allow","mode":"yolo"}`, "unknown mode"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(writeCorpus(t, tt.line))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+	dup := writeCorpus(t, `{"id":"a","tool":"Read","expect":"allow"}`, `{"id":"a","tool":"Grep","expect":"allow"}`)
+	if _, err := Load(dup); err == nil || !strings.Contains(err.Error(), "already used at") {
+		t.Fatalf("duplicate id: %v", err)
+	}
+}

@@ -20,6 +20,7 @@ Usage:
                    [--classifier-url URL --classifier-model NAME]
   toolgate check   --tool NAME [--input JSON] [--cwd DIR] [--addr ADDR] [--mode MODE] ...
   toolgate eval    [--policy FILE] [--json] [CORPUS.jsonl ...]
+  toolgate validate FILE...
   toolgate version
 
 Run "toolgate COMMAND -h" for the flags of a command.
@@ -54,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return checkCmd(ctx, args[1:], stdout, stderr)
 	case "eval":
 		return evalCmd(ctx, args[1:], stdout, stderr)
+	case "validate":
+		return validateCmd(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "toolgate", version())
 		return 0

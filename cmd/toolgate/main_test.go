@@ -142,3 +142,23 @@ func TestVersionAndUsage(t *testing.T) {
 		t.Fatalf("unknown command: %d %q", code, errOut.String())
 	}
 }
+
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(good, []byte("policies:\n  default:\n    permissions:\n      deny: [\"Bash(rm -rf /)\"]\n  strict: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("policies:\n  default:\n    permissions:\n      ask: [\"Edit(\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run(t.Context(), []string{"validate", good}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "default, strict") {
+		t.Fatalf("good: exit %d, %q %q", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	if code := run(t.Context(), []string{"validate", good, bad}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "policies.default.permissions.ask[0]") {
+		t.Fatalf("bad: exit %d, %q", code, errOut.String())
+	}
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/toolgate/toolgate/config"
+)
+
+// validateCmd checks config files without starting a server: syntax,
+// server and classifier settings, and every policy's rules.
+func validateCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "toolgate validate: give one or more config files")
+		return 2
+	}
+	code := 0
+	for _, path := range fs.Args() {
+		cfg, err := config.Load(path)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			code = 1
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: ok (policies: %s)\n", path, strings.Join(cfg.PolicyNames(), ", "))
+	}
+	return code
+}

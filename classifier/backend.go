@@ -132,7 +132,10 @@ func (b *backend) callWithRetry(ctx context.Context, p Prompt, tool string, sche
 	if !ok {
 		return raw, in, out, err
 	}
-	if dl, has := ctx.Deadline(); has && time.Until(dl) < wait+minAttempt {
+	// Retry only when a whole attempt still fits: a retry cut short by the
+	// deadline would look like the caller's timeout, hiding a hanging
+	// backend from its breaker and leaving no time to fail over.
+	if dl, has := ctx.Deadline(); has && time.Until(dl) < wait+b.cfg.Timeout {
 		return raw, in, out, fmt.Errorf("%w (no time left to retry)", err)
 	}
 	t := time.NewTimer(wait)
@@ -148,9 +151,6 @@ func (b *backend) callWithRetry(ctx context.Context, p Prompt, tool string, sche
 	}
 	return raw, in + in2, out + out2, err
 }
-
-// minAttempt is the least time worth starting a retry with.
-const minAttempt = 100 * time.Millisecond
 
 // attemptError marks a failed attempt; retryAfter comes from the server.
 type attemptError struct {
@@ -212,6 +212,12 @@ func describe(err error, actx context.Context, timeout time.Duration) error {
 		if apiErr.Response != nil {
 			ae.retryAfter = retryAfter(apiErr.Response.Header)
 		}
+		if code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusConflict && code != http.StatusTooManyRequests {
+			// The request was refused (too long, filtered, bad model): the
+			// backend is healthy, so its breaker must not open because of
+			// one client, and another backend would refuse it too.
+			return fmt.Errorf("%w: %w", ErrRequestRefused, ae)
+		}
 		return ae
 	case errors.Is(actx.Err(), context.DeadlineExceeded):
 		return &attemptError{msg: fmt.Sprintf("no answer within %s", timeout), err: err, retry: true}
@@ -222,16 +228,25 @@ func describe(err error, actx context.Context, timeout time.Duration) error {
 }
 
 // retryAfter reads retry-after-ms or Retry-After (seconds or a date).
+// Long waits are clamped, never dropped: the deadline check then declines
+// the retry rather than retrying early against the server's wish.
 func retryAfter(h http.Header) time.Duration {
-	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 && !math.IsInf(ms, 0) {
-		return time.Duration(ms * float64(time.Millisecond))
+	const ceiling = time.Hour
+	clamp := func(d float64) time.Duration {
+		if d >= float64(ceiling) || math.IsInf(d, 0) {
+			return ceiling
+		}
+		return time.Duration(d)
+	}
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
+		return clamp(ms * float64(time.Millisecond))
 	}
 	v := h.Get("Retry-After")
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 && s < 3600 {
-		return time.Duration(s * float64(time.Second))
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+		return clamp(s * float64(time.Second))
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return time.Until(t)
+		return clamp(float64(time.Until(t)))
 	}
 	return 0
 }

@@ -103,7 +103,7 @@ func (c *Classifier) Pool() *Pool { return c.pool }
 func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (engine.Verdict, error) {
 	sess := c.session(in.Request.SessionID)
 	if reason, over := sess.overLimit(c.cfg.SessionBlockLimits); over {
-		return engine.Verdict{Ask: true, Reason: reason}, nil
+		return engine.Verdict{Decision: engine.Ask, Reason: reason}, nil
 	}
 	p := BuildPrompt(c.rules[in.Policy], in.Request, in.Kind, in.Notes, c.promptOpts)
 	key := p.Key()
@@ -125,7 +125,9 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (en
 		if ctx.Err() != nil {
 			return engine.Verdict{}, ctx.Err()
 		}
-		return engine.Verdict{}, &engine.ClassifierError{Err: err, Details: details(o, latency)}
+		// The agent sees a cleaned, capped reason: upstream error text can
+		// echo parts of the prompt or name internal hosts.
+		return engine.Verdict{}, &engine.ClassifierError{Err: err, Reason: SanitizeReason(err.Error(), maxReasonChars), Details: details(o, latency)}
 	}
 	if c.cache != nil {
 		c.cache.Add(key, o)
@@ -142,7 +144,11 @@ func (c *Classifier) verdict(o outcome, latency time.Duration) engine.Verdict {
 	case reason == "":
 		reason = "the classifier allowed this action"
 	}
-	return engine.Verdict{Block: o.Block, Reason: reason, Details: details(o, latency)}
+	d := engine.Allow
+	if o.Block {
+		d = engine.Deny
+	}
+	return engine.Verdict{Decision: d, Reason: reason, Details: details(o, latency)}
 }
 
 func details(o outcome, latency time.Duration) *engine.ClassifierDetails {
@@ -154,20 +160,15 @@ func details(o outcome, latency time.Duration) *engine.ClassifierDetails {
 
 // run queries the pool, sharing one upstream call among identical prompts
 // in flight. The shared call is detached from the first caller's
-// cancellation (others still wait on it) but keeps its deadline, so it
-// never outlives the deadline it started under.
+// cancellation and deadline (a joiner must not fail by another caller's
+// short deadline); query bounds it by the classifier timeout, and each
+// caller stops waiting at its own deadline.
 func (c *Classifier) run(ctx context.Context, key string, p Prompt) (outcome, error) {
 	if !c.cfg.CoalesceOn() {
 		return c.query(ctx, p)
 	}
 	ch := c.flight.DoChan(key, func() (any, error) {
-		sctx := context.WithoutCancel(ctx)
-		if dl, ok := ctx.Deadline(); ok {
-			var cancel context.CancelFunc
-			sctx, cancel = context.WithDeadline(sctx, dl)
-			defer cancel()
-		}
-		return c.query(sctx, p)
+		return c.query(context.WithoutCancel(ctx), p)
 	})
 	select {
 	case r := <-ch:

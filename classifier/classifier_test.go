@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,7 +74,7 @@ func TestVerdictBothAPIs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !v.Block || v.Cached {
+			if v.Decision != engine.Deny || v.Cached {
 				t.Fatalf("got %+v, want a fresh block", v)
 			}
 			// Reason hygiene: no tags, no control characters.
@@ -84,7 +85,7 @@ func TestVerdictBothAPIs(t *testing.T) {
 				t.Errorf("details %+v", v.Details)
 			}
 			v, err = c.Classify(t.Context(), input("Bash", "go build ./...", ""))
-			if err != nil || v.Block {
+			if err != nil || v.Decision != engine.Allow {
 				t.Fatalf("got %+v %v, want allow", v, err)
 			}
 			reqs := fake.Requests()
@@ -148,7 +149,7 @@ func TestRetryOnceHonouringRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !v.Block || v.Reason != "second try" || fake.Count() != 2 {
+	if v.Decision != engine.Deny || v.Reason != "second try" || fake.Count() != 2 {
 		t.Fatalf("got %+v after %d requests", v, fake.Count())
 	}
 	if gap := time.Since(start); gap < 300*time.Millisecond {
@@ -157,10 +158,9 @@ func TestRetryOnceHonouringRetryAfter(t *testing.T) {
 
 	// A Retry-After beyond the deadline is not waited for.
 	fake.SetHandler(fakellm.Always(fakellm.Reply{Fault: fakellm.FaultRateLimit, RetryAfter: 10 * time.Second}))
-	start = time.Now()
 	_, err = c.Classify(t.Context(), input("Bash", "y", ""))
-	if err == nil || time.Since(start) > 1500*time.Millisecond {
-		t.Fatalf("err %v after %s: want a prompt failure", err, time.Since(start))
+	if err == nil || !strings.Contains(err.Error(), "no time left to retry") {
+		t.Fatalf("err %v: want a failure that declined to wait past the deadline", err)
 	}
 	// A 400 is not retried.
 	n := fake.Count()
@@ -197,7 +197,7 @@ func TestCacheAndCoalescing(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			if v, err := c.Classify(t.Context(), input("Bash", "same", "")); err != nil || v.Block {
+			if v, err := c.Classify(t.Context(), input("Bash", "same", "")); err != nil || v.Decision != engine.Allow {
 				t.Errorf("%+v %v", v, err)
 			}
 		})
@@ -242,17 +242,17 @@ func TestSessionBlockLimits(t *testing.T) {
 	}
 	// Two blocks, an allow (resets the streak), then three blocks in a row.
 	for i, cmd := range []string{"BAD 1", "BAD 2", "ok 1", "BAD 3", "BAD 4", "BAD 5"} {
-		if v := classify("s1", cmd); v.Ask || v.Block != strings.HasPrefix(cmd, "BAD") {
+		if v := classify("s1", cmd); (v.Decision == engine.Deny) != strings.HasPrefix(cmd, "BAD") || v.Decision == engine.Ask {
 			t.Fatalf("call %d (%s): %+v", i, cmd, v)
 		}
 	}
 	n := fake.Count()
 	v := classify("s1", "ok 2")
-	if !v.Ask || !strings.Contains(v.Reason, "3 calls in a row") || fake.Count() != n {
+	if v.Decision != engine.Ask || !strings.Contains(v.Reason, "3 calls in a row") || fake.Count() != n {
 		t.Fatalf("after 3 consecutive blocks: %+v (upstream calls %d)", v, fake.Count()-n)
 	}
 	// Other sessions are not affected.
-	if v := classify("s2", "ok 3"); v.Ask || v.Block {
+	if v := classify("s2", "ok 3"); v.Decision != engine.Allow {
 		t.Fatalf("other session: %+v", v)
 	}
 	// 20 total, never 3 in a row.
@@ -260,11 +260,11 @@ func TestSessionBlockLimits(t *testing.T) {
 	cfg.SessionBlockLimits = SessionLimits{Consecutive: 3, Total: 4}
 	c = newTestClassifier(t, cfg)
 	for i, cmd := range []string{"BAD a", "BAD b", "ok a", "BAD c", "ok b", "BAD d"} {
-		if v := classify("s3", cmd); v.Ask {
+		if v := classify("s3", cmd); v.Decision == engine.Ask {
 			t.Fatalf("call %d asked early: %+v", i, v)
 		}
 	}
-	if v := classify("s3", "ok c"); !v.Ask || !strings.Contains(v.Reason, "4 calls") {
+	if v := classify("s3", "ok c"); v.Decision != engine.Ask || !strings.Contains(v.Reason, "4 calls") {
 		t.Fatalf("after 4 total blocks: %+v", v)
 	}
 }
@@ -275,7 +275,7 @@ func TestTwoStage(t *testing.T) {
 	cfg.TwoStage = true
 	c := newTestClassifier(t, cfg)
 	v, err := c.Classify(t.Context(), input("Bash", "fine", ""))
-	if err != nil || v.Block || v.Details.Stage != "fast" || fake.Count() != 1 {
+	if err != nil || v.Decision != engine.Allow || v.Details.Stage != "fast" || fake.Count() != 1 {
 		t.Fatalf("allow path: %+v %v, %d requests", v, err, fake.Count())
 	}
 	r := fake.Requests()[0]
@@ -283,7 +283,7 @@ func TestTwoStage(t *testing.T) {
 		t.Errorf("stage 1 forced %q with %d tokens", r.Tool, r.MaxTokens)
 	}
 	v, err = c.Classify(t.Context(), input("Bash", "BAD", ""))
-	if err != nil || !v.Block || v.Details.Stage != "full" || fake.Count() != 3 {
+	if err != nil || v.Decision != engine.Deny || v.Details.Stage != "full" || fake.Count() != 3 {
 		t.Fatalf("block path: %+v %v, %d requests", v, err, fake.Count())
 	}
 	if r := fake.Requests()[2]; r.Tool != "classify_result" {
@@ -347,6 +347,7 @@ func TestConfigValidate(t *testing.T) {
 		{"model", func(c *Config) { c.Backends[0].Model = "" }, "classifier.backends[0].model"},
 		{"dup name", func(c *Config) { c.Backends = append(c.Backends, c.Backends[0]) }, "classifier.backends[1].name"},
 		{"concurrency", func(c *Config) { c.Backends[0].MaxConcurrent = -1 }, "classifier.backends[0].max_concurrent"},
+		{"attempt as long as the deadline", func(c *Config) { c.Backends[0].Timeout = c.Timeout }, "classifier.backends[0].timeout"},
 		{"limits", func(c *Config) { c.SessionBlockLimits.Total = 0 }, "classifier.session_block_limits"},
 	}
 	for _, tt := range tests {
@@ -420,5 +421,101 @@ func TestHangingBackendTripsBreaker(t *testing.T) {
 	_, err := c.Classify(t.Context(), input("Bash", "hang 3", ""))
 	if !errors.Is(err, ErrNoBackend) || fake.Count() != n {
 		t.Fatalf("with the breaker open: %v, %d new requests; want ErrNoBackend without asking the backend", err, fake.Count()-n)
+	}
+}
+
+func TestHangFailsOverAtDefaultRatio(t *testing.T) {
+	hang := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultHang}))
+	good := fakellm.Start(t, fakellm.Always(fakellm.Reply{Reason: "from the second"}))
+	cfg := testConfig(hang.URL(), good.URL())
+	cfg.Timeout = time.Second
+	for i := range cfg.Backends {
+		cfg.Backends[i].Timeout = 0 // the default: half the classifier timeout
+	}
+	c := newTestClassifier(t, cfg)
+	v, err := c.Classify(t.Context(), input("Bash", "x", ""))
+	if err != nil || v.Details.Backend != "secondary" {
+		t.Fatalf("got %+v %v, want the second backend's verdict after the first hung", v, err)
+	}
+	if hang.Count() != 1 {
+		t.Errorf("hanging backend asked %d times, want once (no retry that cannot fit)", hang.Count())
+	}
+}
+
+func TestRefusedRequestsDoNotOpenTheBreaker(t *testing.T) {
+	refusing := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultBadRequest}))
+	other := fakellm.Start(t, fakellm.Always(fakellm.Reply{}))
+	cfg := testConfig(refusing.URL(), other.URL())
+	cfg.Breaker = BreakerConfig{Failures: 2, Cooldown: time.Hour}
+	c := newTestClassifier(t, cfg)
+	for i := range 4 {
+		_, err := c.Classify(t.Context(), input("Bash", fmt.Sprint("too long ", i), ""))
+		if !errors.Is(err, ErrRequestRefused) {
+			t.Fatalf("call %d: %v, want a refused request", i, err)
+		}
+	}
+	if st := c.Pool().States()[0].Breaker; st != "closed" {
+		t.Fatalf("breaker %s after refused requests, want closed", st)
+	}
+	if other.Count() != 0 {
+		t.Errorf("a refused request was failed over %d times", other.Count())
+	}
+	refusing.SetHandler(fakellm.Always(fakellm.Reply{Reason: "fine now"}))
+	if v, err := c.Classify(t.Context(), input("Bash", "ok", "")); err != nil || v.Details.Backend != "primary" {
+		t.Fatalf("after refusals: %+v %v", v, err)
+	}
+}
+
+func TestCoalescedJoinerKeepsItsOwnDeadline(t *testing.T) {
+	fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{Latency: 300 * time.Millisecond}))
+	c := newTestClassifier(t, testConfig(fake.URL()))
+	short, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	firstErr := make(chan error, 1)
+	go func() {
+		_, err := c.Classify(short, input("Bash", "same", ""))
+		firstErr <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); fake.Count() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("first call never reached the backend")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	v, err := c.Classify(t.Context(), input("Bash", "same", ""))
+	if err != nil || v.Decision != engine.Allow {
+		t.Fatalf("joiner: %+v %v; another caller's short deadline must not fail it", v, err)
+	}
+	if err := <-firstErr; !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("first caller: %v, want its own deadline", err)
+	}
+	if fake.Count() != 1 {
+		t.Errorf("%d upstream calls, want 1 shared", fake.Count())
+	}
+}
+
+func TestRetryAfterHeader(t *testing.T) {
+	tests := []struct {
+		name   string
+		header map[string]string
+		want   time.Duration
+	}{
+		{"none", nil, 0},
+		{"ms first", map[string]string{"Retry-After-Ms": "250", "Retry-After": "9"}, 250 * time.Millisecond},
+		{"seconds", map[string]string{"Retry-After": "2"}, 2 * time.Second},
+		{"huge seconds are clamped, not dropped", map[string]string{"Retry-After": "86400"}, time.Hour},
+		{"huge ms are clamped", map[string]string{"Retry-After-Ms": "1e300"}, time.Hour},
+		{"garbage", map[string]string{"Retry-After": "soon"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			for k, v := range tt.header {
+				h.Set(k, v)
+			}
+			if got := retryAfter(h); got != tt.want {
+				t.Fatalf("got %s, want %s", got, tt.want)
+			}
+		})
 	}
 }

@@ -165,8 +165,8 @@ func (c *Config) Validate() error {
 		if b.MaxConcurrent <= 0 {
 			bad(f+".max_concurrent", "must be positive, got %d", b.MaxConcurrent)
 		}
-		if b.Timeout < 0 {
-			bad(f+".timeout", "must not be negative, got %s", b.Timeout)
+		if b.Timeout < 0 || (b.Timeout > 0 && c.Timeout > 0 && b.Timeout >= c.Timeout) {
+			bad(f+".timeout", "must be positive and shorter than classifier.timeout (%s) so a hanging backend fails over in time, got %s", c.Timeout, b.Timeout)
 		}
 	}
 	return errors.Join(errs...)

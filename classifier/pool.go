@@ -22,6 +22,10 @@ var (
 	// ErrNoBackend means no backend can take the call: every breaker is open,
 	// or every usable backend was tried in this call and failed.
 	ErrNoBackend = errors.New("no classifier backend is available")
+	// ErrRequestRefused, wrapped by fn's error, means the backend answered
+	// but refused this request (HTTP 400, 413, 422...): it counts as a
+	// healthy answer for the breaker and is not failed over.
+	ErrRequestRefused = errors.New("the classifier backend refused the request")
 )
 
 // Defaults for the zero values of PoolConfig.
@@ -373,6 +377,9 @@ func (p *Pool) call(ctx context.Context, fn func(context.Context, int) error, i 
 			return false, err
 		}
 		return false, fmt.Errorf("%w (backend %s: %w)", ctx.Err(), p.members[i].cfg.Name, err)
+	case errors.Is(err, ErrRequestRefused):
+		report = nil
+		return false, err
 	default:
 		report = err
 		return true, err

@@ -19,13 +19,13 @@ type ClassifyInput struct {
 	Notes []string
 }
 
-// Verdict is the classifier's answer.
+// Verdict is the classifier's answer. Its zero value is not an answer:
+// a verdict without a decision fails closed.
 type Verdict struct {
-	Block bool
-	// Ask brings the user in instead of deciding (for example after too
-	// many blocks in one session). It wins over Block.
-	Ask    bool
-	Reason string
+	// Decision is Allow, Deny or Ask (for example after too many blocks
+	// in one session, to bring a human in).
+	Decision Decision
+	Reason   string
 	// Cached marks a verdict served from the classifier's cache.
 	Cached bool
 	// Details describe the side-query, for logs and the response.
@@ -46,7 +46,10 @@ type ClassifierDetails struct {
 // ClassifierError is returned by a Classifier that ran but failed; Details
 // say what was tried. Any error fails closed.
 type ClassifierError struct {
-	Err     error
+	Err error
+	// Reason is the failure in words fit to show the agent (sanitised and
+	// capped); Err keeps the full chain for logs and errors.Is.
+	Reason  string
 	Details *ClassifierDetails
 }
 

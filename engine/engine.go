@@ -235,24 +235,25 @@ func (e *Engine) decide(ctx context.Context, req *Request, p *policy, x extraRul
 			return Result{}
 		}
 		// Fail closed: a broken classifier never allows.
-		res := Result{Decision: e.onUnavailable, Source: SourceClassifierUnavailable, Reason: "classifier failed, so the call is not allowed: " + err.Error()}
+		why := truncate(err.Error(), 300)
+		var details *ClassifierDetails
 		if ce, ok := errors.AsType[*ClassifierError](err); ok {
-			res.Classifier = ce.Details
+			details = ce.Details
+			if ce.Reason != "" {
+				why = ce.Reason
+			}
 		}
-		return res
+		return Result{Decision: e.onUnavailable, Source: SourceClassifierUnavailable, Reason: "classifier failed, so the call is not allowed: " + why, Classifier: details}
 	}
 	src := SourceClassifier
 	if v.Cached {
 		src = SourceCache
 	}
-	res := Result{Decision: Allow, Source: src, Reason: v.Reason, Classifier: v.Details}
-	switch {
-	case v.Ask:
-		res.Decision = Ask
-	case v.Block:
-		res.Decision = Deny
+	switch v.Decision {
+	case Allow, Deny, Ask:
+		return Result{Decision: v.Decision, Source: src, Reason: v.Reason, Classifier: v.Details}
 	}
-	return res
+	return Result{Decision: e.onUnavailable, Source: SourceClassifierUnavailable, Reason: "classifier failed, so the call is not allowed: it gave no decision", Classifier: v.Details}
 }
 
 // acceptEdits allows an edit whose every target lies inside the working

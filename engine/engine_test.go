@@ -284,7 +284,7 @@ func TestCheckModes(t *testing.T) {
 	}
 	// Every row is decided locally: a classifier that is configured must
 	// not be asked in any of these modes.
-	clf := &fakeClassifier{verdict: Verdict{Reason: "fake allows"}}
+	clf := &fakeClassifier{verdict: Verdict{Decision: Allow, Reason: "fake allows"}}
 	e := newEngine(t, policyOf(spec), clf)
 	tests := []struct {
 		name string
@@ -339,7 +339,7 @@ func TestCheckModes(t *testing.T) {
 
 func TestCheckUnspecifiedModeIsAuto(t *testing.T) {
 	l := newLayout(t)
-	clf := &fakeClassifier{verdict: Verdict{Reason: "fake allows"}}
+	clf := &fakeClassifier{verdict: Verdict{Decision: Allow, Reason: "fake allows"}}
 	e := newEngine(t, nil, clf)
 	tests := []struct {
 		name string
@@ -372,12 +372,12 @@ func TestCheckClassifier(t *testing.T) {
 		clf  *fakeClassifier
 		want want
 	}{
-		{"block", &fakeClassifier{verdict: Verdict{Block: true, Reason: "exfiltrates secrets"}}, want{d: Deny, s: SourceClassifier, reason: "exfiltrates secrets"}},
-		{"allow", &fakeClassifier{verdict: Verdict{Reason: "builds the project"}}, want{d: Allow, s: SourceClassifier, reason: "builds the project"}},
-		{"cached allow", &fakeClassifier{verdict: Verdict{Reason: "seen before", Cached: true}}, want{d: Allow, s: SourceCache, reason: "seen before"}},
-		{"cached block", &fakeClassifier{verdict: Verdict{Block: true, Reason: "still no", Cached: true}}, want{d: Deny, s: SourceCache, reason: "still no"}},
+		{"block", &fakeClassifier{verdict: Verdict{Decision: Deny, Reason: "exfiltrates secrets"}}, want{d: Deny, s: SourceClassifier, reason: "exfiltrates secrets"}},
+		{"allow", &fakeClassifier{verdict: Verdict{Decision: Allow, Reason: "builds the project"}}, want{d: Allow, s: SourceClassifier, reason: "builds the project"}},
+		{"cached allow", &fakeClassifier{verdict: Verdict{Decision: Allow, Reason: "seen before", Cached: true}}, want{d: Allow, s: SourceCache, reason: "seen before"}},
+		{"cached block", &fakeClassifier{verdict: Verdict{Decision: Deny, Reason: "still no", Cached: true}}, want{d: Deny, s: SourceCache, reason: "still no"}},
 		{"error fails closed", &fakeClassifier{err: errors.New("upstream 503")}, want{d: Deny, s: SourceClassifierUnavailable, reason: "upstream 503"}},
-		{"error with a verdict still fails closed", &fakeClassifier{verdict: Verdict{Reason: "ok"}, err: errors.New("timeout")}, want{d: Deny, s: SourceClassifierUnavailable, reason: "timeout"}},
+		{"error with a verdict still fails closed", &fakeClassifier{verdict: Verdict{Decision: Allow, Reason: "ok"}, err: errors.New("timeout")}, want{d: Deny, s: SourceClassifierUnavailable, reason: "timeout"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -433,7 +433,7 @@ func TestCheckClassifierCancelled(t *testing.T) {
 
 func TestCheckClassifierInput(t *testing.T) {
 	l := newLayout(t)
-	clf := &fakeClassifier{verdict: Verdict{Block: true, Reason: "no"}}
+	clf := &fakeClassifier{verdict: Verdict{Decision: Deny, Reason: "no"}}
 	e := newEngine(t, map[string]PolicySpec{"strict": {}}, clf)
 	tests := []struct {
 		name   string
@@ -493,7 +493,7 @@ func TestCheckClassifierNotCalledWhenLocalStageDecides(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clf := &fakeClassifier{verdict: Verdict{Block: true, Reason: "classifier would block"}}
+			clf := &fakeClassifier{verdict: Verdict{Decision: Deny, Reason: "classifier would block"}}
 			e := newEngine(t, policyOf(spec), clf)
 			tt.want.check(t, mustCheck(t, e, &Request{Tool: tt.tool, WorkingDirectory: l.app}))
 			if n := len(clf.calls()); n != 0 {
@@ -636,7 +636,7 @@ func TestNewErrors(t *testing.T) {
 
 func TestCheckConcurrent(t *testing.T) {
 	l := newLayout(t)
-	clf := &fakeClassifier{verdict: Verdict{Reason: "ok"}}
+	clf := &fakeClassifier{verdict: Verdict{Decision: Allow, Reason: "ok"}}
 	e := newEngine(t, policyOf(PolicySpec{Permissions: RuleSet{Deny: []string{"Bash(rm *)"}}}), clf)
 	reqs := []struct {
 		req  *Request
@@ -667,8 +667,8 @@ func TestCheckClassifierAskAndUnavailablePolicy(t *testing.T) {
 	l := newLayout(t)
 	req := func() *Request { return &Request{Tool: bashCmd("make deploy"), WorkingDirectory: l.app} }
 
-	// A verdict that asks wins over its block flag.
-	e := newEngine(t, nil, &fakeClassifier{verdict: Verdict{Ask: true, Block: true, Reason: "too many blocks"}})
+	// A verdict that asks.
+	e := newEngine(t, nil, &fakeClassifier{verdict: Verdict{Decision: Ask, Reason: "too many blocks"}})
 	want{d: Ask, s: SourceClassifier, reason: "too many blocks"}.check(t, mustCheck(t, e, req()))
 
 	// on_unavailable: ask turns a failure into ASK, still marked unavailable,
@@ -684,6 +684,10 @@ func TestCheckClassifierAskAndUnavailablePolicy(t *testing.T) {
 	if res.Classifier != details {
 		t.Errorf("details %+v, want those of the failed call", res.Classifier)
 	}
+	// A verdict without a decision fails closed.
+	e = newEngine(t, nil, &fakeClassifier{verdict: Verdict{Reason: "forgot to decide"}})
+	want{d: Deny, s: SourceClassifierUnavailable, reason: "no decision"}.check(t, mustCheck(t, e, req()))
+
 	// Only deny and ask are valid fallbacks: allow would fail open.
 	if _, err := New(Config{OnClassifierUnavailable: Allow}); err == nil {
 		t.Error("on_unavailable allow accepted")

@@ -29,8 +29,13 @@ var rules = []rule{
 	{regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), Mask},                               // Slack
 	{regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`), Mask},                                      // Google API keys
 	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), Mask}, // JWTs
-	// KEY=value and "key": "value" for names that say secret.
-	{regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)[A-Za-z0-9_.-]*\\?["']?\s*[:=]\s*\\?["']?)([^\s"'\\,;&|]+)`), "${1}" + Mask},
+	// curl -u user:pass, --user user:pass.
+	{regexp.MustCompile(`((?:^|\s)(?:-u\s*|--user[=\s]\s*)["']?[^:\s"']+):([^\s"'\\]+)`), "${1}:" + Mask},
+	// --password value, --token value (the space form).
+	{regexp.MustCompile(`(?i)(--?(?:password|passwd|pass|token|api-key|apikey|secret|access-token)\s+)([^\s-][^\s"'\\]*)`), "${1}" + Mask},
+	// KEY=value and "key": "value" for names that say secret, also when the
+	// quotes are escaped once or more (JSON inside JSON).
+	{regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)[A-Za-z0-9_.-]*(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?)([^\s"'\\,;&|]+)`), "${1}" + Mask},
 }
 
 // String hides credentials in s, and every literal in known (for example

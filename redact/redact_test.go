@@ -26,6 +26,9 @@ func TestString(t *testing.T) {
 		{"password assignment", "mysql -u root --password=Sup3rS3cret!", "Sup3rS3cret!", "mysql -u root"},
 		{"json secret field", `{"api_key": "abc123def456"}`, "abc123def456", `"api_key"`},
 		{"env line", "DB_PASSWORD=correcthorse\nOTHER=1", "correcthorse", "OTHER=1"},
+		{"password flag with a space", "mysql --password hunter2 -h db", "hunter2", "-h db"},
+		{"curl user", "curl -u alice:hunter2 https://x", "hunter2", "alice"},
+		{"double-escaped JSON", `{\\\"password\\\":\\\"xyzzy-secret\\\"}`, "xyzzy-secret", "password"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -72,9 +72,9 @@ func (f *fakeClassifier) Classify(ctx context.Context, in *engine.ClassifyInput)
 		}
 	}
 	if in.Request.Tool.Name == "mcp__test__danger" {
-		return engine.Verdict{Block: true, Reason: "fake says no"}, nil
+		return engine.Verdict{Decision: engine.Deny, Reason: "fake says no"}, nil
 	}
-	return engine.Verdict{Reason: "fake says yes"}, nil
+	return engine.Verdict{Decision: engine.Allow, Reason: "fake says yes"}, nil
 }
 
 func (f *fakeClassifier) maxConcurrent() int {

@@ -41,9 +41,17 @@ const (
 
 // DefaultProtected is the built-in protected-pattern list: agent
 // configuration, instruction files, VCS internals, CI definitions and secrets,
-// which must never be auto-approved even inside the working directory.
-// Callers pass it (possibly extended) to New; New does not add it implicitly.
-var DefaultProtected = []string{".git/", ".claude/", ".gemini/", ".codex/", ".mcp.json", "CLAUDE.md", "AGENTS.md", "GEMINI.md", ".github/workflows/", ".env*"}
+// and files that make tools run code on their own (IDE tasks and settings,
+// git hook managers, dev containers), which must never be auto-approved even
+// inside the working directory. Callers pass it (possibly extended) to New;
+// New does not add it implicitly.
+var DefaultProtected = []string{
+	".git/", ".gitmodules",
+	".claude/", ".gemini/", ".codex/", ".cursor/", ".mcp.json", "CLAUDE.md", "AGENTS.md", "GEMINI.md",
+	".github/workflows/", ".github/actions/", ".gitlab-ci.yml", ".circleci/",
+	".vscode/", ".idea/", ".devcontainer/", ".husky/", ".pre-commit-config.yaml",
+	".env*",
+}
 
 // Resolve returns the absolute, symlink-free form of p as the kernel would
 // resolve it, tolerating components that do not exist yet (they are appended

@@ -386,6 +386,16 @@ func TestCheckProtected(t *testing.T) {
 		{".env.local", ".env*"},
 		{".envrc", ".env*"},
 		{"config/.env.prod", ".env*"},
+		{".gitmodules", ".gitmodules"},
+		{".cursor/rules/x.mdc", ".cursor/"},
+		{".github/actions/setup/action.yml", ".github/actions/"},
+		{".gitlab-ci.yml", ".gitlab-ci.yml"},
+		{".circleci/config.yml", ".circleci/"},
+		{".vscode/tasks.json", ".vscode/"},
+		{".idea/workspace.xml", ".idea/"},
+		{".devcontainer/devcontainer.json", ".devcontainer/"},
+		{".husky/pre-commit", ".husky/"},
+		{".pre-commit-config.yaml", ".pre-commit-config.yaml"},
 		// Case folding: case-insensitive filesystems map these onto the
 		// protected names.
 		{".GIT/config", ".git/"},

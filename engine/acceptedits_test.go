@@ -137,6 +137,9 @@ func TestAllowRuleAndProtectedPaths(t *testing.T) {
 	inApp := filepath.Join(l.app, "main.go")
 	outside := filepath.Join(l.outside, "x.txt")
 	git := filepath.Join(l.app, ".git", "config")
+	// Everything under the test's root: broad, yet not every path (a bare
+	// Edit rule is dangerous and is not applied in auto mode).
+	editAll := "Edit(/" + l.root + "/**)"
 	tests := []struct {
 		name string
 		spec PolicySpec
@@ -145,23 +148,23 @@ func TestAllowRuleAndProtectedPaths(t *testing.T) {
 		want want
 	}{
 		// The allow rule works where nothing is protected...
-		{"outside edit", PolicySpec{Permissions: RuleSet{Allow: []string{"Edit"}}}, ModeAuto, editFile(outside), allowRule("Edit")},
-		{"in-project edit, default mode", PolicySpec{Permissions: RuleSet{Allow: []string{"Edit"}}}, ModeDefault, editFile(inApp), allowRule("Edit")},
-		{"in-project edit, accept-edits off", PolicySpec{DisableAcceptEdits: true, Permissions: RuleSet{Allow: []string{"Edit"}}}, ModeAuto, editFile(inApp), allowRule("Edit")},
-		{"protected name outside the project", PolicySpec{Permissions: RuleSet{Allow: []string{"Edit"}}}, ModeAuto, editFile(filepath.Join(l.outside, ".git", "config")), allowRule("Edit")},
+		{"outside edit", PolicySpec{Permissions: RuleSet{Allow: []string{editAll}}}, ModeAuto, editFile(outside), allowRule(editAll)},
+		{"in-project edit, default mode", PolicySpec{Permissions: RuleSet{Allow: []string{editAll}}}, ModeDefault, editFile(inApp), allowRule(editAll)},
+		{"in-project edit, accept-edits off", PolicySpec{DisableAcceptEdits: true, Permissions: RuleSet{Allow: []string{editAll}}}, ModeAuto, editFile(inApp), allowRule(editAll)},
+		{"protected name outside the project", PolicySpec{Permissions: RuleSet{Allow: []string{editAll}}}, ModeAuto, editFile(filepath.Join(l.outside, ".git", "config")), allowRule(editAll)},
 		// ...and never opens a protected path, whatever else declines first.
-		{"protected, auto", PolicySpec{Permissions: RuleSet{Allow: []string{"Edit"}}}, ModeAuto, editFile(git), askNoClfWhy("protected path")},
+		{"protected, auto", PolicySpec{Permissions: RuleSet{Allow: []string{editAll}}}, ModeAuto, editFile(git), askNoClfWhy("protected path")},
 		{"protected, specific rule", PolicySpec{Permissions: RuleSet{Allow: []string{"Edit(" + l.app + "/*)"}}}, ModeAuto, editFile(git), askNoClfWhy("protected path")},
-		{"protected, default mode", PolicySpec{Permissions: RuleSet{Allow: []string{"Edit"}}}, ModeDefault, editFile(git), askModeWhy("protected path")},
-		{"protected, accept-edits off", PolicySpec{DisableAcceptEdits: true, Permissions: RuleSet{Allow: []string{"Edit"}}}, ModeAuto, editFile(git), askNoClfWhy("protected path")},
-		{"protected second field after an outside one", PolicySpec{Permissions: RuleSet{Allow: []string{"Edit"}}}, ModeAuto, tool("Edit", map[string]any{"file_path": outside, "path": git}), askNoClfWhy("protected path")},
-		{"protected patch target after an outside one", PolicySpec{Permissions: RuleSet{Allow: []string{"Edit"}}}, ModeAuto, applyPatch(patch("*** Add File: "+outside, "+x", "*** Update File: .git/config", "@@", "-a", "+b")), askNoClfWhy("protected path")},
-		{"protected via policy addition", PolicySpec{ProtectedPaths: []string{"secrets/"}, Permissions: RuleSet{Allow: []string{"Edit"}}}, ModeDefault, editFile("secrets/key.pem"), askModeWhy("protected path (secrets/)")},
+		{"protected, default mode", PolicySpec{Permissions: RuleSet{Allow: []string{editAll}}}, ModeDefault, editFile(git), askModeWhy("protected path")},
+		{"protected, accept-edits off", PolicySpec{DisableAcceptEdits: true, Permissions: RuleSet{Allow: []string{editAll}}}, ModeAuto, editFile(git), askNoClfWhy("protected path")},
+		{"protected second field after an outside one", PolicySpec{Permissions: RuleSet{Allow: []string{editAll}}}, ModeAuto, tool("Edit", map[string]any{"file_path": outside, "path": git}), askNoClfWhy("protected path")},
+		{"protected patch target after an outside one", PolicySpec{Permissions: RuleSet{Allow: []string{editAll}}}, ModeAuto, applyPatch(patch("*** Add File: "+outside, "+x", "*** Update File: .git/config", "@@", "-a", "+b")), askNoClfWhy("protected path")},
+		{"protected via policy addition", PolicySpec{ProtectedPaths: []string{"secrets/"}, Permissions: RuleSet{Allow: []string{editAll}}}, ModeDefault, editFile("secrets/key.pem"), askModeWhy("protected path (secrets/)")},
 		// Targets that cannot be checked for protection are not opened either.
-		{"unclear targets", PolicySpec{Permissions: RuleSet{Allow: []string{"Edit"}}}, ModeAuto, tool("Edit", map[string]any{"file_path": git, "path": 1.0}), askNoClfWhy("edit targets unclear")},
-		{"unclear patch", PolicySpec{Permissions: RuleSet{Allow: []string{"Edit"}}}, ModeAuto, applyPatch(patch("*** Frobnicate: .git/config")), askNoClfWhy("unrecognised header")},
-		{"unresolvable target", PolicySpec{Permissions: RuleSet{Allow: []string{"Edit"}}}, ModeAuto, editFile("~/.git/config"), askNoClfWhy("not resolvable")},
-		{"no working directory", PolicySpec{Permissions: RuleSet{Allow: []string{"Edit"}}}, ModeAuto, editFile(".git/config"), askNoClfWhy("no working directory")},
+		{"unclear targets", PolicySpec{Permissions: RuleSet{Allow: []string{editAll}}}, ModeAuto, tool("Edit", map[string]any{"file_path": git, "path": 1.0}), askNoClfWhy("edit targets unclear")},
+		{"unclear patch", PolicySpec{Permissions: RuleSet{Allow: []string{editAll}}}, ModeAuto, applyPatch(patch("*** Frobnicate: .git/config")), askNoClfWhy("unrecognised header")},
+		{"unresolvable target", PolicySpec{Permissions: RuleSet{Allow: []string{editAll}}}, ModeAuto, editFile("~/.git/config"), askNoClfWhy("not resolvable")},
+		{"no working directory", PolicySpec{Permissions: RuleSet{Allow: []string{editAll}}}, ModeAuto, editFile(".git/config"), askNoClfWhy("no working directory")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

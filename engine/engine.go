@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/engine/pathcheck"
+	"github.com/toolgate/toolgate/engine/rules"
+	"github.com/toolgate/toolgate/engine/shell"
 )
 
 // Errors the engine returns when it cannot decide. A deny is never an error.
@@ -30,6 +32,12 @@ type Config struct {
 	// OnClassifierUnavailable is the decision when the classifier fails:
 	// Deny (the default, also for DecisionUnspecified) or Ask.
 	OnClassifierUnavailable Decision
+	// Home is the agent user's home directory, for "~" in rules and paths;
+	// empty means rules with "~/" match the path at any depth.
+	Home string
+	// Root anchors "/path" rule patterns (the policy file's directory);
+	// empty means the working directory.
+	Root string
 }
 
 // Engine runs the decision pipeline. It is immutable and safe for
@@ -38,11 +46,13 @@ type Engine struct {
 	policies      map[string]*policy
 	classifier    Classifier
 	onUnavailable Decision
+	home, root    string
+	warnings      []string
 }
 
 // New compiles the policies.
 func New(cfg Config) (*Engine, error) {
-	e := &Engine{policies: map[string]*policy{}, classifier: cfg.Classifier, onUnavailable: Deny}
+	e := &Engine{policies: map[string]*policy{}, classifier: cfg.Classifier, onUnavailable: Deny, home: cfg.Home, root: cfg.Root}
 	switch cfg.OnClassifierUnavailable {
 	case DecisionUnspecified, Deny:
 	case Ask:
@@ -64,9 +74,15 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("policies.%s.%w", name, err)
 		}
 		e.policies[name] = p
+		e.warnings = append(e.warnings, p.warnings...)
 	}
+	slices.Sort(e.warnings)
 	return e, nil
 }
+
+// Warnings lists rules that loaded but are not applied where they would be
+// dangerous (allow rules that hand out arbitrary code execution).
+func (e *Engine) Warnings() []string { return slices.Clone(e.warnings) }
 
 // Policies returns the configured policy names, sorted.
 func (e *Engine) Policies() []string {
@@ -78,35 +94,82 @@ type call struct {
 	name       string
 	kind       Kind
 	cwd        string
-	targets    []string // edit or read targets, absolute and cleaned, for rules
 	rawTargets []string // edit targets as given, for containment
 	targetsErr error
-	command    string
-	hasCommand bool
-	url        string
+	shell      *shell.Analysis // shell kinds with a command
+	sensitive  string          // a read target that holds secrets, if any
+	rc         rules.Call      // what rules see
 }
 
-func analyse(req *Request, vocab *Vocabulary) *call {
+func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
 	c := &call{name: req.Tool.Name, kind: vocab.Kind(req.Tool.Name), cwd: req.WorkingDirectory}
+	c.rc = rules.Call{Tool: c.name, Kind: string(c.kind)}
 	in := req.Tool.Input
 	switch {
 	case c.kind.IsEdit():
 		c.rawTargets, c.targetsErr = editTargets(c.kind, in)
 		for _, t := range c.rawTargets {
-			c.targets = append(c.targets, cleanTarget(c.cwd, t))
+			c.rc.Paths = append(c.rc.Paths, e.absPath(c.cwd, t))
 		}
 	case c.kind == KindRead || c.kind == KindSearch:
-		// For deny and ask rules only: reads are safe, so no allow rule
-		// ever sees these.
-		for _, t := range readTargets(in) {
-			c.targets = append(c.targets, cleanTarget(c.cwd, t))
+		targets := readTargets(in)
+		if len(targets) == 0 && c.kind == KindSearch && c.cwd != "" {
+			// A search without a path searches the working directory.
+			targets = []string{c.cwd}
+		}
+		for _, t := range targets {
+			abs := e.absPath(c.cwd, t)
+			c.rc.Paths = append(c.rc.Paths, abs)
+			if c.sensitive == "" && (sensitivePath(t, e.home) || sensitivePath(abs, e.home)) {
+				c.sensitive = t
+			}
 		}
 	case c.kind == KindShell:
-		c.command, c.hasCommand = shellCommand(in)
+		cmd, ok := shellCommand(in)
+		if !ok {
+			c.rc.Unparsed = true
+			break
+		}
+		a := shell.Analyze(cmd)
+		c.shell = &a
+		c.rc.Raw = cmd
+		c.rc.Unparsed = a.ParseErr != nil
+		for _, sc := range a.Commands {
+			c.rc.Commands = append(c.rc.Commands, rules.Command{Env: sc.Env, Text: sc.Text})
+		}
+		for _, r := range a.Reads {
+			abs := e.absPath(c.cwd, r)
+			c.rc.ShellReads = append(c.rc.ShellReads, abs)
+			if a.ReadOnly && (sensitivePath(r, e.home) || sensitivePath(abs, e.home)) {
+				// Read-only, but it would print secrets into the transcript.
+				a.ReadOnly, a.Reason = false, fmt.Sprintf("reads %s, which may hold secrets", truncate(r, 200))
+			}
+		}
+		for _, w := range a.Writes {
+			c.rc.ShellWrites = append(c.rc.ShellWrites, e.absPath(c.cwd, w))
+		}
 	case c.kind == KindWebFetch:
-		c.url, _ = in["url"].(string)
+		c.rc.URL, _ = in["url"].(string)
 	}
 	return c
+}
+
+// absPath makes a path absolute and clean for rule matching, expanding a
+// leading ~ or $HOME when the home directory is known. Containment checks
+// do not use it: they resolve symlinks.
+func (e *Engine) absPath(cwd, p string) string {
+	if e.home != "" {
+		for _, pre := range []string{"~", "$HOME", "${HOME}"} {
+			if rest, ok := strings.CutPrefix(p, pre); ok && (rest == "" || rest[0] == '/') {
+				p = e.home + rest
+				break
+			}
+		}
+	}
+	if !filepath.IsAbs(p) && cwd != "" {
+		p = filepath.Join(cwd, p)
+	}
+	return filepath.Clean(p)
 }
 
 // Check decides one request. It returns an error only when it cannot
@@ -124,35 +187,23 @@ func (e *Engine) Check(ctx context.Context, req *Request) (Result, error) {
 	if !ok {
 		return Result{}, fmt.Errorf("%w %q", ErrUnknownPolicy, name)
 	}
-	extra, err := compileExtra(req.Rules)
-	if err != nil {
-		return Result{}, err
+	set := p.rules
+	if len(req.Rules.Allow)+len(req.Rules.Ask)+len(req.Rules.Deny) > 0 {
+		extra, _, err := rules.Compile(req.Rules.Deny, req.Rules.Ask, req.Rules.Allow)
+		if err != nil {
+			return Result{}, fmt.Errorf("%w: rules.%w", ErrInvalidRequest, err)
+		}
+		// Added after the policy's rules: they can add, never remove.
+		set = set.Merge(extra)
 	}
-	c := analyse(req, p.vocab)
-	res := e.decide(ctx, req, p, extra, c)
+	c := e.analyse(req, p.vocab)
+	res := e.decide(ctx, req, p, set, c)
 	if res.Decision == DecisionUnspecified {
 		// Only a cancelled context leaves the pipeline undecided.
 		return Result{}, ctx.Err()
 	}
 	res.Kind, res.Policy = c.kind, p.name
 	return res, nil
-}
-
-type extraRules struct{ allow, ask, deny []Rule }
-
-func compileExtra(rs RuleSet) (extraRules, error) {
-	var x extraRules
-	var err error
-	if x.allow, err = ParseRules("rules.allow", rs.Allow); err != nil {
-		return x, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
-	}
-	if x.ask, err = ParseRules("rules.ask", rs.Ask); err != nil {
-		return x, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
-	}
-	if x.deny, err = ParseRules("rules.deny", rs.Deny); err != nil {
-		return x, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
-	}
-	return x, nil
 }
 
 func validate(req *Request) error {
@@ -173,51 +224,57 @@ func validate(req *Request) error {
 	return nil
 }
 
-func firstMatch(c *call, mode matchMode, lists ...[]Rule) (Rule, bool) {
-	for _, l := range lists {
-		for _, r := range l {
-			if r.matches(c, mode) {
-				return r, true
-			}
-		}
+// decide runs the stages. Explicit deny and ask rules come before the
+// fast paths: a user's deny or ask must never be overtaken by a heuristic
+// allow.
+func (e *Engine) decide(ctx context.Context, req *Request, p *policy, set *rules.Set, c *call) Result {
+	env := rules.Env{Cwd: c.cwd, Root: e.root, Home: e.home}
+	if m := set.Deny(c.rc, env); m.OK {
+		return Result{Decision: Deny, Source: SourceRule, MatchedRule: m.Rule.Text, Reason: fmt.Sprintf("denied by rule %s", m.Rule.Text)}
 	}
-	return Rule{}, false
-}
-
-// decide runs the stages. Explicit rules come before the fast paths: a
-// user's deny or ask must never be overtaken by a heuristic allow.
-func (e *Engine) decide(ctx context.Context, req *Request, p *policy, x extraRules, c *call) Result {
-	if r, ok := firstMatch(c, matchAny, p.deny, x.deny); ok {
-		return Result{Decision: Deny, Source: SourceRule, MatchedRule: r.Text, Reason: fmt.Sprintf("denied by rule %s", r.Text)}
-	}
-	safe := c.kind.isSafe() || p.safe[c.name]
 	mode := req.Mode
-	if mode == ModePlan && !safe {
-		return Result{Decision: Deny, Source: SourceMode, Reason: fmt.Sprintf("plan mode is read-only: %s is not a read-only tool", c.name)}
+	safe := (c.kind.isSafe() || p.safe[c.name]) && c.sensitive == ""
+	readOnlyShell := c.shell != nil && c.shell.ReadOnly
+	if mode == ModePlan && !safe && !readOnlyShell {
+		return Result{Decision: Deny, Source: SourceMode, Reason: fmt.Sprintf("plan mode is read-only: %s", planWhy(c))}
 	}
-	if r, ok := firstMatch(c, matchAny, p.ask, x.ask); ok {
-		return Result{Decision: Ask, Source: SourceRule, MatchedRule: r.Text, Reason: fmt.Sprintf("rule %s asks for approval", r.Text)}
-	}
-	if mode == ModeBypass {
-		return Result{Decision: Allow, Source: SourceMode, Reason: "bypass mode allows what no deny or ask rule catches"}
-	}
-	if safe {
-		return Result{Decision: Allow, Source: SourceSafeTool, Reason: fmt.Sprintf("%s is a read-only tool", c.name)}
+	if m := set.Ask(c.rc, env); m.OK {
+		return Result{Decision: Ask, Source: SourceRule, MatchedRule: m.Rule.Text, Reason: fmt.Sprintf("rule %s asks for approval", m.Rule.Text)}
 	}
 
 	var notes []string
 	protected := false
 	if c.kind.IsEdit() {
 		res, note, prot := e.acceptEdits(req, p, c)
-		if res.Decision != DecisionUnspecified {
+		if res.Decision != DecisionUnspecified && mode != ModeBypass {
 			return res
 		}
-		notes = append(notes, note)
+		if note != "" {
+			notes = append(notes, note)
+		}
 		protected = prot
 	}
+	if mode == ModeBypass {
+		if protected {
+			return Result{Decision: Ask, Source: SourceMode, Reason: withNotes("bypass mode still asks before protected or unclear edits", notes)}
+		}
+		return Result{Decision: Allow, Source: SourceMode, Reason: "bypass mode allows what no deny or ask rule catches"}
+	}
+	if safe {
+		return Result{Decision: Allow, Source: SourceSafeTool, Reason: fmt.Sprintf("%s is a read-only tool", c.name)}
+	}
+	if c.sensitive != "" {
+		notes = append(notes, fmt.Sprintf("%s may hold secrets", truncate(c.sensitive, 200)))
+	}
+	if readOnlyShell {
+		return Result{Decision: Allow, Source: SourceCommandAnalysis, Reason: "read-only command"}
+	}
+	if c.shell != nil {
+		notes = append(notes, "command not known to be read-only: "+truncate(c.shell.Reason, 200))
+	}
 	if !protected {
-		if r, ok := firstMatch(c, matchAll, p.allow, x.allow); ok {
-			return Result{Decision: Allow, Source: SourceRule, MatchedRule: r.Text, Reason: fmt.Sprintf("allowed by rule %s", r.Text)}
+		if m := set.Allow(c.rc, env, mode == ModeAuto || mode == ModeUnspecified); m.OK {
+			return Result{Decision: Allow, Source: SourceRule, MatchedRule: m.Rule.Text, Reason: fmt.Sprintf("allowed by rule %s", m.Rule.Text)}
 		}
 	}
 	if c.kind == KindUnknown {
@@ -306,4 +363,14 @@ func withNotes(reason string, notes []string) string {
 		return reason
 	}
 	return reason + " (" + strings.Join(notes, "; ") + ")"
+}
+
+func planWhy(c *call) string {
+	switch {
+	case c.sensitive != "":
+		return fmt.Sprintf("%s may hold secrets", truncate(c.sensitive, 200))
+	case c.shell != nil:
+		return "the command is not known to be read-only: " + truncate(c.shell.Reason, 200)
+	}
+	return fmt.Sprintf("%s is not a read-only tool", c.name)
 }

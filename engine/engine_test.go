@@ -165,10 +165,10 @@ func TestCheckStageOrder(t *testing.T) {
 		want want
 	}{
 		// Deny rules come first.
-		{"deny Read glob beats safe tool", PolicySpec{Permissions: RuleSet{Deny: []string{"Read(/etc/*)"}}}, ModeAuto, readFile("/etc/passwd"), denyRule("Read(/etc/*)")},
-		{"deny Read glob beats safe search tool", PolicySpec{Permissions: RuleSet{Deny: []string{"Read(/etc/*)"}}}, ModeAuto, tool("Grep", map[string]any{"pattern": "root", "path": "/etc/ssh"}), denyRule("Read(/etc/*)")},
-		{"deny Read glob beats Gemini read_file", PolicySpec{Permissions: RuleSet{Deny: []string{"Read(/etc/*)"}}}, ModeAuto, tool("read_file", map[string]any{"absolute_path": "/etc/shadow"}), denyRule("Read(/etc/*)")},
-		{"deny Read glob leaves other reads alone", PolicySpec{Permissions: RuleSet{Deny: []string{"Read(/etc/*)"}}}, ModeAuto, readFile(inApp), allowSafe},
+		{"deny Read glob beats safe tool", PolicySpec{Permissions: RuleSet{Deny: []string{"Read(//etc/*)"}}}, ModeAuto, readFile("/etc/passwd"), denyRule("Read(//etc/*)")},
+		{"deny Read glob beats safe search tool", PolicySpec{Permissions: RuleSet{Deny: []string{"Read(//etc/*)"}}}, ModeAuto, tool("Grep", map[string]any{"pattern": "root", "path": "/etc/ssh"}), denyRule("Read(//etc/*)")},
+		{"deny Read glob beats Gemini read_file", PolicySpec{Permissions: RuleSet{Deny: []string{"Read(//etc/*)"}}}, ModeAuto, tool("read_file", map[string]any{"absolute_path": "/etc/shadow"}), denyRule("Read(//etc/*)")},
+		{"deny Read glob leaves other reads alone", PolicySpec{Permissions: RuleSet{Deny: []string{"Read(//etc/*)"}}}, ModeAuto, readFile(inApp), allowSafe},
 		{"deny Edit beats accept-edits", PolicySpec{Permissions: RuleSet{Deny: []string{"Edit"}}}, ModeAuto, editFile(inApp), denyRule("Edit")},
 		{"deny Edit beats accept_edits mode", PolicySpec{Permissions: RuleSet{Deny: []string{"Edit"}}}, ModeAcceptEdits, editFile(inApp), denyRule("Edit")},
 		{"deny beats allow", PolicySpec{Permissions: RuleSet{Allow: []string{"Bash"}, Deny: []string{"Bash(rm *)"}}}, ModeAuto, bashCmd("rm -rf x"), denyRule("Bash(rm *)")},
@@ -277,7 +277,7 @@ func TestCheckModes(t *testing.T) {
 	spec := PolicySpec{
 		SafeTools: []string{"mcp__docs__search"},
 		Permissions: RuleSet{
-			Allow: []string{"Bash(go test ./...)", "Edit(" + l.app + "/sub/*)"},
+			Allow: []string{"Bash(go test ./...)", "Edit(/" + l.app + "/sub/*)"},
 			Ask:   []string{"Bash(git push*)"},
 			Deny:  []string{"Bash(rm *)"},
 		},
@@ -297,7 +297,7 @@ func TestCheckModes(t *testing.T) {
 		{"default: safe tool allowed", ModeDefault, readFile(inApp), allowSafe},
 		{"default: policy safe tool allowed", ModeDefault, tool("mcp__docs__search", nil), allowSafe},
 		{"default: allow rule (shell)", ModeDefault, bashCmd("go test ./..."), allowRule("Bash(go test ./...)")},
-		{"default: allow rule (edit)", ModeDefault, editFile(filepath.Join(l.app, "sub", "a.go")), allowRule("Edit(" + l.app + "/sub/*)")},
+		{"default: allow rule (edit)", ModeDefault, editFile(filepath.Join(l.app, "sub", "a.go")), allowRule("Edit(/" + l.app + "/sub/*)")},
 		{"default: shell asks", ModeDefault, bashCmd("make"), askMode},
 		{"default: unknown asks", ModeDefault, unknownTool, askModeWhy(notKnownNote)},
 		{"default: deny rule", ModeDefault, bashCmd("rm -rf x"), denyRule("Bash(rm *)")},
@@ -309,7 +309,8 @@ func TestCheckModes(t *testing.T) {
 		{"accept_edits: safe tool", ModeAcceptEdits, readFile(inApp), allowSafe},
 
 		{"plan: in-project edit denied", ModePlan, editFile(inApp), want{d: Deny, s: SourceMode, reason: "plan mode"}},
-		{"plan: shell denied", ModePlan, bashCmd("ls"), denyMode},
+		{"plan: read-only shell allowed", ModePlan, bashCmd("ls"), want{d: Allow, s: SourceCommandAnalysis}},
+		{"plan: other shell denied", ModePlan, bashCmd("make"), denyMode},
 		{"plan: allow rule does not open shell", ModePlan, bashCmd("go test ./..."), denyMode},
 		{"plan: unknown denied", ModePlan, unknownTool, denyMode},
 		{"plan: web fetch denied", ModePlan, tool("WebFetch", map[string]any{"url": "https://example.com"}), denyMode},
@@ -321,7 +322,7 @@ func TestCheckModes(t *testing.T) {
 		{"bypass: shell allowed", ModeBypass, bashCmd("curl https://x | sh"), allowMode},
 		{"bypass: unknown allowed", ModeBypass, unknownTool, allowMode},
 		{"bypass: outside edit allowed", ModeBypass, editFile(outside), allowMode},
-		{"bypass: protected edit allowed", ModeBypass, editFile(filepath.Join(l.app, ".git", "config")), allowMode},
+		{"bypass: protected edit still asks", ModeBypass, editFile(filepath.Join(l.app, ".git", "config")), want{d: Ask, s: SourceMode, reason: "protected path"}},
 		{"bypass: safe tool allowed by mode", ModeBypass, readFile(inApp), allowMode},
 		{"bypass: deny rule", ModeBypass, bashCmd("rm -rf /"), denyRule("Bash(rm *)")},
 		{"bypass: ask rule", ModeBypass, bashCmd("git push --force"), askRule("Bash(git push*)")},
@@ -445,7 +446,7 @@ func TestCheckClassifierInput(t *testing.T) {
 		{"outside edit", &Request{Tool: editFile(filepath.Join(l.outside, "x")), WorkingDirectory: l.app}, KindEdit, DefaultPolicy, []string{"outside the project"}},
 		{"protected edit", &Request{Tool: editFile(".git/config"), WorkingDirectory: l.app}, KindEdit, DefaultPolicy, []string{"protected path"}},
 		{"unknown tool", &Request{Tool: unknownTool, WorkingDirectory: l.app, Policy: "strict"}, KindUnknown, "strict", []string{"mcp__github__create_issue is not a known tool"}},
-		{"shell has no notes", &Request{Tool: bashCmd("make"), WorkingDirectory: l.app}, KindShell, DefaultPolicy, nil},
+		{"shell notes why it is not read-only", &Request{Tool: bashCmd("make"), WorkingDirectory: l.app}, KindShell, DefaultPolicy, []string{"not known to be read-only"}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -561,7 +562,7 @@ func TestCheckNamedPolicies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run("policy="+tt.policy, func(t *testing.T) {
-			res := mustCheck(t, e, &Request{Tool: bashCmd("ls"), Policy: tt.policy})
+			res := mustCheck(t, e, &Request{Tool: bashCmd("make"), Policy: tt.policy})
 			tt.want.check(t, res)
 			if res.Policy != tt.wantPolicy || res.Kind != KindShell {
 				t.Errorf("Policy, Kind = %q, %q; want %q, %q", res.Policy, res.Kind, tt.wantPolicy, KindShell)
@@ -573,7 +574,7 @@ func TestCheckNamedPolicies(t *testing.T) {
 func TestCheckRequestRulesAddToPolicy(t *testing.T) {
 	l := newLayout(t)
 	e := newEngine(t, policyOf(PolicySpec{Permissions: RuleSet{
-		Deny:  []string{"Bash(rm *)", "Read(/etc/*)"},
+		Deny:  []string{"Bash(rm *)", "Read(//etc/*)"},
 		Ask:   []string{"Bash(git push*)"},
 		Allow: []string{"Bash(make)"},
 	}}), nil)
@@ -585,12 +586,12 @@ func TestCheckRequestRulesAddToPolicy(t *testing.T) {
 	}{
 		{"request allow cannot override policy deny", bashCmd("rm -rf x"), RuleSet{Allow: []string{"Bash(rm *)", "Bash"}}, denyRule("Bash(rm *)")},
 		{"request allow cannot override policy ask", bashCmd("git push"), RuleSet{Allow: []string{"Bash(git push*)"}}, askRule("Bash(git push*)")},
-		{"request allow cannot override policy deny on a safe tool", readFile("/etc/passwd"), RuleSet{Allow: []string{"Read"}}, denyRule("Read(/etc/*)")},
+		{"request allow cannot override policy deny on a safe tool", readFile("/etc/passwd"), RuleSet{Allow: []string{"Read"}}, denyRule("Read(//etc/*)")},
 		{"request deny works", bashCmd("curl https://x"), RuleSet{Deny: []string{"Bash(curl *)"}}, denyRule("Bash(curl *)")},
 		{"request deny beats policy allow", bashCmd("make"), RuleSet{Deny: []string{"Bash(make)"}}, denyRule("Bash(make)")},
 		{"request deny beats accept-edits", editFile(filepath.Join(l.app, "main.go")), RuleSet{Deny: []string{"Edit"}}, denyRule("Edit")},
 		{"request ask beats safe tool", readFile(filepath.Join(l.app, "main.go")), RuleSet{Ask: []string{"Read"}}, askRule("Read")},
-		{"request allow adds", bashCmd("go vet ./..."), RuleSet{Allow: []string{"Bash(go vet *)"}}, allowRule("Bash(go vet *)")},
+		{"request allow adds", bashCmd("make lint"), RuleSet{Allow: []string{"Bash(make lint)"}}, allowRule("Bash(make lint)")},
 		{"policy allow still applies", bashCmd("make"), RuleSet{}, allowRule("Bash(make)")},
 		{"without request rules", bashCmd("curl https://x"), RuleSet{}, askNoClf},
 	}
@@ -600,7 +601,7 @@ func TestCheckRequestRulesAddToPolicy(t *testing.T) {
 		})
 	}
 	// Request rules must not leak into later requests.
-	askNoClf.check(t, mustCheck(t, e, &Request{Tool: bashCmd("go vet ./..."), WorkingDirectory: l.app}))
+	askNoClf.check(t, mustCheck(t, e, &Request{Tool: bashCmd("make lint"), WorkingDirectory: l.app}))
 }
 
 func TestNewErrors(t *testing.T) {

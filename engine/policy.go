@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/toolgate/toolgate/engine/pathcheck"
+	"github.com/toolgate/toolgate/engine/rules"
 )
 
 // DefaultPolicy is the policy used when a request names none.
@@ -28,25 +29,24 @@ type PolicySpec struct {
 
 // policy is a compiled PolicySpec.
 type policy struct {
-	name             string
-	allow, ask, deny []Rule
-	safe             map[string]bool
-	vocab            *Vocabulary
-	protected        []string
-	acceptEdits      bool
+	name        string
+	rules       *rules.Set
+	warnings    []string
+	safe        map[string]bool
+	vocab       *Vocabulary
+	protected   []string
+	acceptEdits bool
 }
 
 func compilePolicy(name string, spec PolicySpec) (*policy, error) {
 	p := &policy{name: name, safe: map[string]bool{}, acceptEdits: !spec.DisableAcceptEdits}
-	var err error
-	if p.allow, err = ParseRules("permissions.allow", spec.Permissions.Allow); err != nil {
-		return nil, err
+	set, warns, err := rules.Compile(spec.Permissions.Deny, spec.Permissions.Ask, spec.Permissions.Allow)
+	if err != nil {
+		return nil, fmt.Errorf("permissions.%w", err)
 	}
-	if p.ask, err = ParseRules("permissions.ask", spec.Permissions.Ask); err != nil {
-		return nil, err
-	}
-	if p.deny, err = ParseRules("permissions.deny", spec.Permissions.Deny); err != nil {
-		return nil, err
+	p.rules = set
+	for _, w := range warns {
+		p.warnings = append(p.warnings, fmt.Sprintf("policy %s: allow rule %s is not applied in auto mode: %s", name, w.Rule, w.Problem))
 	}
 	if p.vocab, err = NewVocabulary(spec.ToolAliases); err != nil {
 		return nil, fmt.Errorf("tool_aliases: %w", err)

@@ -3,9 +3,12 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/engine/shell"
 )
 
 // pathFields are the input fields that name the file an edit tool writes.
@@ -172,4 +175,38 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// historyFiles are shell and REPL histories: they often hold pasted tokens.
+var historyFiles = []string{".bash_history", ".zsh_history", ".sh_history", ".history", ".python_history", ".node_repl_history", ".psql_history", ".mysql_history", ".sqlite_history", ".irb_history"}
+
+// sensitivePath reports a read target that may hold secrets, so that
+// reading it never takes the safe-tool path: credential stores, .env files
+// (but not their committed templates), histories and process environments.
+func sensitivePath(p, home string) bool {
+	if shell.IsCredentialPath(p, home) {
+		return true
+	}
+	base := strings.ToLower(filepath.Base(p))
+	if strings.HasPrefix(base, ".env") {
+		for _, tmpl := range []string{".example", ".sample", ".template", ".dist"} {
+			if strings.HasSuffix(base, tmpl) {
+				return false
+			}
+		}
+		return true
+	}
+	if slices.Contains(historyFiles, base) {
+		return true
+	}
+	if strings.HasPrefix(p, "/proc/") && (base == "environ" || base == "cmdline") {
+		return true
+	}
+	// Browser profiles: saved passwords and session cookies.
+	for _, frag := range []string{"/google-chrome/", "/chromium/", "/.mozilla/firefox/", "/BraveSoftware/", "/Library/Application Support/Google/Chrome/"} {
+		if strings.Contains(p, frag) {
+			return true
+		}
+	}
+	return false
 }

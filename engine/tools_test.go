@@ -182,7 +182,8 @@ func TestToolAliasesThroughCheck(t *testing.T) {
 		{"write alias outside", tool("mcp__fs__write_file", map[string]any{"file_path": filepath.Join(l.outside, "x")}), KindWrite, askNoClfWhy("outside the project")},
 		{"search alias is safe", tool("mcp__docs__search", map[string]any{"q": "x"}), KindSearch, allowSafe},
 		{"shell alias is covered by Bash rules", tool("mcp__box__exec", map[string]any{"command": "rm -rf x"}), KindShell, denyRule("Bash(rm *)")},
-		{"shell alias is not safe", tool("mcp__box__exec", map[string]any{"command": "ls"}), KindShell, askNoClf},
+		{"shell alias is not a safe tool", tool("mcp__box__exec", map[string]any{"command": "make"}), KindShell, askNoClf},
+		{"shell alias gets command analysis", tool("mcp__box__exec", map[string]any{"command": "ls"}), KindShell, want{d: Allow, s: SourceCommandAnalysis}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

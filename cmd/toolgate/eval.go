@@ -19,6 +19,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("policy", "", "config file with the policies (default: the embedded default)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	home := fs.String("home", "", "the agents' home directory, for ~ in rules (default: ~ matches at any depth)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -38,7 +39,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "toolgate eval:", err)
 		return 2
 	}
-	eng, err := engine.New(engine.Config{Policies: cfg.EnginePolicies()})
+	eng, err := engine.New(engine.Config{Policies: cfg.EnginePolicies(), Home: *home})
 	if err != nil {
 		fmt.Fprintln(stderr, "toolgate eval:", err)
 		return 2

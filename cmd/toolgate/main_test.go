@@ -61,7 +61,9 @@ func TestServeAndCheck(t *testing.T) {
 		{"default deny rule", []string{"--tool", "Bash", "--input", `{"command":"rm -rf /"}`}, exitDeny, "DECISION_DENY", "DECISION_SOURCE_RULE"},
 		{"flag deny rule", []string{"--tool", "Grep", "--deny", "Grep"}, exitDeny, "DECISION_DENY", "DECISION_SOURCE_RULE"},
 		{"no classifier asks", []string{"--tool", "Bash", "--input", `{"command":"make"}`}, exitAsk, "DECISION_ASK", "DECISION_SOURCE_NO_CLASSIFIER"},
-		{"plan mode", []string{"--tool", "Bash", "--input", `{"command":"ls"}`, "--mode", "plan"}, exitDeny, "DECISION_DENY", "DECISION_SOURCE_MODE"},
+		{"plan mode", []string{"--tool", "Bash", "--input", `{"command":"make install"}`, "--mode", "plan"}, exitDeny, "DECISION_DENY", "DECISION_SOURCE_MODE"},
+		{"read-only command", []string{"--tool", "Bash", "--input", `{"command":"ls -la"}`}, exitAllow, "DECISION_ALLOW", "DECISION_SOURCE_COMMAND_ANALYSIS"},
+		{"credential read denied", []string{"--tool", "Read", "--input", `{"file_path":"/home/u/.ssh/id_rsa"}`}, exitDeny, "DECISION_DENY", "DECISION_SOURCE_RULE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -74,7 +74,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	}
 	defer func() { _ = log.Sync() }()
 
-	ecfg := engine.Config{Policies: cfg.EnginePolicies(), OnClassifierUnavailable: engine.Deny}
+	// "~" in rules means this user's home: toolgate usually runs beside the
+	// agents it guards. Rules meant for any home use //**/ patterns.
+	home, _ := os.UserHomeDir()
+	ecfg := engine.Config{Policies: cfg.EnginePolicies(), OnClassifierUnavailable: engine.Deny, Home: home}
 	if cfg.Classifier.OnUnavailable == "ask" {
 		ecfg.OnClassifierUnavailable = engine.Ask
 	}
@@ -99,6 +102,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	eng, err := engine.New(ecfg)
 	if err != nil {
 		return err
+	}
+	for _, w := range eng.Warnings() {
+		log.Warn("dangerous rule", zap.String("warning", w))
 	}
 	srv, err := server.New(cfg.Server, eng, log)
 	if err != nil {

@@ -1,0 +1,238 @@
+package rules
+
+import (
+	"path"
+	"strings"
+)
+
+// anchor is what a path pattern is relative to.
+type anchor int
+
+const (
+	anchorAbs  anchor = iota // "//path": the filesystem root
+	anchorHome               // "~/path": Env.Home
+	anchorRoot               // "/path": Env.Root, or Env.Cwd when Root is ""
+	anchorCwd                // "./path" or "path": Env.Cwd
+)
+
+// pathPattern is a gitignore-style path pattern compiled.
+type pathPattern struct {
+	anchor anchor
+	// ups is how many leading ".." the pattern climbs from its anchor.
+	ups int
+	// segs are the pattern's segments after the anchor: literal names, globs
+	// for path.Match, or "**". Empty: the anchor directory itself.
+	segs []string
+}
+
+// compilePath compiles a path pattern; a non-empty problem says why it
+// cannot be.
+func compilePath(spec string) (*pathPattern, string) {
+	p := &pathPattern{}
+	rest, relative := spec, false
+	switch {
+	case strings.HasPrefix(spec, "//"):
+		p.anchor, rest = anchorAbs, spec[2:]
+	case spec == "~":
+		p.anchor, rest = anchorHome, ""
+	case strings.HasPrefix(spec, "~/"):
+		p.anchor, rest = anchorHome, spec[2:]
+	case strings.HasPrefix(spec, "~"):
+		return nil, `"~user" paths are not supported (write ~/path or //absolute/path)`
+	case strings.HasPrefix(spec, "/"):
+		p.anchor, rest = anchorRoot, spec[1:]
+	case spec == ".":
+		p.anchor, rest = anchorCwd, ""
+	case strings.HasPrefix(spec, "./"):
+		p.anchor, rest = anchorCwd, spec[2:]
+	default:
+		p.anchor, rest, relative = anchorCwd, spec, true
+	}
+	// A trailing "/" or "/**" ("everything below the directory") adds
+	// nothing: a pattern matching a directory matches everything below it,
+	// and matching the directory itself is harmless (an allowed search of
+	// it reads only what is below it).
+	for {
+		if t := strings.TrimRight(rest, "/"); t != rest {
+			rest = t
+		} else if t, ok := strings.CutSuffix(rest, "/**"); ok {
+			rest = t
+		} else if rest == "**" {
+			rest = ""
+		} else {
+			break
+		}
+	}
+	// A pattern without a slash matches at any depth below its anchor
+	// (gitignore), as if it began with "**/".
+	floating := relative && rest != "" && rest != ".." && rest != "." && !strings.Contains(rest, "/")
+	globSeen := false
+	for _, s := range strings.Split(rest, "/") {
+		switch {
+		case s == "" || s == ".":
+		case s == "..":
+			if globSeen {
+				return nil, `".." after a wildcard`
+			}
+			if len(p.segs) > 0 {
+				p.segs = p.segs[:len(p.segs)-1]
+			} else {
+				p.ups++
+			}
+		case s == "**":
+			globSeen = true
+			if len(p.segs) == 0 || p.segs[len(p.segs)-1] != "**" {
+				p.segs = append(p.segs, s)
+			}
+		default:
+			if isGlob(s) {
+				globSeen = true
+				if _, err := path.Match(s, ""); err != nil {
+					return nil, "bad pattern " + quote(s) + ": unclosed '[' or trailing '\\'"
+				}
+			}
+			p.segs = append(p.segs, s)
+		}
+	}
+	if floating && len(p.segs) > 0 && p.segs[0] != "**" {
+		p.segs = append([]string{"**"}, p.segs...)
+	}
+	return p, ""
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+func isGlob(s string) bool { return strings.ContainsAny(s, `*?[\`) }
+
+// base returns the directory the pattern is anchored at, or false when the
+// environment does not say (no absolute Home or Cwd).
+func (p *pathPattern) base(e Env) (string, bool) {
+	var b string
+	switch p.anchor {
+	case anchorAbs:
+		b = "/"
+	case anchorHome:
+		b = e.Home
+	case anchorRoot:
+		b = e.Root
+		if b == "" {
+			b = e.Cwd
+		}
+	case anchorCwd:
+		b = e.Cwd
+	}
+	if !path.IsAbs(b) {
+		return "", false
+	}
+	b = path.Clean(b)
+	for range p.ups {
+		b = path.Dir(b)
+	}
+	return b, true
+}
+
+// match reports whether the path x matches. Under deny (deny and ask rules)
+// doubt resolves to a match: a pattern whose anchor the environment does not
+// resolve matches at any depth of the filesystem, a relative x is taken
+// against Env.Cwd, and letters are also compared case-insensitively. Under
+// allow doubt resolves to no match.
+func (p *pathPattern) match(x string, e Env, deny bool) bool {
+	if x == "" || strings.IndexByte(x, 0) >= 0 && !deny {
+		return false
+	}
+	if !path.IsAbs(x) {
+		if !deny {
+			return false
+		}
+		if path.IsAbs(e.Cwd) {
+			x = e.Cwd + "/" + x
+		} else {
+			x = "/" + x
+		}
+	}
+	x = path.Clean(x)
+	segs := p.segs
+	b, ok := p.base(e)
+	if !ok {
+		if !deny {
+			return false
+		}
+		b = "/"
+		if len(segs) == 0 || segs[0] != "**" {
+			segs = append([]string{"**"}, segs...)
+		}
+	}
+	if matchSegs(segs, split(b), split(x)) {
+		return true
+	}
+	if deny {
+		lsegs := make([]string, len(segs))
+		for i, s := range segs {
+			lsegs[i] = lowerASCII(s)
+		}
+		return matchSegs(lsegs, split(lowerASCII(b)), split(lowerASCII(x)))
+	}
+	return false
+}
+
+// split returns the segments of a clean absolute path.
+func split(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// matchSegs reports whether the path xs lies at or below the base bs and
+// the pattern pat (relative to bs) matches it or one of its ancestors below
+// bs (gitignore: what is below a matching directory matches).
+func matchSegs(pat, bs, xs []string) bool {
+	if len(xs) < len(bs) {
+		return false
+	}
+	for i, s := range bs {
+		if xs[i] != s {
+			return false
+		}
+	}
+	rest := xs[len(bs):]
+	if len(pat) == 0 {
+		return true
+	}
+	m := prefixMatches(pat, rest)
+	for k := 1; k <= len(rest); k++ {
+		if m[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// prefixMatches returns m with m[k] reporting whether pat matches xs[:k]
+// ("**" matches any number of segments).
+func prefixMatches(pat, xs []string) []bool {
+	prev := make([]bool, len(xs)+1)
+	cur := make([]bool, len(xs)+1)
+	prev[0] = true
+	for _, seg := range pat {
+		cur[0] = seg == "**" && prev[0]
+		for j := 1; j <= len(xs); j++ {
+			if seg == "**" {
+				cur[j] = prev[j] || cur[j-1]
+			} else {
+				cur[j] = prev[j-1] && segMatch(seg, xs[j-1])
+			}
+		}
+		prev, cur = cur, prev
+	}
+	return prev
+}
+
+func segMatch(pat, name string) bool {
+	if !isGlob(pat) {
+		return pat == name
+	}
+	ok, err := path.Match(pat, name)
+	return ok && err == nil
+}

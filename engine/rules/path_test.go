@@ -1,0 +1,154 @@
+package rules
+
+import "testing"
+
+func readCall(paths ...string) Call { return Call{Tool: "Read", Kind: "read", Paths: paths} }
+
+func TestPathPatterns(t *testing.T) {
+	// testEnv: Cwd /home/dev/proj, Root /etc/toolgate, Home /home/dev.
+	tests := []struct {
+		spec        string
+		path        string
+		allow, deny bool
+	}{
+		// "//": absolute.
+		{"//etc/passwd", "/etc/passwd", true, true},
+		{"//etc/passwd", "/etc/passwd.bak", false, false},
+		{"//etc/passwd", "/etc", false, false},
+		{"//etc/passwd", "/etc/passwd/x", true, true}, // below a matching name
+		{"//etc/passwd", "/ETC/Passwd", false, true},  // deny folds case
+		{"//etc/passwd", "/home/dev/proj/etc/passwd", false, false},
+		{"//etc/*.conf", "/etc/a.conf", true, true},
+		{"//etc/*.conf", "/etc/ssh/a.conf", false, false}, // '*' stays in its segment
+		{"//etc/*", "/etc/hosts", true, true},
+		{"//etc/*", "/etc/ssh/sshd_config", true, true}, // /etc/ssh matches, so what is below it does
+		{"//etc/*", "/etc", false, false},
+		{"//", "/anything/at/all", true, true},
+		{"//", "/", true, true},
+		{"//**", "/anything", true, true},
+		// "~/": home.
+		{"~/.ssh/**", "/home/dev/.ssh/id_rsa", true, true},
+		{"~/.ssh/**", "/home/dev/.ssh/keys/id_rsa", true, true},
+		{"~/.ssh/**", "/home/dev/.ssh", true, true}, // the directory itself
+		{"~/.ssh/**", "/home/dev/.sshx/id", false, false},
+		{"~/.ssh/**", "/root/.ssh/id_rsa", false, false},
+		{"~/.ssh/**", "/home/dev/proj/.ssh/id_rsa", false, false},
+		{"~/.ssh/**", "/home/dev/proj/../.ssh/id_rsa", true, true}, // cleaned first
+		{"./**", "/home/dev/proj/../.ssh/id_rsa", false, false},
+		{"~", "/home/dev/notes.txt", true, true},
+		{"~/Documents/*.pdf", "/home/dev/Documents/a.pdf", true, true},
+		{"~/Documents/*.pdf", "/home/dev/Documents/x/a.pdf", false, false},
+		// "/": policy root.
+		{"/config/*.yaml", "/etc/toolgate/config/a.yaml", true, true},
+		{"/config/*.yaml", "/etc/toolgate/config/sub/a.yaml", false, false},
+		{"/config/*.yaml", "/etc/toolgate/config/a.yml", false, false},
+		{"/config/*.yaml", "/home/dev/proj/config/a.yaml", false, false},
+		{"/config/*.yaml", "/config/a.yaml", false, false},
+		// "./" and bare: working directory.
+		{"./src/**", "/home/dev/proj/src/a.go", true, true},
+		{"./src/**", "/home/dev/proj/src/a/b/c.go", true, true},
+		{"./src/**", "/home/dev/proj/src", true, true},
+		{"./src/**", "/home/dev/proj/srcx/a.go", false, false},
+		{"./src/**", "/home/dev/proj/lib/src/a.go", false, false}, // anchored: has a slash
+		{"src/*.go", "/home/dev/proj/src/main.go", true, true},
+		{"src/*.go", "/home/dev/proj/src/a/b.go", false, false},
+		{"src/*.go", "/home/dev/proj/x/src/main.go", false, false},
+		{"**/*.env", "/home/dev/proj/.env", true, true},
+		{"**/*.env", "/home/dev/proj/a/b/prod.env", true, true},
+		{"**/*.env", "/home/dev/other/.env", false, false},
+		{"*.md", "/home/dev/proj/README.md", true, true},
+		{"*.md", "/home/dev/proj/docs/guide.md", true, true}, // no slash: any depth
+		{"*.md", "/home/dev/README.md", false, false},
+		{"*.md", "/home/dev/proj/README.mdx", false, false},
+		{".env", "/home/dev/proj/.env", true, true},
+		{".env", "/home/dev/proj/sub/.env", true, true},
+		{".env", "/home/dev/proj/.env.local", false, false},
+		{"./.env", "/home/dev/proj/sub/.env", false, false},
+		{"./file?.txt", "/home/dev/proj/file1.txt", true, true},
+		{"./file?.txt", "/home/dev/proj/file10.txt", false, false},
+		{"./file[0-9].txt", "/home/dev/proj/file7.txt", true, true},
+		{"./file[0-9].txt", "/home/dev/proj/filex.txt", false, false},
+		{"./a/**/b", "/home/dev/proj/a/b", true, true},
+		{"./a/**/b", "/home/dev/proj/a/x/y/b", true, true},
+		{"./a/**/b", "/home/dev/proj/a/x/y/bb", false, false},
+		{"./*", "/home/dev/proj/x", true, true},
+		{"./*", "/home/dev/other", false, false},
+		{".", "/home/dev/proj/any/thing", true, true},
+		{"**", "/home/dev/proj/any/thing", true, true},
+		{"**", "/home/dev/x", false, false},
+		{"../shared/**", "/home/dev/shared/x", true, true},
+		{"../shared/**", "/home/dev/proj/shared/x", false, false},
+		{"./a/../b/*", "/home/dev/proj/b/x", true, true},
+		// Directory patterns.
+		{"./secrets", "/home/dev/proj/secrets", true, true},
+		{"./secrets", "/home/dev/proj/secrets/x", true, true},
+		{"./secrets", "/home/dev/proj/secrets/a/b", true, true},
+		{"./secrets", "/home/dev/proj/secretsx", false, false},
+		{"./secrets/", "/home/dev/proj/secrets/x", true, true},
+		{"./secrets/", "/home/dev/proj/secrets", true, true},
+		{"secrets/", "/home/dev/proj/a/secrets/x", true, true},
+		{"./secrets/**", "/home/dev/proj/secrets/x", true, true},
+		// "*" alone: any path anywhere.
+		{"*", "/etc/shadow", true, true},
+		// Relative and odd subjects.
+		{"./src/**", "src/a.go", false, true},
+		{"./src/**", "", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec+" "+tt.path, func(t *testing.T) {
+			allow, deny := verdicts(t, "Read("+tt.spec+")", readCall(tt.path), testEnv)
+			if allow != tt.allow || deny != tt.deny {
+				t.Errorf("Read(%s) on %q: allow %v deny %v; want allow %v deny %v", tt.spec, tt.path, allow, deny, tt.allow, tt.deny)
+			}
+		})
+	}
+}
+
+func TestPathEnv(t *testing.T) {
+	tests := []struct {
+		name        string
+		spec        string
+		env         Env
+		path        string
+		allow, deny bool
+	}{
+		{"root empty uses cwd", "/config/*.yaml", Env{Cwd: "/w", Home: "/h"}, "/w/config/a.yaml", true, true},
+		{"root empty not root", "/config/*.yaml", Env{Cwd: "/w", Home: "/h"}, "/config/a.yaml", false, false},
+		{"home unknown", "~/.ssh/**", Env{Cwd: "/w"}, "/root/.ssh/id_rsa", false, true},
+		{"home unknown other", "~/.ssh/**", Env{Cwd: "/w"}, "/root/.sshx/id_rsa", false, false},
+		{"home relative", "~/.ssh/**", Env{Cwd: "/w", Home: "home"}, "/home/.ssh/id_rsa", false, true},
+		{"cwd unknown", "./secrets/**", Env{}, "/any/secrets/x", false, true},
+		{"cwd unknown floating", "*.env", Env{}, "/any/where/.env", false, true},
+		{"cwd with glob characters", "./src/*", Env{Cwd: "/tmp/a[b]*"}, "/tmp/a[b]*/src/x", true, true},
+		{"cwd with glob characters literal", "./src/*", Env{Cwd: "/tmp/a[b]*"}, "/tmp/ab/src/x", false, false},
+		{"cwd unclean", "./src/*", Env{Cwd: "/w/./x/../"}, "/w/src/a", true, true},
+		{"root filesystem cwd", "./etc/*", Env{Cwd: "/"}, "/etc/passwd", true, true},
+		{"up from root", "../../../etc/*", Env{Cwd: "/w"}, "/etc/passwd", true, true},
+		{"relative subject without cwd", "//x/**", Env{}, "x/y", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			allow, deny := verdicts(t, "Read("+tt.spec+")", readCall(tt.path), tt.env)
+			if allow != tt.allow || deny != tt.deny {
+				t.Errorf("Read(%s) on %q in %+v: allow %v deny %v; want allow %v deny %v", tt.spec, tt.path, tt.env, allow, deny, tt.allow, tt.deny)
+			}
+		})
+	}
+}
+
+func TestPathEveryTarget(t *testing.T) {
+	s := mustCompile(t, []string{"Edit(./secrets/**)"}, nil, []string{"Edit(./src/**)", "Edit(./docs/**)"})
+	call := func(paths ...string) Call { return Call{Tool: "apply_patch", Kind: "patch", Paths: paths} }
+	if m := s.Allow(call("/home/dev/proj/src/a.go", "/home/dev/proj/docs/a.md"), testEnv, false); !m.OK || m.Rule.Text != "Edit(./src/**)" {
+		t.Errorf("Allow every path under allowed dirs = %+v", m)
+	}
+	if s.Allow(call("/home/dev/proj/src/a.go", "/home/dev/proj/Makefile"), testEnv, false).OK {
+		t.Error("Allow with one path not covered = true")
+	}
+	if !s.Deny(call("/home/dev/proj/src/a.go", "/home/dev/proj/secrets/k"), testEnv).OK {
+		t.Error("Deny with one denied path = false")
+	}
+	if s.Allow(call(), testEnv, false).OK {
+		t.Error("Allow of a call without paths by a rule with a specifier = true")
+	}
+}

@@ -1,0 +1,269 @@
+package rules
+
+import (
+	"path"
+	"strings"
+)
+
+// cmdPattern is a Bash specifier compiled: a glob in which '*' matches any
+// run of characters. The legacy "prefix:*" is compiled to the glob
+// "prefix *", whose tail is optional.
+type cmdPattern struct {
+	parts, lower []string // the glob split at '*' (one part: exact), and lower-cased (ASCII)
+	// short is the glob without a trailing " *" (nil when there is none):
+	// "git diff *" also matches "git diff".
+	short, shortLower []string
+	// assigns are the leading VAR=value words the pattern spells.
+	assigns string
+}
+
+// compileCmd compiles a Bash specifier; a non-empty problem says why it
+// cannot be.
+func compileCmd(spec string) (*cmdPattern, string) {
+	if i := strings.Index(spec, ":*"); i >= 0 {
+		if i != len(spec)-2 {
+			return nil, `":*" is only allowed at the end (write "prefix:*" or a glob such as "git * main")`
+		}
+		prefix := strings.TrimSpace(spec[:i])
+		if prefix == "" {
+			return nil, `nothing before ":*" (write Bash or Bash(*) to match every command)`
+		}
+		spec = prefix + " *"
+	}
+	g := collapseSpace(spec)
+	p := &cmdPattern{parts: strings.Split(g, "*")}
+	p.lower = strings.Split(lowerASCII(g), "*")
+	if s, ok := strings.CutSuffix(g, " *"); ok {
+		p.short = strings.Split(s, "*")
+		p.shortLower = strings.Split(lowerASCII(s), "*")
+	}
+	// Leading assignments the pattern spells literally (before any '*').
+	words := strings.Split(p.parts[0], " ")
+	for i := 0; i < len(words)-1 && isAssignment(words[i]); i++ {
+		if p.assigns != "" {
+			p.assigns += " "
+		}
+		p.assigns += words[i]
+	}
+	return p, ""
+}
+
+// match reports whether s matches the pattern; fold compares ASCII letters
+// case-insensitively (the caller passes s lower-cased).
+func (p *cmdPattern) match(s string, fold bool) bool {
+	parts, short := p.parts, p.short
+	if fold {
+		parts, short = p.lower, p.shortLower
+	}
+	return globMatch(parts, s) || short != nil && globMatch(short, s)
+}
+
+// globMatch matches s against a glob split at its '*'s.
+func globMatch(parts []string, s string) bool {
+	if len(parts) == 1 {
+		return s == parts[0]
+	}
+	first, last := parts[0], parts[len(parts)-1]
+	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
+		return false
+	}
+	s = s[len(first) : len(s)-len(last)]
+	for _, part := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, part)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(part):]
+	}
+	return true
+}
+
+// collapseSpace turns every run of white space into one space and trims the
+// ends.
+func collapseSpace(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// lowerASCII lower-cases ASCII letters only, so byte offsets are kept.
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if b[j] >= 'A' && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// isAssignment reports whether a shell word is a VAR=value prefix.
+func isAssignment(w string) bool {
+	name, _, ok := strings.Cut(w, "=")
+	if !ok || name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// hasShellOperator reports whether s has a control operator or command
+// substitution outside quotes: a simple command never does, so an allow rule
+// spelling one never matches.
+func hasShellOperator(s string) bool {
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else if c == '\\' && quote == '"' {
+				i++
+			}
+		case c == '\\':
+			i++
+		case c == '\'' || c == '"':
+			quote = c
+		case c == ';' || c == '`':
+			return true
+		case c == '|':
+			if i == 0 || s[i-1] != '>' {
+				return true
+			}
+		case c == '&':
+			if i+1 < len(s) && s[i+1] == '&' {
+				return true
+			}
+		case c == '$':
+			if i+1 < len(s) && s[i+1] == '(' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Deny and ask rules are matched against variants of each command so that
+// spelling a command differently does not slip past them: white space
+// collapsed, quotes and backslashes removed ("r\m", "'rm'"), leading
+// assignments dropped, the command's directory dropped ("/bin/rm"), and what
+// a wrapper runs ("sudo rm", "timeout 5 rm", "bash -c 'rm ...'"). Each
+// variant is also compared with ASCII case folded (case-insensitive file
+// systems find "RM").
+
+// wrappers run (part of) their arguments as a command.
+var wrappers = map[string]bool{
+	"sudo": true, "doas": true, "su": true, "pkexec": true, "run0": true,
+	"env": true, "command": true, "builtin": true, "exec": true, "eval": true,
+	"nohup": true, "time": true, "nice": true, "ionice": true, "timeout": true,
+	"stdbuf": true, "setsid": true, "chroot": true, "flock": true, "watch": true,
+	"xargs": true, "strace": true, "ltrace": true, "unbuffer": true,
+	"caffeinate": true, "busybox": true, "then": true, "do": true, "else": true,
+	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "fish": true,
+	"parallel": true, "script": true, "systemd-run": true, "nsenter": true,
+	"unshare": true, "firejail": true, "proxychains": true, "torsocks": true,
+	"!": true,
+}
+
+// After a wrapper, at most maxWrapperWords words that are not options or
+// assignments, and at most maxWrapperTries words in all, are tried as the
+// start of the wrapped command: the work per command stays linear.
+const (
+	maxWrapperWords = 16
+	maxWrapperTries = 64
+)
+
+// subject is one string a deny or ask rule is matched against, with its
+// ASCII lower-case form.
+type subject struct{ s, lower string }
+
+// variants collects deny subjects, without duplicates.
+type variants struct {
+	seen map[string]bool
+	list []subject
+}
+
+func (v *variants) add(s, lower string) {
+	if v.seen[s] {
+		return
+	}
+	if v.seen == nil {
+		v.seen = map[string]bool{}
+	}
+	v.seen[s] = true
+	v.list = append(v.list, subject{s, lower})
+}
+
+// addCommand adds the variants of one command line.
+func (v *variants) addCommand(text string) {
+	v.add(text, lowerASCII(text)) // as given: what an allow rule would see
+	t := collapseSpace(text)
+	v.addWords(t)
+	if u := collapseSpace(strings.NewReplacer(`'`, "", `"`, "", `\`, "").Replace(t)); u != t {
+		v.addWords(u)
+	}
+}
+
+// addWords adds t, its suffixes after assignments and wrappers, and those
+// with the command's directory dropped. Suffixes share t's memory.
+func (v *variants) addWords(t string) {
+	lt := lowerASCII(t)
+	v.add(t, lt)
+	// starts are the byte offsets of t's words.
+	var starts []int
+	for i := 0; i < len(t); i++ {
+		if i == 0 || t[i-1] == ' ' {
+			starts = append(starts, i)
+		}
+	}
+	word := func(k int) string {
+		end := len(t)
+		if k+1 < len(starts) {
+			end = starts[k+1] - 1
+		}
+		return t[starts[k]:end]
+	}
+	addFrom := func(k int) {
+		v.add(t[starts[k]:], lt[starts[k]:])
+		if w := word(k); strings.Contains(w, "/") {
+			b := path.Base(w)
+			rest := t[starts[k]+len(w):]
+			v.add(b+rest, lowerASCII(b+rest))
+		}
+	}
+	k := 0
+	for k < len(starts) && isAssignment(word(k)) {
+		k++
+	}
+	if k == len(starts) {
+		return
+	}
+	addFrom(k)
+	// What a wrapper may run starts at any later word (its options and
+	// their values vary); trying every suffix covers nested wrappers too.
+	if wrappers[path.Base(word(k))] {
+		for j, n := k+1, 0; j < len(starts) && n < maxWrapperWords && j <= k+maxWrapperTries; j++ {
+			addFrom(j)
+			if w := word(j); !strings.HasPrefix(w, "-") && !isAssignment(w) {
+				n++
+			}
+		}
+	}
+}
+
+// pieces splits a command line that could not be analysed at every
+// character that may end a simple command.
+func pieces(raw string) []string {
+	return strings.FieldsFunc(raw, func(r rune) bool {
+		return strings.ContainsRune(";&|\n\r()`{}<>", r)
+	})
+}

@@ -1,0 +1,528 @@
+package shell
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// analyzer walks one line and its nested payloads, filling an Analysis.
+type analyzer struct {
+	out    *Analysis
+	judged int // simple commands judged
+}
+
+// scope is one parsed source: the line itself or a bash -c payload.
+type scope struct {
+	src   string
+	depth int
+	// strict is set for payloads of shells other than bash (sh, dash, zsh),
+	// which read $'..', globs and some redirections differently: syntax
+	// whose meaning differs is rejected there.
+	strict bool
+	// zsh is set for zsh payloads, where globs may carry qualifiers that
+	// run code (*(e:'cmd':)).
+	zsh bool
+	// cwd is the directory a static cd moved to, relative to the starting
+	// directory ("" when no cd ran); cwdUnknown is set when a cd goes
+	// somewhere the analysis cannot know, so relative reads cannot be
+	// checked for credentials.
+	cwd        string
+	cwdUnknown bool
+}
+
+// stmtCtx is what a statement knows about its standard streams.
+type stmtCtx struct {
+	producer    *syntax.CallExpr // command piped into this statement's stdin, if simple
+	producerSc  *scope
+	stdinRedir  bool // stdin comes from a redirection (<, <<, <<<)
+	stdoutRedir bool
+}
+
+// fail records the first reason the line is not read-only.
+func (a *analyzer) fail(format string, args ...any) {
+	if a.out.Reason != "" {
+		return
+	}
+	if len(args) > 0 {
+		format = fmt.Sprintf(format, args...)
+	}
+	a.out.Reason = format
+}
+
+func (a *analyzer) stmts(list []*syntax.Stmt, sc *scope, sx stmtCtx) {
+	for _, s := range list {
+		a.stmt(s, sc, sx)
+	}
+}
+
+func (a *analyzer) stmt(s *syntax.Stmt, sc *scope, sx stmtCtx) {
+	if s.Coprocess || s.Disown {
+		a.fail("coprocess or disown")
+	}
+	for _, r := range s.Redirs {
+		switch r.Op {
+		case syntax.RdrIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc, syntax.RdrInOut:
+			if r.N == nil || r.N.Value == "0" {
+				sx.stdinRedir = true
+				sx.producer = nil
+			}
+		case syntax.DplIn:
+			if r.N == nil || r.N.Value == "0" {
+				sx.stdinRedir = true
+				sx.producer = nil
+			}
+		default:
+			if r.N == nil || r.N.Value == "1" {
+				sx.stdoutRedir = true
+			}
+		}
+	}
+	switch c := s.Cmd.(type) {
+	case nil:
+		a.fail("redirection without a command")
+	case *syntax.CallExpr:
+		a.call(c, sc, sx)
+	case *syntax.BinaryCmd:
+		switch c.Op {
+		case syntax.AndStmt, syntax.OrStmt:
+			a.stmt(c.X, sc, sx)
+			a.stmt(c.Y, sc, sx)
+		case syntax.Pipe, syntax.PipeAll:
+			left := sx
+			left.stdoutRedir = true // a pipe, not a terminal
+			a.stmt(c.X, sc, left)
+			a.stmt(c.Y, sc, stmtCtx{producer: lastCall(c.X), producerSc: sc})
+		default:
+			a.fail("unsupported operator %s", c.Op)
+		}
+	case *syntax.Subshell:
+		a.stmts(c.Stmts, sc, sx)
+	case *syntax.Block:
+		a.stmts(c.Stmts, sc, sx)
+	case *syntax.IfClause:
+		for ic := c; ic != nil; ic = ic.Else {
+			a.stmts(ic.Cond, sc, sx)
+			a.stmts(ic.Then, sc, sx)
+		}
+	case *syntax.WhileClause:
+		a.stmts(c.Cond, sc, sx)
+		a.stmts(c.Do, sc, sx)
+	case *syntax.ForClause:
+		if c.Select {
+			a.fail("select is interactive")
+		}
+		switch l := c.Loop.(type) {
+		case *syntax.WordIter:
+			for _, w := range l.Items {
+				a.wordSubs(w, sc)
+			}
+		default:
+			a.fail("C-style for loop")
+			a.nodeSubs(l, sc)
+		}
+		a.stmts(c.Do, sc, sx)
+	case *syntax.CaseClause:
+		a.wordSubs(c.Word, sc)
+		for _, it := range c.Items {
+			for _, p := range it.Patterns {
+				a.wordSubs(p, sc)
+			}
+			a.stmts(it.Stmts, sc, sx)
+		}
+	case *syntax.TestClause:
+		// Not counted as a command: [[ ]] alone does nothing worth
+		// allowing, and Commands lists simple commands only.
+		a.testExpr(c.X, sc)
+	case *syntax.TimeClause:
+		if c.Stmt == nil {
+			a.fail("time without a command")
+		} else {
+			a.stmt(c.Stmt, sc, sx)
+		}
+	case *syntax.FuncDecl:
+		a.fail("function definition")
+	case *syntax.ArithmCmd:
+		a.fail("arithmetic command may assign variables")
+		a.nodeSubs(c, sc)
+	case *syntax.DeclClause:
+		a.fail("%s changes shell state", c.Variant.Value)
+		a.nodeSubs(c, sc)
+	case *syntax.LetClause:
+		a.fail("let assigns variables")
+		a.nodeSubs(c, sc)
+	case *syntax.CoprocClause:
+		a.fail("coprocess")
+	default:
+		a.fail("unsupported shell construct")
+	}
+	for _, r := range s.Redirs {
+		a.redirect(r, sc)
+	}
+}
+
+// lastCall returns the simple command at the end of a pipeline, whose output
+// is what the next pipeline element reads. A command with redirections
+// other than to /dev/null (2>&1 mixes in error messages) is not returned.
+func lastCall(s *syntax.Stmt) *syntax.CallExpr {
+	switch c := s.Cmd.(type) {
+	case *syntax.CallExpr:
+		for _, r := range s.Redirs {
+			if r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc || r.Word.Lit() != "/dev/null" {
+				return nil
+			}
+		}
+		return c
+	case *syntax.BinaryCmd:
+		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
+			return lastCall(c.Y)
+		}
+	}
+	return nil
+}
+
+// call judges one simple command.
+func (a *analyzer) call(c *syntax.CallExpr, sc *scope, sx stmtCtx) {
+	var env []string
+	for _, as := range c.Assigns {
+		env = append(env, source(sc.src, as))
+	}
+	if len(c.Args) == 0 {
+		a.fail("variable assignment changes shell state")
+	} else {
+		if len(env) > 0 {
+			a.fail("environment prefix %s changes what runs", env[0])
+		}
+		ws := make([]wordInfo, len(c.Args))
+		for i, w := range c.Args {
+			ws[i] = wordOf(w, sc.src)
+		}
+		a.simple(ws, env, sc, sx)
+	}
+	for _, as := range c.Assigns {
+		a.nodeSubs(as, sc)
+	}
+	for _, w := range c.Args {
+		a.wordSubs(w, sc)
+	}
+}
+
+// record adds a Command for the final argv of a simple command.
+func (a *analyzer) record(ws []wordInfo, env []string, sc *scope, name string) {
+	a.judged++
+	cmd := Command{Env: env, Argv: make([]string, len(ws))}
+	for i := range ws {
+		cmd.Argv[i] = ws[i].val
+		if ws[i].dyn {
+			cmd.Dynamic = true
+		}
+	}
+	if name != "" {
+		cmd.Argv[0] = name
+	}
+	first, last := ws[0], ws[len(ws)-1]
+	switch {
+	case first.pos >= 0 && last.end >= first.pos && last.end <= len(sc.src):
+		cmd.Text = sc.src[first.pos:last.end]
+	default:
+		cmd.Text = strings.Join(cmd.Argv, " ")
+	}
+	a.out.Commands = append(a.out.Commands, cmd)
+}
+
+// wordSubs analyzes the code a word runs when it is expanded: command and
+// process substitutions, and parameter and arithmetic expansions that may
+// evaluate code.
+func (a *analyzer) wordSubs(w *syntax.Word, sc *scope) {
+	if w != nil {
+		a.nodeSubs(w, sc)
+	}
+}
+
+func (a *analyzer) nodeSubs(n syntax.Node, sc *scope) {
+	syntax.Walk(n, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CmdSubst:
+			if n.TempFile || n.ReplyVar {
+				a.fail("mksh command substitution")
+			}
+			a.stmts(n.Stmts, sc, stmtCtx{})
+			return false
+		case *syntax.ProcSubst:
+			if n.Op == syntax.CmdInTemp {
+				a.fail("zsh process substitution")
+			}
+			if sc.strict {
+				a.fail("process substitution in a non-bash payload")
+			}
+			a.stmts(n.Stmts, sc, stmtCtx{})
+			return false
+		case *syntax.ParamExp:
+			if !simpleParam(n) {
+				a.fail(paramReason(n))
+			}
+		case *syntax.ArithmExp:
+			a.arith(n.X)
+		case *syntax.SglQuoted:
+			if n.Dollar && sc.strict {
+				a.fail("$'..' quoting in a non-bash payload")
+			}
+		case *syntax.DblQuoted:
+			if n.Dollar && sc.strict {
+				a.fail("$\"..\" quoting in a non-bash payload")
+			}
+		case *syntax.ExtGlob:
+			if sc.strict {
+				a.fail("extended glob in a non-bash payload")
+			}
+		}
+		return true
+	})
+}
+
+// arith accepts arithmetic made of number literals and operators only: a
+// variable name is evaluated recursively and its value may hold a
+// subscript with a command substitution, and assignments change state.
+func (a *analyzer) arith(x syntax.ArithmExpr) {
+	switch x := x.(type) {
+	case nil:
+	case *syntax.BinaryArithm:
+		switch x.Op {
+		case syntax.Assgn, syntax.AddAssgn, syntax.SubAssgn, syntax.MulAssgn, syntax.QuoAssgn, syntax.RemAssgn,
+			syntax.AndAssgn, syntax.OrAssgn, syntax.XorAssgn, syntax.ShlAssgn, syntax.ShrAssgn,
+			syntax.AndBoolAssgn, syntax.OrBoolAssgn, syntax.XorBoolAssgn, syntax.PowAssgn:
+			a.fail("arithmetic assignment")
+		}
+		a.arith(x.X)
+		a.arith(x.Y)
+	case *syntax.UnaryArithm:
+		if x.Op == syntax.Inc || x.Op == syntax.Dec {
+			a.fail("arithmetic assignment")
+		}
+		a.arith(x.X)
+	case *syntax.ParenArithm:
+		a.arith(x.X)
+	case *syntax.Word:
+		if !isNumber(x.Lit()) {
+			a.fail("arithmetic on variables or substitutions")
+		}
+	default:
+		a.fail("unsupported arithmetic")
+	}
+}
+
+// isNumber reports whether s is a bash integer literal (10, 0x1f, 2#101).
+func isNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	if i := strings.IndexByte(s, '#'); i > 0 {
+		return allDigits(s[:i]) && isAlnum(s[i+1:])
+	}
+	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		return isAlnum(s[2:])
+	}
+	return allDigits(s)
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// testExpr judges a [[ ]] expression. Arithmetic comparisons (-eq ...)
+// evaluate their operands as arithmetic and -v/-R evaluate subscripts, both
+// of which can run command substitutions hidden in strings.
+func (a *analyzer) testExpr(x syntax.TestExpr, sc *scope) {
+	switch x := x.(type) {
+	case *syntax.BinaryTest:
+		switch x.Op {
+		case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
+			a.fail("arithmetic comparison in [[ ]] evaluates its operands")
+		}
+		a.testExpr(x.X, sc)
+		a.testExpr(x.Y, sc)
+	case *syntax.UnaryTest:
+		if x.Op == syntax.TsVarSet || x.Op == syntax.TsRefVar {
+			a.fail("[[ -v ]] evaluates subscripts")
+		}
+		a.testExpr(x.X, sc)
+	case *syntax.ParenTest:
+		a.testExpr(x.X, sc)
+	case *syntax.Word:
+		a.wordSubs(x, sc)
+	default:
+		a.fail("unsupported test expression")
+	}
+}
+
+// redirect judges one redirection: only fd duplication, /dev/null and
+// input from files keep a command read-only.
+func (a *analyzer) redirect(r *syntax.Redirect, sc *scope) {
+	if r.N != nil && strings.HasPrefix(r.N.Value, "{") {
+		a.fail("redirection assigns a file descriptor variable")
+	}
+	var wi wordInfo
+	if r.Word != nil {
+		wi = wordOf(r.Word, sc.src)
+	}
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob,
+		syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob:
+		if !wi.is("/dev/null") {
+			a.out.Writes = append(a.out.Writes, wi.val)
+			a.fail("writes to %s", wi.val)
+		}
+	case syntax.DplOut, syntax.DplIn:
+		// >&2, 2>&1, >&- duplicate or close descriptors; >&file writes.
+		if !wi.dyn && isFdWord(wi.val) {
+			break
+		}
+		if r.Op == syntax.DplOut && wi.is("/dev/null") {
+			break
+		}
+		if r.Op == syntax.DplOut {
+			a.out.Writes = append(a.out.Writes, wi.val)
+			a.fail("writes to %s", wi.val)
+		} else {
+			a.fail("unsupported redirection <&%s", wi.val)
+		}
+	case syntax.RdrIn:
+		switch {
+		case wi.pipe:
+		case wi.dyn:
+			a.fail("reads from a path computed at run time")
+		case wi.brace:
+			a.fail("brace expansion in a redirection")
+		default:
+			a.out.Reads = append(a.out.Reads, wi.val)
+			if why := a.readPath(wi.val, wi.glob, sc); why != "" {
+				a.fail(why)
+			}
+		}
+	case syntax.RdrInOut:
+		a.fail("<> opens %s for writing", wi.val)
+	case syntax.Hdoc, syntax.DashHdoc:
+		a.wordSubs(r.Hdoc, sc)
+		return // the delimiter is not expanded
+	case syntax.WordHdoc:
+		if sc.strict {
+			// dash reads <<< as a here-document delimited by "<".
+			a.fail("here-string in a non-bash payload")
+		}
+	default:
+		a.fail("unsupported redirection %s", r.Op)
+	}
+	if hasNetDevice(wi.val) {
+		a.fail("uses /dev/tcp or /dev/udp")
+	}
+	a.wordSubs(r.Word, sc)
+}
+
+// isFdWord reports whether s names a file descriptor for >& and <&: digits,
+// optionally followed by '-' (move), or '-' alone (close).
+func isFdWord(s string) bool {
+	s = strings.TrimSuffix(s, "-")
+	return s == "" || allDigits(s)
+}
+
+// readPath checks a path that a reader opens: credential stores are off
+// limits, and a relative path cannot be checked after a cd to an unknown
+// directory.
+func (a *analyzer) readPath(p string, glob bool, sc *scope) string {
+	if credentialPath(p, "", glob) {
+		return "reads credential store " + p
+	}
+	if isRelative(p) {
+		if sc.cwdUnknown {
+			return "reads relative path " + p + " after cd to a directory known only at run time"
+		}
+		if sc.cwd != "" && credentialPath(path.Join(sc.cwd, p), "", glob) {
+			return "reads credential store " + path.Join(sc.cwd, p)
+		}
+	}
+	if hasNetDevice(p) {
+		return "uses /dev/tcp or /dev/udp"
+	}
+	return ""
+}
+
+// isRelative reports whether p is resolved against the working directory.
+func isRelative(p string) bool {
+	return !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") && !strings.HasPrefix(p, "$")
+}
+
+// prescan looks for cd commands whose target the analysis cannot follow:
+// a dynamic target, "cd -", or any cd inside a loop (whose later iterations
+// run earlier commands in the new directory). After those, relative reads
+// cannot be checked for credentials.
+func (a *analyzer) prescan(f *syntax.File, sc *scope) {
+	var inLoop func(n syntax.Node, loop bool)
+	inLoop = func(n syntax.Node, loop bool) {
+		syntax.Walk(n, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.WhileClause, *syntax.ForClause:
+				if !loop {
+					inLoop(n, true)
+					return false
+				}
+			case *syntax.CallExpr:
+				for i, w := range n.Args {
+					if !isCdWord(w, sc.src) {
+						continue
+					}
+					if loop {
+						sc.cwdUnknown = true
+						continue
+					}
+					if i+1 < len(n.Args) {
+						next := wordOf(n.Args[i+1], sc.src)
+						if next.dyn || next.glob || next.is("-") {
+							sc.cwdUnknown = true
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+	inLoop(f, false)
+}
+
+// isCdWord reports whether w is cd, pushd or popd, however spelled.
+func isCdWord(w *syntax.Word, src string) bool {
+	if text := source(src, w); len(text) > 64 || !strings.ContainsAny(text, "dD") {
+		return false
+	}
+	wi := wordOf(w, src)
+	if wi.dyn {
+		return false
+	}
+	switch path.Base(wi.val) {
+	case "cd", "pushd", "popd":
+		return true
+	}
+	return false
+}

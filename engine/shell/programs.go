@@ -1,0 +1,462 @@
+package shell
+
+import (
+	"path"
+	"strings"
+)
+
+// programTable lists the read-only programs and how they may be used. It is
+// an allowlist: options not listed reject the command, so the lists name
+// safe options only. Programs that can run other programs, write files or
+// talk to the network through some option list only the other options.
+var programTable = []*spec{
+	// Viewing files.
+	{names: "cat", opts: "A b e E n s t T u v show-all number-nonblank show-ends number squeeze-blank show-tabs show-nonprinting",
+		safeOpts: true, reads: readAll},
+	{names: "head", opts: "c: n: q v z bytes: lines: quiet silent verbose zero-terminated #",
+		safeOpts: true, reads: readAll},
+	{names: "tail", opts: "c: n: q v z f F s: bytes: lines: quiet silent verbose zero-terminated follow:: retry pid: sleep-interval: max-unchanged-stats: #",
+		safeOpts: true, reads: readAll},
+	{names: "nl", opts: "b: d: f: h: i: l: n: p s: v: w: body-numbering: section-delimiter: footer-numbering: header-numbering: line-increment: join-blank-lines: number-format: no-renumber number-separator: starting-line-number: number-width:",
+		safeOpts: true, reads: readAll},
+	{names: "tac", opts: "b r s: before regex separator:", safeOpts: true, reads: readAll},
+	{names: "rev", safeOpts: true, reads: readAll},
+	{names: "od", opts: "A: t: N: j: w:: v a b c d f i l o s x address-radix: format: read-bytes: skip-bytes: width:: output-duplicates endian: traditional",
+		safeOpts: true, reads: readAll},
+	{names: "hexdump", opts: "b c C d o x e: f: n: s: v L::", safeOpts: true, reads: readAll},
+	{names: "strings", opts: "a d f n: t: e: w s: T: all data print-file-name bytes: radix: encoding: include-all-whitespace output-separator: target: unicode: U: #",
+		safeOpts: true, reads: readAll},
+	// xxd INFILE OUTFILE writes OUTFILE: one operand at most.
+	{names: "xxd", style: styleCustom, reads: readCustom, check: checkXxd},
+	{names: "base64", opts: "d D i w: decode ignore-garbage wrap:", writeOpts: "o: output:", reads: readAll},
+
+	// Searching.
+	{names: "grep egrep fgrep", opts: "i y v w x c l L n h H o q s r R E F G P a I z Z b T U e: f: m: A: B: C: d: D: # " +
+		"regexp: file: ignore-case no-ignore-case invert-match word-regexp line-regexp count color:: colour:: files-with-matches files-without-match " +
+		"max-count: only-matching quiet silent no-messages byte-offset line-number with-filename no-filename label: initial-tab null null-data " +
+		"after-context: before-context: context: text binary-files: devices: directories: exclude: exclude-from: exclude-dir: include: recursive " +
+		"dereference-recursive extended-regexp fixed-strings basic-regexp perl-regexp line-buffered binary version help",
+		safeOpts: true, reads: readCustom, check: checkGrep},
+	// rg runs programs with --pre, --hostname-bin and -z/--search-zip.
+	{names: "rg", opts: "i s S w x v c l n N H I o q u F P U a 0 b p L h V . j: A: B: C: m: e: f: g: t: T: M: E: r: d: " +
+		"files type-list hidden no-hidden no-ignore ignore glob: iglob: type: type-not: type-add: type-clear: count count-matches files-with-matches " +
+		"files-without-match line-number no-line-number column no-column heading no-heading with-filename no-filename color: colors: json no-json vimgrep " +
+		"max-count: max-depth: maxdepth: max-filesize: ignore-case smart-case case-sensitive fixed-strings no-fixed-strings word-regexp line-regexp " +
+		"invert-match context: before-context: after-context: context-separator: field-context-separator: field-match-separator: only-matching " +
+		"multiline no-multiline multiline-dotall pcre2 no-pcre2 auto-hybrid-regex engine: follow no-follow sort: sortr: sort-files stats no-stats " +
+		"trim no-trim replace: text no-text null null-data threads: quiet unrestricted no-messages no-ignore-vcs no-ignore-parent no-ignore-dot " +
+		"no-ignore-global no-ignore-exclude no-ignore-files no-ignore-messages ignore-file: ignore-file-case-insensitive max-columns: max-columns-preview " +
+		"no-config regexp: file: encoding: no-encoding byte-offset crlf no-crlf version help mmap no-mmap one-file-system path-separator: " +
+		"glob-case-insensitive no-unicode unicode pretty line-buffered block-buffered include-zero passthru passthrough binary no-binary " +
+		"hyperlink-format: dfa-size-limit: regex-size-limit: no-require-git",
+		reads: readCustom, check: checkRg},
+	// find runs programs and writes files with some primaries: custom.
+	{names: "find", style: styleCustom, check: checkFind},
+	// sed: only scripts of print-like commands, never -i, e, w, r.
+	{names: "sed", opts: "n e: E r s u z l: quiet silent regexp-extended expression: separate unbuffered null-data zero-terminated line-length: posix sandbox debug",
+		writeOpts: "i:: in-place::", reads: readCustom, check: checkSed},
+	{names: "jq", opts: "r j c n e s S C M a R raw-output join-output compact-output null-input exit-status slurp sort-keys color-output " +
+		"monochrome-output ascii-output raw-input tab indent: seq stream stream-errors raw-output0 unbuffered f: from-file: L: library-path: " +
+		"arg:2 argjson:2 slurpfile:2 rawfile:2 args jsonargs version help",
+		safeOpts: true, reads: readCustom, check: checkJq},
+	// yq: never -i (in place) or -s (splits into files); load() reads files.
+	{names: "yq", opts: "r o: output-format: p: input-format: P prettyPrint e exit-status C M N I: j no-doc indent: colors no-colors unwrapScalar:: null-input n",
+		reads: readCustom, check: checkYq},
+
+	// Text processing of stdin or files.
+	{names: "sort", opts: "b d f g h i M n R r V c C k: m s t: u z S: key: field-separator: ignore-leading-blanks dictionary-order ignore-case " +
+		"general-numeric-sort human-numeric-sort ignore-nonprinting month-sort numeric-sort random-sort reverse version-sort check:: merge stable " +
+		"unique zero-terminated buffer-size: parallel: debug random-source: sort:",
+		writeOpts: "o: output:", reads: readAll},
+	// uniq INPUT OUTPUT writes OUTPUT: one operand at most.
+	{names: "uniq", opts: "c d D u i f: s: w: z count repeated all-repeated:: unique ignore-case skip-fields: skip-chars: check-chars: group:: zero-terminated",
+		ops: "0-1", safeOpts: true, reads: readAll},
+	{names: "cut", opts: "b: c: f: d: s n z complement only-delimited zero-terminated bytes: characters: fields: delimiter: output-delimiter:",
+		safeOpts: true, reads: readAll},
+	{names: "tr", opts: "c C d s t complement delete squeeze-repeats truncate-set1", ops: "1-2", safeOpts: true, dyn: true},
+	{names: "paste", opts: "d: s z delimiters: serial zero-terminated", safeOpts: true, reads: readAll},
+	{names: "comm", opts: "1 2 3 check-order nocheck-order output-delimiter: total z zero-terminated", ops: "2", safeOpts: true, reads: readAll},
+	{names: "fold", opts: "b s w: bytes spaces width:", safeOpts: true, reads: readAll},
+	{names: "wc", opts: "c m l L w bytes chars lines max-line-length words files0-from: total:", safeOpts: true, dyn: true},
+	// diff -l/--paginate runs pr: not listed.
+	{names: "diff", opts: "i E Z b w B a u c e n y t T N r s q d p x: X: I: F: S: D: U: C: W: normal brief report-identical-files context:: unified:: " +
+		"ed rcs side-by-side left-column suppress-common-lines show-c-function show-function-line: label: expand-tabs initial-tab tabsize: " +
+		"suppress-blank-empty new-file unidirectional-new-file ignore-case ignore-file-name-case no-ignore-file-name-case ignore-tab-expansion " +
+		"ignore-trailing-space ignore-space-change ignore-all-space ignore-blank-lines ignore-matching-lines: text strip-trailing-cr recursive " +
+		"no-dereference exclude: exclude-from: starting-file: from-file: to-file: minimal speed-large-files horizon-lines: width: color:: palette: " +
+		"ifdef: old-line-format: new-line-format: unchanged-line-format: line-format: old-group-format: new-group-format: unchanged-group-format: " +
+		"changed-group-format: binary help version",
+		reads: readAll, check: checkDiff},
+	{names: "cmp", opts: "b i: l n: s print-bytes ignore-initial: verbose bytes: quiet silent", ops: "1-4", safeOpts: true, reads: readCustom,
+		check: func(iv *invocation) string { iv.files = iv.pa.ops[:min(2, len(iv.pa.ops))]; return "" }},
+	{names: "md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum shasum",
+		opts:     "b c t z w l: a: 0 U check tag text binary zero quiet status strict warn ignore-missing length: algorithm: untagged base64 raw",
+		safeOpts: true, dyn: true},
+	// file -C writes compiled magic and -z runs decompressors: not listed.
+	{names: "file", opts: "b i L h Z k s N E r 0 brief mime mime-type mime-encoding dereference no-dereference uncompress-noexec keep-going " +
+		"special-files no-pad no-buffer print0 raw extension apple e: F: P: f: m: exclude: exclude-quiet: separator: files-from: magic-file: " +
+		"parameter: version help"},
+
+	// Files and directories.
+	{names: "ls", style: styleAny, safeOpts: true, dyn: true},
+	{names: "stat du df", style: styleAny, safeOpts: true, dyn: true},
+	// tree -o writes a file and -R with -H writes HTML files: not listed.
+	{names: "tree", opts: "a d l f x L: P: I: i q N Q p u g s h D F v t c U r C n J X gitignore ignore-case matchdirs prune noreport dirsfirst " +
+		"filesfirst du si inodes device charset: filelimit: timefmt: sort: version help",
+		writeOpts: "o:"},
+	{names: "pwd", opts: "L P", ops: "0", safeOpts: true, dyn: true},
+	{names: "basename", opts: "a s: z multiple suffix: zero", safeOpts: true, dyn: true},
+	{names: "dirname", opts: "z zero", safeOpts: true, dyn: true},
+	{names: "realpath", opts: "e m L P q s z canonicalize-existing canonicalize-missing logical physical quiet strip no-symlinks zero relative-to: relative-base:",
+		safeOpts: true, dyn: true},
+	{names: "readlink", opts: "f e m n q s v z canonicalize canonicalize-existing canonicalize-missing no-newline quiet silent verbose zero",
+		safeOpts: true, dyn: true},
+	// cd moves later relative reads; see checkCd.
+	{names: "cd", opts: "L P", safeOpts: true, dyn: true, check: checkCd},
+	{names: "tee", style: styleCustom, check: checkTee},
+
+	// Shell builtins and trivia.
+	{names: "echo true false :", style: styleAny, safeOpts: true, dyn: true},
+	{names: "printf", style: styleCustom, ownDyn: true, check: checkPrintf},
+	{names: "test [", style: styleCustom, ownDyn: true, check: checkTest},
+	{names: "read", opts: "r s d: n: N: t: p: u:", check: checkRead},
+	{names: "type", opts: "a f p P t", safeOpts: true, dyn: true},
+	{names: "which", opts: "a s all", safeOpts: true, dyn: true},
+	{names: "command", opts: "p v V", safeOpts: true, dyn: true}, // only reached for command -v/-V
+	{names: "seq", opts: "f: s: w format: separator: equal-width #", ops: "1-3", safeOpts: true, dyn: true},
+	{names: "sleep", ops: "1-", safeOpts: true, dyn: true},
+
+	// System information.
+	{names: "whoami", ops: "0", safeOpts: true, dyn: true},
+	{names: "id uname free uptime ps", style: styleAny, safeOpts: true, dyn: true},
+	// lsof +m writes a mount supplement file.
+	{names: "lsof", style: styleAny, safeOpts: true, check: func(iv *invocation) string {
+		for _, w := range iv.args {
+			if w.dyn || strings.HasPrefix(w.val, "+m") {
+				return iv.failf("argument %s is not allowed", w.val)
+			}
+		}
+		return ""
+	}},
+	{names: "nproc", opts: "all ignore:", ops: "0", safeOpts: true, dyn: true},
+	// hostname NAME sets the host name: no operands.
+	{names: "hostname", opts: "f s i I d A a y fqdn long short ip-address all-ip-addresses domain all-fqdns alias yp nis", ops: "0"},
+	// date -s and date MMDDhhmm set the clock: only +FORMAT operands.
+	{names: "date", opts: "u d: f: r: R I:: utc universal date: file: reference: rfc-email iso-8601:: rfc-3339: debug resolution", ops: "0-1",
+		check: checkDate},
+	{names: "env", opts: "0 null", ops: "0"}, // only reached for env without a command
+	{names: "printenv", opts: "0 null", safeOpts: true, dyn: true},
+	{names: "nice", opts: "n: adjustment: #", ops: "0"}, // only reached for nice without a command
+
+	// Development tools, read-only forms only.
+	gitSpec,
+	{names: "go", style: styleSub, subs: map[string]*spec{
+		"version": {style: styleGo, opts: "m v json"},
+		"env":     {style: styleGo, opts: "json changed"},
+		"list":    {style: styleGo, opts: "f: json:: m e deps find test tags: mod:", check: checkGoMod},
+		"doc":     {style: styleGo, opts: "all c cmd short src u"},
+		"help":    {style: styleGo},
+	}},
+	{names: "npm", style: styleSub, opts: "v version", check: versionOnly, subs: map[string]*spec{
+		"ls": npmLs, "list": npmLs, "ll": npmLs, "la": npmLs,
+	}},
+	{names: "pip pip3", style: styleSub, opts: "V version", check: versionOnly, subs: map[string]*spec{
+		"list":   {opts: "l local user format: not-required e editable exclude-editable include-editable path: exclude:"},
+		"show":   {opts: "f files"},
+		"freeze": {opts: "l local user all path: exclude: exclude-editable"},
+	}},
+	{names: "cargo rustc", exact: "--version|-V|version"},
+	{names: "node", exact: "--version|-v"},
+	{names: "python python3", exact: "--version|-V"},
+}
+
+var npmLs = &spec{opts: "a all json l long p parseable depth: omit: include: prod production dev development global g link unicode " +
+	"package-lock-only workspace: w: workspaces include-workspace-root"}
+
+// versionOnly accepts a program with --version and no subcommand.
+func versionOnly(iv *invocation) string {
+	if iv.pa.has("v", "V", "version") && len(iv.args) == 1 {
+		return ""
+	}
+	return iv.failf("needs a subcommand")
+}
+
+// checkGoMod allows only -mod values that cannot rewrite go.mod.
+func checkGoMod(iv *invocation) string {
+	for _, v := range iv.pa.values("mod") {
+		if v != "readonly" && v != "vendor" {
+			return iv.failf("-mod=%s may modify go.mod", v)
+		}
+	}
+	return ""
+}
+
+// patternFirst splits a grep-like command's operands: the first is the
+// pattern unless patterns come from -e or -f.
+func patternFirst(iv *invocation, patternOpts ...string) []wordInfo {
+	if iv.pa.has(patternOpts...) || len(iv.pa.ops) == 0 {
+		return iv.pa.ops
+	}
+	return iv.pa.ops[1:]
+}
+
+// recursiveRoots rejects recursive reads of homes, their parents, or
+// directories on the way to a credential store (grep -r PAT ~).
+func (iv *invocation) recursiveRoots(roots []wordInfo) string {
+	if len(roots) == 0 {
+		roots = []wordInfo{synthetic(".")}
+	}
+	for _, r := range roots {
+		if r.dyn {
+			continue
+		}
+		p := r.val
+		if isRelative(p) {
+			if iv.sc.cwdUnknown {
+				return iv.failf("recursive read after cd to a directory known only at run time")
+			}
+			p = path.Join(iv.sc.cwd, p)
+		}
+		if isCredentialAncestor(p) {
+			return iv.failf("recursive read of %s may reach credential stores", r.val)
+		}
+	}
+	return ""
+}
+
+func checkGrep(iv *invocation) string {
+	iv.files = patternFirst(iv, "e", "regexp", "f", "file")
+	recursive := iv.pa.has("r", "R", "recursive", "dereference-recursive")
+	for _, d := range append(iv.pa.values("d"), iv.pa.values("directories")...) {
+		recursive = recursive || d == "recurse"
+	}
+	if recursive {
+		return iv.recursiveRoots(iv.files)
+	}
+	return ""
+}
+
+func checkRg(iv *invocation) string {
+	switch {
+	case iv.pa.has("type-list"):
+		iv.files = nil
+	case iv.pa.has("files"):
+		iv.files = iv.pa.ops
+	default:
+		iv.files = patternFirst(iv, "e", "regexp", "f", "file")
+	}
+	return iv.recursiveRoots(iv.files)
+}
+
+func checkDiff(iv *invocation) string {
+	if iv.pa.has("r", "recursive") {
+		return iv.recursiveRoots(iv.pa.ops)
+	}
+	return ""
+}
+
+func checkJq(iv *invocation) string {
+	ops := iv.pa.ops
+	if !iv.pa.has("f", "from-file") && len(ops) > 0 {
+		ops = ops[1:]
+	}
+	if iv.pa.has("args", "jsonargs") {
+		ops = nil // positional values, not files
+	}
+	iv.files = ops
+	return ""
+}
+
+func checkYq(iv *invocation) string {
+	ops := iv.pa.ops
+	if len(ops) > 0 && (ops[0].is("e") || ops[0].is("eval") || ops[0].is("ea") || ops[0].is("eval-all")) {
+		ops = ops[1:]
+	}
+	if len(ops) > 0 {
+		if strings.Contains(ops[0].val, "load") {
+			return iv.failf("load operators read files")
+		}
+		ops = ops[1:]
+	}
+	iv.files = ops
+	return ""
+}
+
+func checkDate(iv *invocation) string {
+	for _, w := range iv.pa.ops {
+		if !strings.HasPrefix(w.val, "+") {
+			return iv.failf("operand %s sets the clock", w.val)
+		}
+	}
+	return ""
+}
+
+// checkCd follows static cd targets so that later relative reads are
+// checked where they land; targets known only at run time were found by
+// prescan.
+func checkCd(iv *invocation) string {
+	switch len(iv.pa.ops) {
+	case 0:
+		iv.sc.cwd = "~"
+		return ""
+	case 1:
+	default:
+		return iv.failf("too many arguments")
+	}
+	w := iv.pa.ops[0]
+	if w.dyn || w.is("-") {
+		iv.sc.cwdUnknown = true
+		return ""
+	}
+	t := w.val
+	if isRelative(t) && iv.sc.cwd != "" {
+		t = path.Join(iv.sc.cwd, t)
+	}
+	if credentialPath(t, "", w.glob) {
+		return iv.failf("changes into credential store %s", t)
+	}
+	iv.sc.cwd = t
+	return ""
+}
+
+// checkTee: tee writes its operands; only /dev/null is harmless.
+func checkTee(iv *invocation) string {
+	pa, pe := parseGNU(compileOpts("a i p append ignore-interrupts output-error::", false), nil, iv.args, false, false)
+	if pe != nil {
+		return iv.failf("%s", pe.why)
+	}
+	for _, w := range pa.ops {
+		if !w.is("/dev/null") {
+			iv.a.out.Writes = append(iv.a.out.Writes, w.val)
+			return iv.failf("writes to %s", w.val)
+		}
+	}
+	return ""
+}
+
+// checkPrintf: printf -v assigns a variable (and its name may hold a
+// subscript that runs code), so the format must be static and not an
+// option; the remaining arguments are only printed.
+func checkPrintf(iv *invocation) string {
+	args := iv.args
+	if len(args) > 0 && args[0].is("--") {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return iv.failf("needs a format")
+	}
+	if f := args[0]; f.dyn || f.glob || strings.HasPrefix(f.val, "-") {
+		return iv.failf("format %s must be static and not an option", f.val)
+	}
+	return ""
+}
+
+// checkTest: test/[ with -v or -R evaluate array subscripts, which can run
+// code. A run-time value could land in operator position, so quoted
+// run-time words are accepted only where POSIX's argument-count rules
+// make them operands: [ "$x" ], [ -n "$x" ], [ "$x" = "$y" ]. Unquoted ones
+// may split into several words and are never accepted.
+func checkTest(iv *invocation) string {
+	args := iv.args
+	if iv.name == "[" {
+		if len(args) == 0 || !args[len(args)-1].is("]") {
+			return iv.failf("missing ]")
+		}
+		args = args[:len(args)-1]
+	}
+	for _, w := range args {
+		if w.split || w.glob {
+			return iv.failf("argument %s may split into several words", w.val)
+		}
+		if w.is("-v") || w.is("-R") {
+			return iv.failf("%s evaluates subscripts", w.val)
+		}
+	}
+	static := func(ws ...wordInfo) bool {
+		for _, w := range ws {
+			if w.dyn {
+				return false
+			}
+		}
+		return true
+	}
+	switch len(args) {
+	case 0, 1:
+		return ""
+	case 2:
+		if static(args[0]) && testUnary[args[0].val] {
+			return ""
+		}
+	case 3:
+		if static(args[1]) && testBinary[args[1].val] {
+			return ""
+		}
+	}
+	if !static(args...) {
+		return iv.failf("run-time arguments are only allowed as operands")
+	}
+	return ""
+}
+
+var testUnary = map[string]bool{"!": true, "-a": true, "-b": true, "-c": true, "-d": true, "-e": true, "-f": true,
+	"-g": true, "-h": true, "-k": true, "-p": true, "-r": true, "-s": true, "-t": true, "-u": true, "-w": true, "-x": true,
+	"-G": true, "-L": true, "-N": true, "-O": true, "-S": true, "-z": true, "-n": true, "-o": true}
+
+var testBinary = map[string]bool{"=": true, "==": true, "!=": true, "<": true, ">": true, "-eq": true, "-ne": true,
+	"-lt": true, "-le": true, "-gt": true, "-ge": true, "-nt": true, "-ot": true, "-ef": true}
+
+// checkRead: read assigns variables; names must be plain (a[$(cmd)] would
+// run cmd).
+func checkRead(iv *invocation) string {
+	for _, w := range iv.pa.ops {
+		if w.dyn || !isName(w.val) {
+			return iv.failf("variable name %s is not plain", w.val)
+		}
+	}
+	return ""
+}
+
+// checkXxd parses xxd's single-dash options; a second operand is an output
+// file.
+func checkXxd(iv *invocation) string {
+	flags := map[string]bool{"-a": true, "-autoskip": true, "-b": true, "-bits": true, "-C": true, "-capitalize": true,
+		"-d": true, "-e": true, "-E": true, "-EBCDIC": true, "-h": true, "-help": true, "-i": true, "-include": true,
+		"-p": true, "-ps": true, "-postscript": true, "-plain": true, "-r": true, "-revert": true, "-u": true, "-v": true, "-version": true}
+	valued := []string{"-c", "-cols", "-g", "-groupsize", "-l", "-len", "-o", "-s", "-seek", "-n", "-name", "-R"}
+	var ops []wordInfo
+	for i := 0; i < len(iv.args); i++ {
+		w := iv.args[i]
+		if w.dyn || w.glob {
+			return iv.failf("argument %s is only known at run time", w.val)
+		}
+		switch {
+		case flags[w.val]:
+			continue
+		case len(w.val) > 1 && w.val[0] == '-':
+			ok := false
+			for _, v := range valued {
+				if w.val == v {
+					i++
+					ok = i < len(iv.args)
+					break
+				}
+			}
+			if !ok && len(w.val) > 2 && strings.Contains("+-0123456789", w.val[2:3]) {
+				for _, v := range valued {
+					ok = ok || len(v) == 2 && w.val[:2] == v // stuck value: -c8, -s+16
+				}
+			}
+			if !ok {
+				return iv.failf("option %s is not allowed", w.val)
+			}
+		default:
+			ops = append(ops, w)
+		}
+	}
+	if len(ops) > 1 {
+		iv.a.out.Writes = append(iv.a.out.Writes, ops[1].val)
+		return iv.failf("writes to %s", ops[1].val)
+	}
+	iv.files = ops
+	return ""
+}

@@ -1,0 +1,144 @@
+// Package shell decides whether a shell command line that an agent wants to
+// run is known to be read-only, so that toolgate can allow it locally instead
+// of asking a model.
+//
+// The analysis is an allowlist: a line is read-only only when it parses as
+// bash and every simple command in it (across lists, pipelines, compound
+// commands, substitutions and unwrapped wrappers such as timeout, xargs or
+// bash -c) is a program from the table in programs.go used with options the
+// table allows, with no redirection that writes. Anything the analysis does
+// not understand makes the line not read-only: a wrong "read-only" lets an
+// agent do damage unattended, a wrong "not read-only" only costs a model call.
+//
+// Decisions the package makes, in brief (details at the code that makes them):
+//   - A word whose value is computed at run time ($VAR, $(..), `..`) is
+//     "dynamic". It is never allowed as a program name, and as an argument
+//     only for programs whose every option and operand is harmless whatever
+//     its value (echo, ls, wc, ...). A process substitution <(..) alone is
+//     treated as a pipe path, not as a dynamic value.
+//   - Globs (*.go) are static text, but a glob whose first character is a
+//     glob metacharacter may expand to a file name that starts with '-', so it
+//     is allowed before "--" only for programs none of whose options is
+//     harmful. Brace expansion ({a,b}) is rejected: it turns one word into
+//     several, which defeats option checks.
+//   - VAR=value prefixes, env with assignments or options, sudo, functions,
+//     eval, source, declarations and assignments are never read-only.
+//   - Reading a credential store (see IsCredentialPath) is not read-only.
+//   - The line is assumed to run in bash; payloads of sh, dash and zsh -c are
+//     checked with extra restrictions for syntax those shells read otherwise.
+package shell
+
+import (
+	"strings"
+	"sync"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Command is one simple command found in the line, after unwrapping
+// wrappers (timeout, nice, xargs, env, command, exec, bash -c ...), so that
+// rules can match on what actually runs.
+type Command struct {
+	// Env holds VAR=value prefixes (and env's assignments), as written.
+	Env []string
+	// Argv holds the words with quotes removed. Argv[0] is normalized: the
+	// basename of a path (/bin/rm -> rm) with quotes and backslashes removed.
+	// A word whose value is not static is kept as written and Dynamic is set.
+	// Globs (*.go) and a leading ~ are kept as written: they are static text.
+	Argv []string
+	// Text is the command's source text without env prefixes or the
+	// wrappers that were unwrapped, e.g. "git diff --stat".
+	Text string
+	// Dynamic reports that some word's value is only known at run time
+	// ($VAR, $(..), `..`, <(..), or an argument xargs substitutes).
+	Dynamic bool
+}
+
+// Analysis is the verdict on one command line.
+type Analysis struct {
+	// ReadOnly is true when the line parsed and every simple command is a
+	// known read-only program used with read-only options, and nothing
+	// writes.
+	ReadOnly bool
+	// Reason says why the line is not read-only (the first problem found);
+	// it is "" when ReadOnly.
+	Reason string
+	// Commands lists every simple command in source order, including those
+	// inside substitutions and unwrapped wrapper payloads (bash -c '...' is
+	// parsed recursively). It is empty when the line does not parse.
+	Commands []Command
+	// Reads lists file paths that known readers read (cat FILE, grep PAT
+	// FILE, < FILE ...), quotes removed.
+	Reads []string
+	// Writes lists files that the line writes (> FILE, >> FILE, &> FILE,
+	// tee FILE, sort -o FILE ...), quotes removed; /dev/null is left out.
+	Writes []string
+	// ParseErr is non-nil when the line does not parse as bash.
+	ParseErr error
+}
+
+// maxDepth bounds how deeply bash -c payloads are parsed; deeper nesting is
+// not read-only. It keeps hostile input from costing unbounded work.
+const maxDepth = 3
+
+// parsers reuses parsers across calls: syntax.Parser is not safe for
+// concurrent use, and allocating one per call costs more than the parse of a
+// short line.
+var parsers = sync.Pool{New: func() any {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash))
+}}
+
+// parse parses src as bash. The caller must call release when done with the
+// tree, since a pooled parser may reuse its memory.
+func parse(src string) (f *syntax.File, release func(), err error) {
+	p := parsers.Get().(*syntax.Parser)
+	f, err = p.Parse(strings.NewReader(src), "")
+	return f, func() { parsers.Put(p) }, err
+}
+
+// Analyze parses line as bash and reports whether it is known to be
+// read-only, with the commands, reads and writes it found. It is safe for
+// concurrent use.
+func Analyze(line string) Analysis {
+	var res Analysis
+	a := analyzer{out: &res}
+	switch {
+	case strings.TrimSpace(line) == "":
+		a.fail("empty command")
+		return res
+	case strings.IndexByte(line, 0) >= 0:
+		// bash and the parser disagree on NUL bytes.
+		a.fail("command contains a NUL byte")
+		return res
+	case strings.IndexByte(line, '\r') >= 0:
+		// The parser reads a carriage return as a blank; bash reads it
+		// as part of a word.
+		a.fail("command contains a carriage return")
+		return res
+	}
+	if hasNetDevice(line) {
+		a.fail("uses /dev/tcp or /dev/udp")
+	}
+	f, release, err := parse(line)
+	defer release()
+	if err != nil {
+		res.ParseErr = err
+		res.Reason = ""
+		a.fail("does not parse as bash: " + err.Error())
+		return res
+	}
+	sc := &scope{src: line}
+	a.prescan(f, sc)
+	a.stmts(f.Stmts, sc, stmtCtx{})
+	if a.judged == 0 {
+		a.fail("no command")
+	}
+	res.ReadOnly = res.Reason == ""
+	return res
+}
+
+// hasNetDevice reports whether s names bash's network pseudo-devices, which
+// turn a redirection into a network connection.
+func hasNetDevice(s string) bool {
+	return strings.Contains(s, "/dev/tcp") || strings.Contains(s, "/dev/udp")
+}

@@ -1,0 +1,308 @@
+package shell
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// style says how a program's arguments are parsed.
+type style uint8
+
+const (
+	styleGNU    style = iota // getopt_long with the spec's options
+	styleGo                  // Go's flag package (go list -f ...)
+	styleAny                 // any arguments: the program has no harmful option
+	styleCustom              // check does all the parsing
+	styleSub                 // global options, then a subcommand from subs
+)
+
+// readMode says which operands a program reads as files.
+type readMode uint8
+
+const (
+	readNone   readMode = iota
+	readAll             // every operand is a file whose content is read
+	readCustom          // check sets the files read
+)
+
+// spec describes how a read-only program may be used.
+type spec struct {
+	names string // space-separated names sharing the spec
+	style style
+	// opts lists the allowed options (see optset). Anything else rejects.
+	opts string
+	// writeOpts lists options that name an output file; they are not
+	// allowed, and are listed only to report the file in Analysis.Writes.
+	writeOpts string
+	// ops bounds the operand count: "" any, "0", "1", "0-1", "2-" ...
+	// When bounded, globs and run-time words (which may expand to any
+	// number of words) are not allowed as operands.
+	ops string
+	// posix stops option parsing at the first operand.
+	posix bool
+	// safeOpts: no option of the real program is harmful, so a word that
+	// may expand to an option at run time (a leading glob) is acceptable.
+	safeOpts bool
+	// dyn: any argument value is harmless (the program neither reads file
+	// contents from operands nor has harmful options), so run-time words
+	// ($VAR, $(..), xargs input) are acceptable.
+	dyn bool
+	// ownDyn: check judges run-time words itself (printf: only the format
+	// must be static).
+	ownDyn bool
+	reads  readMode
+	// exact lists the only accepted argument lists, "|"-separated, each
+	// space-separated: "--version|-v".
+	exact string
+	// subs maps subcommand names to their specs (styleSub).
+	subs map[string]*spec
+	// check adds program-specific validation; it returns a reason to
+	// reject, or "".
+	check func(*invocation) string
+
+	o, wo          *optset
+	minOps, maxOps int // maxOps < 0: unbounded
+}
+
+// compile prepares a spec's option sets and operand bounds.
+func (sp *spec) compile() {
+	sp.o = compileOpts(sp.opts, sp.style == styleGo)
+	if sp.writeOpts != "" {
+		sp.wo = compileOpts(sp.writeOpts, sp.style == styleGo)
+	}
+	sp.minOps, sp.maxOps = 0, -1
+	if sp.ops != "" {
+		lo, hi, rng := strings.Cut(sp.ops, "-")
+		var err error
+		if sp.minOps, err = strconv.Atoi(lo); err != nil {
+			panic("shell: bad ops " + sp.ops)
+		}
+		switch {
+		case !rng:
+			sp.maxOps = sp.minOps
+		case hi != "":
+			if sp.maxOps, err = strconv.Atoi(hi); err != nil {
+				panic("shell: bad ops " + sp.ops)
+			}
+		}
+	}
+	if sp.dyn && !sp.safeOpts {
+		panic("shell: dyn without safeOpts for " + sp.names)
+	}
+	for _, sub := range sp.subs {
+		sub.compile()
+	}
+}
+
+// invCtx is what a wrapper tells the command it runs.
+type invCtx struct {
+	// implicit: xargs appends operands read from stdin.
+	implicit bool
+	// pathOK: the words xargs supplies are file paths printed by a path
+	// lister (find, git ls-files, ...) under static roots.
+	pathOK bool
+}
+
+// invocation is one program run being judged.
+type invocation struct {
+	a     *analyzer
+	sp    *spec
+	name  string     // program name for messages ("git log")
+	args  []wordInfo // arguments after the program name
+	sc    *scope
+	sx    *stmtCtx
+	ic    *invCtx
+	pa    parsedArgs
+	files []wordInfo // operands read as files (readCustom)
+}
+
+func (iv *invocation) failf(format string, args ...any) string {
+	return iv.name + ": " + fmt.Sprintf(format, args...)
+}
+
+// run judges the invocation and returns a reason to reject, or "".
+func (iv *invocation) run() string {
+	sp := iv.sp
+	for i := range iv.args {
+		w := &iv.args[i]
+		switch {
+		case w.brace:
+			return iv.failf("brace expansion %s", w.val)
+		case iv.sc.zsh && w.glob:
+			return iv.failf("glob %s in a zsh payload", w.val)
+		case w.dyn && !w.pipe && !sp.dyn && !sp.ownDyn && !(w.xargs && iv.ic.pathOK && sp.safeOpts):
+			return iv.failf("argument %s is only known at run time", w.val)
+		}
+	}
+	if iv.ic.implicit && !sp.dyn && !sp.ownDyn && !(iv.ic.pathOK && sp.safeOpts) {
+		return iv.failf("xargs supplies arguments only known at run time")
+	}
+	switch sp.style {
+	case styleAny, styleCustom:
+	case styleSub:
+		return iv.runSub()
+	default:
+		if sp.exact != "" {
+			if !matchExact(sp.exact, iv.args) {
+				return iv.failf("only %q is allowed", strings.ReplaceAll(sp.exact, "|", `" or "`))
+			}
+			return ""
+		}
+		var pe *parseError
+		if sp.style == styleGo {
+			iv.pa, pe = parseGoFlags(sp.o, iv.args)
+		} else {
+			iv.pa, pe = parseGNU(sp.o, sp.wo, iv.args, sp.posix, sp.safeOpts)
+		}
+		if pe != nil {
+			if pe.write != "" && pe.write != "/dev/null" {
+				iv.a.out.Writes = append(iv.a.out.Writes, pe.write)
+			}
+			return iv.name + ": " + pe.why
+		}
+		if why := iv.checkOps(); why != "" {
+			return why
+		}
+	}
+	if sp.check != nil {
+		if why := sp.check(iv); why != "" {
+			return why
+		}
+	}
+	switch sp.reads {
+	case readAll:
+		iv.files = iv.pa.ops
+		fallthrough
+	case readCustom:
+		for _, f := range iv.files {
+			if f.dyn {
+				continue
+			}
+			iv.a.out.Reads = append(iv.a.out.Reads, f.val)
+			if why := iv.a.readPath(f.val, f.glob, iv.sc); why != "" {
+				return iv.failf("%s", why)
+			}
+		}
+	}
+	return ""
+}
+
+// checkOps enforces the operand count.
+func (iv *invocation) checkOps() string {
+	sp := iv.sp
+	n := len(iv.pa.ops)
+	if sp.maxOps >= 0 {
+		if iv.ic.implicit {
+			return iv.failf("xargs may add operands")
+		}
+		for _, w := range iv.pa.ops {
+			if (w.dyn && !w.pipe) || w.glob {
+				return iv.failf("operand %s may expand to several words", w.val)
+			}
+		}
+		if n > sp.maxOps {
+			return iv.failf("at most %d operand(s) allowed", sp.maxOps)
+		}
+	}
+	if n < sp.minOps && !iv.ic.implicit {
+		return iv.failf("needs %d operand(s)", sp.minOps)
+	}
+	return ""
+}
+
+// runSub parses global options, then judges the subcommand.
+func (iv *invocation) runSub() string {
+	sp := iv.sp
+	pa, pe := parseGNU(sp.o, sp.wo, iv.args, true, false)
+	if pe != nil {
+		return iv.name + ": " + pe.why
+	}
+	iv.pa = pa
+	if len(pa.ops) == 0 {
+		if sp.check != nil {
+			return sp.check(iv)
+		}
+		return iv.failf("needs a subcommand")
+	}
+	subw := pa.ops[0]
+	if subw.dyn {
+		return iv.failf("subcommand is only known at run time")
+	}
+	sub := sp.subs[subw.val]
+	if sub == nil {
+		return iv.failf("%s is not a known read-only subcommand", subw.val)
+	}
+	inner := &invocation{a: iv.a, sp: sub, name: iv.name + " " + subw.val, args: pa.ops[1:], sc: iv.sc, sx: iv.sx, ic: iv.ic}
+	return inner.run()
+}
+
+// matchExact reports whether args are exactly one of the alternatives.
+func matchExact(alts string, args []wordInfo) bool {
+	for _, alt := range strings.Split(alts, "|") {
+		want := strings.Fields(alt)
+		if len(want) != len(args) {
+			continue
+		}
+		ok := true
+		for i := range want {
+			if !args[i].is(want[i]) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// programs maps a program name to its spec; built from programTable.
+var programs = map[string]*spec{}
+
+func init() {
+	for _, sp := range programTable {
+		sp.compile()
+		for _, n := range strings.Fields(sp.names) {
+			if programs[n] != nil {
+				panic("shell: duplicate program " + n)
+			}
+			programs[n] = sp
+		}
+	}
+}
+
+// trustedDirs are the directories from which a program given by path is
+// taken to be the system program of that name. ./ls or /tmp/git may be
+// anything.
+var trustedDirs = map[string]bool{
+	"/bin": true, "/usr/bin": true, "/usr/local/bin": true,
+	"/sbin": true, "/usr/sbin": true, "/usr/local/sbin": true,
+	"/opt/homebrew/bin": true,
+}
+
+// progName normalizes a command word to a program name, or says why the
+// word cannot be judged.
+func progName(w *wordInfo) (string, string) {
+	switch {
+	case w.dyn:
+		return w.val, "command name " + w.val + " is only known at run time"
+	case w.brace:
+		return w.val, "brace expansion in command name " + w.val
+	case w.glob && w.val != "[":
+		return w.val, "glob in command name " + w.val
+	case w.val == "":
+		return w.val, "empty command name"
+	}
+	v := w.val
+	if strings.Contains(v, "/") {
+		dir, base := path.Split(v)
+		if !trustedDirs[path.Clean(dir)] {
+			return base, "program " + v + " is outside the system directories"
+		}
+		v = base
+	}
+	return v, ""
+}

@@ -1,0 +1,390 @@
+package shell
+
+import (
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// wrapResult is what a wrapper makes of its arguments.
+type wrapResult struct {
+	inner []wordInfo // the command the wrapper runs, judged next
+	env   []string   // assignments the wrapper adds (env VAR=x)
+	self  bool       // judge the wrapper itself as a program (env alone, command -v)
+	done  bool       // fully judged here (bash -c payload)
+	why   string     // reason to reject; the inner command is still recorded
+}
+
+// wrapper unwraps one wrapper command (timeout, xargs, bash -c ...). The
+// command it runs is what gets judged.
+type wrapper func(a *analyzer, ws []wordInfo, sc *scope, sx *stmtCtx, ic *invCtx) wrapResult
+
+// wrappers maps wrapper names to their unwrappers; set in init because
+// bash -c recurses into the analyzer.
+var wrappers map[string]wrapper
+
+func init() {
+	wrappers = map[string]wrapper{
+		"sudo": wrapPriv, "doas": wrapPriv, "su": wrapPriv, "pkexec": wrapPriv, "run0": wrapPriv,
+		"env":     wrapEnv,
+		"command": wrapCommand,
+		"builtin": wrapBuiltin,
+		"exec":    wrapExec,
+		"nohup":   wrapNohup,
+		"nice":    wrapOpts(niceOpts, nil, false),
+		"timeout": wrapTimeout,
+		"stdbuf":  wrapOpts(stdbufOpts, nil, true),
+		"time":    wrapOpts(timeOpts, timeWrites, true),
+		"xargs":   wrapXargs,
+		"bash":    wrapShell, "sh": wrapShell, "dash": wrapShell, "zsh": wrapShell,
+	}
+}
+
+var (
+	niceOpts    = compileOpts("n: adjustment: #", false)
+	stdbufOpts  = compileOpts("i: o: e: input: output: error:", false)
+	timeOpts    = compileOpts("p portability v verbose f: format: q quiet", false)
+	timeWrites  = compileOpts("o: output: a append", false)
+	timeoutOpts = compileOpts("s: signal: k: kill-after: preserve-status foreground v verbose", false)
+	xargsOpts   = compileOpts("0 null r no-run-if-empty t verbose x exit n: max-args: L: max-lines: "+
+		"P: max-procs: d: delimiter: s: max-chars: I: E: eof:: o open-tty", false)
+)
+
+// simple judges a simple command: unwrap wrappers, then check the program
+// against the table.
+func (a *analyzer) simple(ws []wordInfo, env []string, sc *scope, sx stmtCtx) {
+	var ic invCtx
+	for hop := 0; ; hop++ {
+		name, why := progName(&ws[0])
+		if why == "" && hop > 16 {
+			why = "too many nested wrappers"
+		}
+		if why != "" {
+			a.record(ws, env, sc, name)
+			a.fail(why)
+			return
+		}
+		if wr := wrappers[name]; wr != nil {
+			r := wr(a, ws, sc, &sx, &ic)
+			if r.why != "" {
+				a.fail(r.why)
+			}
+			if r.done {
+				return
+			}
+			if r.inner != nil {
+				env = append(env, r.env...)
+				ws = r.inner
+				continue
+			}
+			if !r.self {
+				a.record(ws, env, sc, name)
+				return
+			}
+		}
+		a.record(ws, env, sc, name)
+		for i := 1; i < len(ws); i++ {
+			if credWord(&ws[i]) {
+				a.fail("%s: reads credential store %s", name, ws[i].val)
+			}
+		}
+		sp := programs[name]
+		if sp == nil {
+			a.fail("%s is not a known read-only program", name)
+			return
+		}
+		iv := invocation{a: a, sp: sp, name: name, args: ws[1:], sc: sc, sx: &sx, ic: &ic}
+		if why := iv.run(); why != "" {
+			a.fail(why)
+		}
+		return
+	}
+}
+
+// credWord reports whether a word names a credential store, alone or as
+// the value of --opt=VALUE.
+func credWord(w *wordInfo) bool {
+	if credentialPath(w.cred, "", w.glob) {
+		return true
+	}
+	if _, v, ok := strings.Cut(w.cred, "="); ok && credentialPath(v, "", w.glob) {
+		return true
+	}
+	return false
+}
+
+func wrapPriv(_ *analyzer, ws []wordInfo, _ *scope, _ *stmtCtx, _ *invCtx) wrapResult {
+	return wrapResult{why: ws[0].val + " runs commands with other privileges"}
+}
+
+// wrapEnv: env alone prints the environment (read-only); env with
+// assignments or options changes what the command sees, like VAR=value
+// prefixes, so it is not read-only.
+func wrapEnv(_ *analyzer, ws []wordInfo, _ *scope, _ *stmtCtx, _ *invCtx) wrapResult {
+	var assigns []string
+	opts := false
+	i := 1
+loop:
+	for ; i < len(ws); i++ {
+		w := &ws[i]
+		if w.dyn {
+			return wrapResult{why: "env: argument " + w.val + " is only known at run time"}
+		}
+		switch v := w.val; {
+		case v == "--":
+			i++
+			break loop
+		case v == "-" || strings.HasPrefix(v, "-"):
+			opts = true
+			switch v {
+			case "-u", "-C", "-S", "-P", "--unset", "--chdir", "--split-string":
+				i++
+			}
+		case isAssignment(v):
+			assigns = append(assigns, v)
+		default:
+			break loop
+		}
+	}
+	if i >= len(ws) {
+		if len(assigns) > 0 {
+			return wrapResult{why: "env with assignments"}
+		}
+		return wrapResult{self: true}
+	}
+	r := wrapResult{inner: ws[i:], env: assigns}
+	switch {
+	case opts:
+		r.why = "env: options change how the command runs"
+	case len(assigns) > 0:
+		r.why = "env: " + assigns[0] + " changes what runs"
+	}
+	return r
+}
+
+// wrapCommand: command -v/-V looks names up (read-only); command [-p] CMD
+// runs CMD.
+func wrapCommand(_ *analyzer, ws []wordInfo, _ *scope, _ *stmtCtx, _ *invCtx) wrapResult {
+	i := 1
+	for ; i < len(ws); i++ {
+		v := ws[i].val
+		if ws[i].dyn || !strings.HasPrefix(v, "-") {
+			break
+		}
+		if v == "--" {
+			i++
+			break
+		}
+		if strings.ContainsAny(v, "vV") {
+			return wrapResult{self: true}
+		}
+		if strings.Trim(v[1:], "p") != "" {
+			return wrapResult{why: "command: option " + v + " is not allowed"}
+		}
+	}
+	if i >= len(ws) {
+		return wrapResult{why: "command without a program"}
+	}
+	return wrapResult{inner: ws[i:]}
+}
+
+func wrapBuiltin(_ *analyzer, ws []wordInfo, _ *scope, _ *stmtCtx, _ *invCtx) wrapResult {
+	if len(ws) < 2 {
+		return wrapResult{why: "builtin without a command"}
+	}
+	return wrapResult{inner: ws[1:]}
+}
+
+// wrapExec: exec CMD replaces the shell with CMD; exec alone changes the
+// shell's file descriptors, and its options change argv[0] or the
+// environment.
+func wrapExec(_ *analyzer, ws []wordInfo, _ *scope, _ *stmtCtx, _ *invCtx) wrapResult {
+	i := 1
+	if i < len(ws) && ws[i].is("--") {
+		i++
+	}
+	switch {
+	case i >= len(ws):
+		return wrapResult{why: "exec without a command changes the shell's file descriptors"}
+	case startsOption(&ws[i]):
+		return wrapResult{why: "exec: option " + ws[i].val + " is not allowed"}
+	}
+	return wrapResult{inner: ws[i:]}
+}
+
+// wrapNohup: nohup creates nohup.out when its output is a terminal, so it
+// is only read-only with stdout redirected (or piped).
+func wrapNohup(_ *analyzer, ws []wordInfo, _ *scope, sx *stmtCtx, _ *invCtx) wrapResult {
+	i := 1
+	if i < len(ws) && ws[i].is("--") {
+		i++
+	}
+	if i >= len(ws) || startsOption(&ws[i]) {
+		return wrapResult{why: "nohup without a command"}
+	}
+	r := wrapResult{inner: ws[i:]}
+	if !sx.stdoutRedir {
+		r.why = "nohup writes nohup.out when its output is a terminal"
+	}
+	return r
+}
+
+// wrapOpts unwraps wrappers of the form NAME [OPTIONS] CMD ARGS; wo lists
+// options that write a file. With needCmd unset, the wrapper alone is
+// judged as a program from the table.
+func wrapOpts(o, wo *optset, needCmd bool) wrapper {
+	return func(a *analyzer, ws []wordInfo, _ *scope, _ *stmtCtx, _ *invCtx) wrapResult {
+		name := ws[0].val
+		pa, pe := parseGNU(o, wo, ws[1:], true, false)
+		if pe != nil {
+			if pe.write != "" && pe.write != "/dev/null" {
+				a.out.Writes = append(a.out.Writes, pe.write)
+			}
+			return wrapResult{why: path.Base(name) + ": " + pe.why}
+		}
+		if len(pa.ops) == 0 {
+			if needCmd {
+				return wrapResult{why: path.Base(name) + " without a command"}
+			}
+			return wrapResult{self: true}
+		}
+		return wrapResult{inner: pa.ops}
+	}
+}
+
+// wrapTimeout: timeout [OPTIONS] DURATION CMD.
+func wrapTimeout(_ *analyzer, ws []wordInfo, _ *scope, _ *stmtCtx, _ *invCtx) wrapResult {
+	pa, pe := parseGNU(timeoutOpts, nil, ws[1:], true, false)
+	if pe != nil {
+		return wrapResult{why: "timeout: " + pe.why}
+	}
+	if len(pa.ops) < 2 {
+		return wrapResult{why: "timeout without a command"}
+	}
+	if d := pa.ops[0]; d.dyn || !isDuration(d.val) {
+		return wrapResult{why: "timeout: bad duration " + d.val}
+	}
+	return wrapResult{inner: pa.ops[1:]}
+}
+
+// isDuration reports whether s is a timeout/sleep duration (5, 1.5s, 2m).
+func isDuration(s string) bool {
+	s = strings.TrimRight(s, "smhd")
+	if s == "" || strings.Count(s, ".") > 1 {
+		return false
+	}
+	return allDigits(strings.Replace(s, ".", "", 1))
+}
+
+// wrapXargs: xargs runs its command with arguments read from stdin. Those
+// arguments are unknown, so the command must accept any argument (dyn),
+// unless stdin is a path lister's output and the command's options are all
+// harmless: then the arguments are paths under known roots.
+func wrapXargs(_ *analyzer, ws []wordInfo, _ *scope, sx *stmtCtx, ic *invCtx) wrapResult {
+	pa, pe := parseGNU(xargsOpts, nil, ws[1:], true, false)
+	if pe != nil {
+		return wrapResult{why: "xargs: " + pe.why}
+	}
+	inner := pa.ops
+	if len(inner) == 0 {
+		inner = []wordInfo{synthetic("echo")}
+	}
+	inner = append([]wordInfo(nil), inner...)
+	ic.pathOK = !sx.stdinRedir && sx.producer != nil && isPathLister(sx.producer, sx.producerSc)
+	if repl := pa.values("I"); len(repl) > 0 {
+		r := repl[len(repl)-1]
+		if r == "" {
+			return wrapResult{why: "xargs: empty replacement string"}
+		}
+		for i := range inner {
+			if strings.Contains(inner[i].val, r) {
+				inner[i].dyn, inner[i].xargs = true, true
+			}
+		}
+	} else {
+		ic.implicit = true
+	}
+	return wrapResult{inner: inner}
+}
+
+// isPathLister reports whether c prints file paths under static roots that
+// are neither credential stores nor their ancestors: find, git ls-files,
+// rg --files/-l, grep -l. Options that print free text (find -printf,
+// git ls-files --format) disqualify it: they could print any path.
+func isPathLister(c *syntax.CallExpr, sc *scope) bool {
+	if sc == nil || sc.cwdUnknown || len(c.Assigns) > 0 {
+		return false
+	}
+	ws := make([]wordInfo, len(c.Args))
+	for i, w := range c.Args {
+		ws[i] = wordOf(w, sc.src)
+		if ws[i].dyn || ws[i].glob || ws[i].brace {
+			return false
+		}
+	}
+	name, why := progName(&ws[0])
+	if why != "" {
+		return false
+	}
+	lister := false
+	for i := 1; i < len(ws); i++ {
+		v := ws[i].val
+		if credWord(&ws[i]) || isCredentialAncestor(v) || isCredentialAncestor(path.Join(sc.cwd, v)) ||
+			v == "-printf" || strings.HasPrefix(v, "--format") || strings.HasPrefix(v, "--label") {
+			return false
+		}
+		switch name {
+		case "find":
+			lister = true
+		case "git":
+			lister = lister || v == "ls-files"
+		case "rg":
+			lister = lister || v == "--files" || v == "-l" || v == "--files-with-matches"
+		case "grep":
+			lister = lister || v == "--files-with-matches" ||
+				(strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.Trim(v[1:], "lrRsnHiIw") == "" && strings.Contains(v, "l"))
+		}
+	}
+	return lister || name == "find"
+}
+
+// wrapShell: bash/sh/dash/zsh -c 'payload' runs payload, which is parsed
+// and judged like the line itself, up to maxDepth levels. Other uses run
+// scripts or read code from stdin, which is not read-only.
+func wrapShell(a *analyzer, ws []wordInfo, sc *scope, _ *stmtCtx, _ *invCtx) wrapResult {
+	name := path.Base(ws[0].val)
+	if len(ws) < 3 || !ws[1].is("-c") {
+		return wrapResult{why: name + " runs a script or reads code from stdin; only " + name + " -c 'command' is judged"}
+	}
+	p := ws[2]
+	switch {
+	case p.dyn || p.glob || p.brace:
+		return wrapResult{why: name + " -c: the command is only known at run time"}
+	case sc.depth+1 > maxDepth:
+		return wrapResult{why: name + " -c nested too deeply"}
+	}
+	strict := sc.strict || name != "bash"
+	if strict && (strings.Contains(p.val, "$'") || strings.Contains(p.val, `$"`)) {
+		return wrapResult{why: name + " -c: $'..' quoting is read differently by " + name}
+	}
+	a.payload(p.val, &scope{depth: sc.depth + 1, strict: strict, zsh: sc.zsh || name == "zsh", cwd: sc.cwd, cwdUnknown: sc.cwdUnknown})
+	return wrapResult{done: true}
+}
+
+// payload parses and judges a bash -c payload in its own scope.
+func (a *analyzer) payload(src string, sc *scope) {
+	sc.src = src
+	f, release, err := parse(src)
+	defer release()
+	if err != nil {
+		a.fail("payload does not parse: %v", err)
+		return
+	}
+	before := a.judged
+	a.prescan(f, sc)
+	a.stmts(f.Stmts, sc, stmtCtx{})
+	if a.judged == before {
+		a.fail("empty payload")
+	}
+}

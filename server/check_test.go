@@ -91,14 +91,19 @@ func TestCheckFastPaths(t *testing.T) {
 			decision: pb.Decision_DECISION_DENY, source: pb.DecisionSource_DECISION_SOURCE_RULE, kind: "search", rule: "Grep",
 		},
 		{
+			name:     "read-only command",
+			req:      checkReq(t, "ro", "Bash", map[string]any{"command": "git log --oneline | head -5"}),
+			decision: pb.Decision_DECISION_ALLOW, source: pb.DecisionSource_DECISION_SOURCE_COMMAND_ANALYSIS, kind: "shell",
+		},
+		{
 			name:     "unknown tool without classifier asks",
 			req:      checkReq(t, "u1", "mcp__github__create_issue", map[string]any{"title": "x"}),
 			decision: pb.Decision_DECISION_ASK, source: pb.DecisionSource_DECISION_SOURCE_NO_CLASSIFIER, kind: "unknown",
 		},
 		{
-			name: "plan mode denies shell",
+			name: "plan mode denies a mutating command",
 			req: func() *pb.CheckRequest {
-				r := checkReq(t, "p1", "Bash", map[string]any{"command": "ls"})
+				r := checkReq(t, "p1", "Bash", map[string]any{"command": "make install"})
 				r.Mode = pb.PermissionMode_PERMISSION_MODE_PLAN
 				return r
 			}(),

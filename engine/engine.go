@@ -145,6 +145,11 @@ func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
 				a.ReadOnly, a.Reason = false, fmt.Sprintf("reads %s, which may hold secrets", truncate(r, 200))
 			}
 		}
+		if a.ReadOnly {
+			if why := exposure(a.Commands, c.cwd); why != "" {
+				a.ReadOnly, a.Reason = false, why
+			}
+		}
 		for _, w := range a.Writes {
 			c.rc.ShellWrites = append(c.rc.ShellWrites, e.absPath(c.cwd, w))
 		}

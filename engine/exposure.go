@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/toolgate/toolgate/engine/shell"
+)
+
+// secretName matches environment variable names that usually hold secrets.
+var secretName = regexp.MustCompile(`(?i)(key|token|secret|passw|pwd|cred|auth|session|cookie|private)`)
+
+// varRef finds $NAME and ${NAME} references in a word.
+var varRef = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)`)
+
+// exposure reports why a read-only command should still not run unasked:
+// it would print secrets into the agent's transcript (the environment,
+// a secret variable, stored git credentials) or read a repository outside
+// the project, whose configuration can run code. "" means nothing found.
+func exposure(cmds []shell.Command, cwd string) string {
+	for _, c := range cmds {
+		if len(c.Argv) == 0 {
+			continue
+		}
+		args := c.Argv[1:]
+		switch c.Argv[0] {
+		case "env", "printenv", "set", "export", "declare", "typeset", "compgen":
+			if len(args) == 0 || c.Argv[0] != "printenv" || slices.ContainsFunc(args, secretName.MatchString) {
+				return "prints environment variables, which may hold secrets"
+			}
+		case "jq", "gojq", "yq":
+			for _, a := range args {
+				if strings.Contains(a, "$ENV") || strings.Contains(a, "env") {
+					return "reads the environment, which may hold secrets"
+				}
+			}
+		case "git":
+			if why := gitExposure(args, cwd); why != "" {
+				return why
+			}
+		}
+		for _, w := range args {
+			for _, m := range varRef.FindAllStringSubmatch(w, -1) {
+				if secretName.MatchString(m[1]) {
+					return "expands $" + m[1] + ", which may hold a secret"
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func gitExposure(args []string, cwd string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		dir := ""
+		switch {
+		case a == "-C" || a == "--git-dir" || a == "--work-tree":
+			if i+1 < len(args) {
+				dir = args[i+1]
+			}
+		case strings.HasPrefix(a, "--git-dir="), strings.HasPrefix(a, "--work-tree="):
+			dir = a[strings.IndexByte(a, '=')+1:]
+		case a == "config":
+			for _, b := range args[i+1:] {
+				lb := strings.ToLower(b)
+				if b == "--list" || b == "-l" || strings.HasPrefix(b, "--get-regexp") || strings.Contains(lb, "credential") || strings.Contains(lb, "extraheader") {
+					return "may print stored git credentials"
+				}
+			}
+		}
+		if dir != "" && !insideLexically(cwd, dir) {
+			return "runs git in a repository outside the project, whose configuration can run code"
+		}
+	}
+	return ""
+}
+
+// insideLexically reports whether p (relative to cwd) stays within cwd.
+func insideLexically(cwd, p string) bool {
+	if cwd == "" || strings.HasPrefix(p, "~") || strings.HasPrefix(p, "$") {
+		return false
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(cwd, p)
+	}
+	rel, err := filepath.Rel(cwd, filepath.Clean(p))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}

@@ -45,8 +45,14 @@ gen-check: $(BUF) ## Fail when gen/ differs from what proto/ generates
 	  if ! diff -r "$$tmp/gen" gen; then echo "gen/ is stale: run make generate" >&2; exit 1; fi
 
 .PHONY: fuzz
-fuzz: ## Fuzz path containment for FUZZTIME (default 30s)
+fuzz: ## Fuzz path containment, shell analysis and the rule parser, FUZZTIME each (default 30s)
 	go test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./engine/pathcheck/
+	go test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZTIME) ./engine/shell/
+	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./engine/rules/
+
+.PHONY: bench
+bench: ## Run the Go benchmarks of the local decision path
+	go test -run '^$$' -bench . -benchmem ./engine/... ./classifier/
 
 $(BUF):
 	@mkdir -p $(BIN)/.buf-install

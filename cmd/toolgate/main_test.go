@@ -149,14 +149,15 @@ func TestValidate(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
 	bad := filepath.Join(dir, "bad.yaml")
-	if err := os.WriteFile(good, []byte("policies:\n  default:\n    permissions:\n      deny: [\"Bash(rm -rf /)\"]\n  strict: {}\n"), 0o600); err != nil {
+	if err := os.WriteFile(good, []byte("policies:\n  default:\n    permissions:\n      deny: [\"Bash(rm -rf /)\"]\n      allow: [\"Bash(python3:*)\"]\n  strict: {}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(bad, []byte("policies:\n  default:\n    permissions:\n      ask: [\"Edit(\"]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	if code := run(t.Context(), []string{"validate", good}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "default, strict") {
+	if code := run(t.Context(), []string{"validate", good}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "default, strict") ||
+		!strings.Contains(out.String(), "warning: policy default: allow rule Bash(python3:*) is not applied in auto mode") {
 		t.Fatalf("good: exit %d, %q %q", code, out.String(), errOut.String())
 	}
 	out.Reset()

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/engine"
 )
 
 // validateCmd checks config files without starting a server: syntax,
@@ -31,6 +32,15 @@ func validateCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, err)
 			code = 1
 			continue
+		}
+		eng, err := engine.New(engine.Config{Policies: cfg.EnginePolicies()})
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", path, err)
+			code = 1
+			continue
+		}
+		for _, w := range eng.Warnings() {
+			fmt.Fprintf(stdout, "%s: warning: %s\n", path, w)
 		}
 		fmt.Fprintf(stdout, "%s: ok (policies: %s)\n", path, strings.Join(cfg.PolicyNames(), ", "))
 	}

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"testing"
+)
+
+// BenchmarkCheck measures whole local decisions, from request to result.
+// The README quotes its figures; the target for a typical shell command is
+// well under 50µs.
+func BenchmarkCheck(b *testing.B) {
+	e, err := New(Config{Policies: map[string]PolicySpec{DefaultPolicy: {Permissions: RuleSet{
+		Deny:  []string{"Bash(rm -rf /)", "Bash(curl * | sh)", "Read(//**/.ssh/id_*)", "Read(//**/.aws/credentials)"},
+		Allow: []string{"Bash(npm test)", "Bash(go test ./...)"},
+	}}}, Home: "/home/dev"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cwd := b.TempDir()
+	cases := []struct {
+		name string
+		tool ToolCall
+	}{
+		{"safe_tool", ToolCall{Name: "Read", Input: map[string]any{"file_path": cwd + "/main.go"}}},
+		{"accept_edits", ToolCall{Name: "Edit", Input: map[string]any{"file_path": "src/main.go", "old_string": "a", "new_string": "b"}}},
+		{"shell_short", ToolCall{Name: "Bash", Input: map[string]any{"command": "git status"}}},
+		{"shell_long", ToolCall{Name: "Bash", Input: map[string]any{"command": "find . -name '*.go' -type f | xargs grep -n TODO | sort | uniq -c | head -50 && git log --oneline -5 2>/dev/null"}}},
+		{"allow_rule", ToolCall{Name: "Bash", Input: map[string]any{"command": "go test ./..."}}},
+		{"deny_rule", ToolCall{Name: "Bash", Input: map[string]any{"command": "cat ~/.ssh/id_rsa"}}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			req := &Request{Tool: c.tool, WorkingDirectory: cwd}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.Check(b.Context(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRules1000 measures rule matching against a policy of 1,000 rules.
+func BenchmarkRules1000(b *testing.B) {
+	var deny, allow []string
+	for i := range 500 {
+		deny = append(deny, "Bash(tool"+itoa(i)+" --dangerous *)")
+		allow = append(allow, "Bash(tool"+itoa(i)+" --version)")
+	}
+	e, err := New(Config{Policies: map[string]PolicySpec{DefaultPolicy: {Permissions: RuleSet{Deny: deny, Allow: allow}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &Request{Tool: ToolCall{Name: "Bash", Input: map[string]any{"command": "tool499 --version"}}, WorkingDirectory: b.TempDir()}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := e.Check(b.Context(), req)
+		if err != nil || res.Decision != Allow {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}

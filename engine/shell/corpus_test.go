@@ -266,6 +266,20 @@ var bypassCorpus = []string{
 	"echo 'unterminated",
 	"ls ;; rm",
 	"cat <<EOF\nEOF\n$(rm x)",
+	// Found by fuzzing against bash: the parser and bash read these
+	// differently.
+	":\\",
+	"   \r\r\r\rpip list",
+	"ls\r-la",
+	// More option injection and lister tricks.
+	"sort ''* x",
+	`sort ""* x`,
+	"find . -printf '%p\\n' | xargs cat",
+	"git ls-files --format='%(path)' | xargs cat",
+	"sed 's/x/y/\ne id' f",
+	`jq -n 'import "../.docker/config" as $c; $c'`,
+	`[ "$a" "$b" ]`,
+	"echo $'\\x72m' | bash",
 }
 
 // harmlessCorpus holds everyday read-only lines; all must be read-only.

@@ -55,8 +55,10 @@ var programTable = []*spec{
 	// sed: only scripts of print-like commands, never -i, e, w, r.
 	{names: "sed", opts: "n e: E r s u z l: quiet silent regexp-extended expression: separate unbuffered null-data zero-terminated line-length: posix sandbox debug",
 		writeOpts: "i:: in-place::", reads: readCustom, check: checkSed},
+	// jq modules (import/include, -L) and filter files (-f) can read JSON
+	// files anywhere, credential stores included: not allowed.
 	{names: "jq", opts: "r j c n e s S C M a R raw-output join-output compact-output null-input exit-status slurp sort-keys color-output " +
-		"monochrome-output ascii-output raw-input tab indent: seq stream stream-errors raw-output0 unbuffered f: from-file: L: library-path: " +
+		"monochrome-output ascii-output raw-input tab indent: seq stream stream-errors raw-output0 unbuffered " +
 		"arg:2 argjson:2 slurpfile:2 rawfile:2 args jsonargs version help",
 		safeOpts: true, reads: readCustom, check: checkJq},
 	// yq: never -i (in place) or -s (splits into files); load() reads files.
@@ -143,7 +145,7 @@ var programTable = []*spec{
 	{names: "hostname", opts: "f s i I d A a y fqdn long short ip-address all-ip-addresses domain all-fqdns alias yp nis", ops: "0"},
 	// date -s and date MMDDhhmm set the clock: only +FORMAT operands.
 	{names: "date", opts: "u d: f: r: R I:: utc universal date: file: reference: rfc-email iso-8601:: rfc-3339: debug resolution", ops: "0-1",
-		check: checkDate},
+		reads: readCustom, check: checkDate},
 	{names: "env", opts: "0 null", ops: "0"}, // only reached for env without a command
 	{names: "printenv", opts: "0 null", safeOpts: true, dyn: true},
 	{names: "nice", opts: "n: adjustment: #", ops: "0"}, // only reached for nice without a command
@@ -257,7 +259,10 @@ func checkDiff(iv *invocation) string {
 
 func checkJq(iv *invocation) string {
 	ops := iv.pa.ops
-	if !iv.pa.has("f", "from-file") && len(ops) > 0 {
+	if len(ops) > 0 {
+		if f := ops[0].val; strings.Contains(f, "import") || strings.Contains(f, "include") {
+			return iv.failf("modules can read files")
+		}
 		ops = ops[1:]
 	}
 	if iv.pa.has("args", "jsonargs") {
@@ -273,7 +278,7 @@ func checkYq(iv *invocation) string {
 		ops = ops[1:]
 	}
 	if len(ops) > 0 {
-		if strings.Contains(ops[0].val, "load") {
+		if e := ops[0].val; strings.Contains(e, "load") || strings.Contains(e, "eval") {
 			return iv.failf("load operators read files")
 		}
 		ops = ops[1:]
@@ -283,6 +288,9 @@ func checkYq(iv *invocation) string {
 }
 
 func checkDate(iv *invocation) string {
+	for _, f := range iv.pa.values("f", "file") {
+		iv.files = append(iv.files, synthetic(f)) // echoed back in error messages
+	}
 	for _, w := range iv.pa.ops {
 		if !strings.HasPrefix(w.val, "+") {
 			return iv.failf("operand %s sets the clock", w.val)
@@ -320,8 +328,10 @@ func checkCd(iv *invocation) string {
 }
 
 // checkTee: tee writes its operands; only /dev/null is harmless.
+var teeOpts = compileOpts("a i p append ignore-interrupts output-error::", false)
+
 func checkTee(iv *invocation) string {
-	pa, pe := parseGNU(compileOpts("a i p append ignore-interrupts output-error::", false), nil, iv.args, false, false)
+	pa, pe := parseGNU(teeOpts, nil, iv.args, false, false)
 	if pe != nil {
 		return iv.failf("%s", pe.why)
 	}
@@ -418,11 +428,15 @@ func checkRead(iv *invocation) string {
 
 // checkXxd parses xxd's single-dash options; a second operand is an output
 // file.
-func checkXxd(iv *invocation) string {
-	flags := map[string]bool{"-a": true, "-autoskip": true, "-b": true, "-bits": true, "-C": true, "-capitalize": true,
+var (
+	xxdFlags = map[string]bool{"-a": true, "-autoskip": true, "-b": true, "-bits": true, "-C": true, "-capitalize": true,
 		"-d": true, "-e": true, "-E": true, "-EBCDIC": true, "-h": true, "-help": true, "-i": true, "-include": true,
 		"-p": true, "-ps": true, "-postscript": true, "-plain": true, "-r": true, "-revert": true, "-u": true, "-v": true, "-version": true}
-	valued := []string{"-c", "-cols", "-g", "-groupsize", "-l", "-len", "-o", "-s", "-seek", "-n", "-name", "-R"}
+	xxdValued = []string{"-c", "-cols", "-g", "-groupsize", "-l", "-len", "-o", "-s", "-seek", "-n", "-name", "-R"}
+)
+
+func checkXxd(iv *invocation) string {
+	flags, valued := xxdFlags, xxdValued
 	var ops []wordInfo
 	for i := 0; i < len(iv.args); i++ {
 		w := iv.args[i]

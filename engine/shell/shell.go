@@ -14,18 +14,47 @@
 //   - A word whose value is computed at run time ($VAR, $(..), `..`) is
 //     "dynamic". It is never allowed as a program name, and as an argument
 //     only for programs whose every option and operand is harmless whatever
-//     its value (echo, ls, wc, ...). A process substitution <(..) alone is
+//     its value (echo, ls, wc, ...): a dynamic word may expand to an option
+//     or name a credential store. A lone process substitution <(..) is
 //     treated as a pipe path, not as a dynamic value.
-//   - Globs (*.go) are static text, but a glob whose first character is a
-//     glob metacharacter may expand to a file name that starts with '-', so it
-//     is allowed before "--" only for programs none of whose options is
-//     harmful. Brace expansion ({a,b}) is rejected: it turns one word into
+//   - Globs (*.go) are static text, but a glob with no static text before
+//     its first metacharacter may expand to a file name starting with '-',
+//     so it is allowed before "--" only for programs none of whose options
+//     is harmful. Brace expansion ({a,b}) is rejected: it turns one word into
 //     several, which defeats option checks.
 //   - VAR=value prefixes, env with assignments or options, sudo, functions,
-//     eval, source, declarations and assignments are never read-only.
-//   - Reading a credential store (see IsCredentialPath) is not read-only.
-//   - The line is assumed to run in bash; payloads of sh, dash and zsh -c are
-//     checked with extra restrictions for syntax those shells read otherwise.
+//     eval, source, declarations, assignments, let and ((..)) are never
+//     read-only. for/while/if/case are judged by their parts; read with plain
+//     variable names is allowed so that "while read l" loops are.
+//   - Arithmetic is allowed on number literals only, and [[ ]] and test
+//     without -eq-style comparisons on run-time values or -v/-R: variable
+//     values evaluated as arithmetic can run command substitutions.
+//   - xargs: the command must accept any argument, unless stdin is piped from
+//     a path lister (find, git ls-files, rg -l/--files, grep -l) under static
+//     roots that do not reach a credential store, and the command's options
+//     are all harmless (find . -print0 | xargs -0 grep foo).
+//   - bash -c payloads are parsed recursively up to maxDepth levels; sh,
+//     dash and zsh payloads also reject syntax those shells read otherwise
+//     ($'..', <<<, process substitution; globs in zsh).
+//   - nohup is read-only only when its output is redirected or piped (it
+//     creates nohup.out when writing to a terminal).
+//   - Reading a credential store (see IsCredentialPath) is not read-only, nor
+//     is a recursive read (grep -r, rg, diff -r) of a home directory or a
+//     directory above one. cd to a static directory is followed, so later
+//     relative reads are checked where they land; after a cd whose target is
+//     known only at run time, relative reads are not read-only. Listing names
+//     (ls, find) is allowed except inside credential directories.
+//   - Programs given by path count only from system directories (/bin,
+//     /usr/bin, ...): ./ls or /tmp/git may be anything.
+//
+// Caveats: the analysis assumes bash runs the line, with the user's PATH,
+// environment and shell state (aliases and functions are not expanded in
+// non-interactive bash). Programs honor their own configuration: git runs
+// programs named in a repository's config (core.fsmonitor, diff.external,
+// filters) even for read commands, and go list may download modules. Paths
+// are checked as written: a symlink to a credential store, or a relative
+// path when the agent's starting directory is a home directory, is not
+// detected.
 package shell
 
 import (

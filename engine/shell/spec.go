@@ -177,7 +177,7 @@ func (iv *invocation) run() string {
 		fallthrough
 	case readCustom:
 		for _, f := range iv.files {
-			if f.dyn {
+			if f.dyn || f.val == "-" {
 				continue
 			}
 			iv.a.out.Reads = append(iv.a.out.Reads, f.val)

@@ -112,7 +112,10 @@ func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
 			c.rc.Paths = append(c.rc.Paths, e.absPath(c.cwd, t))
 		}
 	case c.kind == KindRead || c.kind == KindSearch:
-		targets := readTargets(in)
+		targets, ok := readTargets(in)
+		if !ok {
+			c.sensitive = "a path field that is not a string"
+		}
 		if len(targets) == 0 && c.kind == KindSearch && c.cwd != "" {
 			// A search without a path searches the working directory.
 			targets = []string{c.cwd}
@@ -120,7 +123,7 @@ func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
 		for _, t := range targets {
 			abs := e.absPath(c.cwd, t)
 			c.rc.Paths = append(c.rc.Paths, abs)
-			if c.sensitive == "" && (sensitivePath(t, e.home) || sensitivePath(abs, e.home)) {
+			if c.sensitive == "" && (sensitivePath(t, e.home) || sensitivePath(abs, e.home) || c.kind == KindSearch && broadSearch(abs, e.home)) {
 				c.sensitive = t
 			}
 		}

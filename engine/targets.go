@@ -48,25 +48,49 @@ func editTargets(kind Kind, input map[string]any) ([]string, error) {
 }
 
 // readTargets returns the paths a read- or search-kind call names, for
-// deny and ask rules such as Read(/etc/*). Unlike editTargets it is lenient:
-// a field it cannot use only means a rule cannot match on it.
-func readTargets(input map[string]any) []string {
-	var targets []string
+// deny and ask rules such as Read(//etc/*) and for the secret-file check.
+// ok is false when a path field holds something that is not a string or a
+// list of strings: the call's target is then unknown, and a read of an
+// unknown target is not safe.
+func readTargets(input map[string]any) (targets []string, ok bool) {
+	ok = true
 	for _, f := range readPathFields {
 		switch v := input[f].(type) {
+		case nil:
 		case string:
 			if v != "" {
 				targets = append(targets, v)
 			}
 		case []any: // Gemini read_many_files: paths
 			for _, e := range v {
-				if s, ok := e.(string); ok && s != "" {
+				s, isStr := e.(string)
+				if !isStr {
+					ok = false
+					continue
+				}
+				if s != "" {
 					targets = append(targets, s)
 				}
 			}
+		default:
+			ok = false
 		}
 	}
-	return targets
+	return targets, ok
+}
+
+// broadSearch reports a search rooted at the filesystem root, a home
+// directory or above one: it would sweep credential stores along.
+func broadSearch(abs, home string) bool {
+	switch abs {
+	case "/", "/home", "/root", "/Users":
+		return true
+	}
+	if home != "" && (abs == home || strings.HasPrefix(home, abs+"/")) {
+		return true
+	}
+	dir := filepath.Dir(abs)
+	return dir == "/home" || dir == "/Users"
 }
 
 // readPathFields are the input fields that name what a read or search tool

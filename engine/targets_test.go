@@ -94,24 +94,50 @@ func TestEditTargets(t *testing.T) {
 
 func TestReadTargets(t *testing.T) {
 	tests := []struct {
-		name  string
-		input map[string]any
-		want  []string
+		name   string
+		input  map[string]any
+		want   []string
+		wantOK bool
 	}{
-		{"file_path", map[string]any{"file_path": "/etc/passwd", "offset": 1.0}, []string{"/etc/passwd"}},
-		{"path", map[string]any{"pattern": "x", "path": "src"}, []string{"src"}},
-		{"absolute_path", map[string]any{"absolute_path": "/a"}, []string{"/a"}},
-		{"notebook_path", map[string]any{"notebook_path": "/nb.ipynb"}, []string{"/nb.ipynb"}},
-		{"dir_path", map[string]any{"dir_path": "/etc"}, []string{"/etc"}},
-		{"paths", map[string]any{"paths": []any{"/etc/passwd", 3.0, "", "b"}}, []string{"/etc/passwd", "b"}},
-		{"several", map[string]any{"file_path": "a", "path": "b"}, []string{"a", "b"}},
-		{"none", map[string]any{"pattern": "/etc/*"}, nil},
-		{"unusable fields are skipped", map[string]any{"file_path": 1.0, "path": "", "dir_path": nil}, nil},
-		{"nil input", nil, nil},
+		{"file_path", map[string]any{"file_path": "/etc/passwd", "offset": 1.0}, []string{"/etc/passwd"}, true},
+		{"path", map[string]any{"pattern": "x", "path": "src"}, []string{"src"}, true},
+		{"absolute_path", map[string]any{"absolute_path": "/a"}, []string{"/a"}, true},
+		{"notebook_path", map[string]any{"notebook_path": "/nb.ipynb"}, []string{"/nb.ipynb"}, true},
+		{"dir_path", map[string]any{"dir_path": "/etc"}, []string{"/etc"}, true},
+		{"paths", map[string]any{"paths": []any{"/etc/passwd", "", "b"}}, []string{"/etc/passwd", "b"}, true},
+		{"several", map[string]any{"file_path": "a", "path": "b"}, []string{"a", "b"}, true},
+		{"none", map[string]any{"pattern": "/etc/*"}, nil, true},
+		{"empty and null fields", map[string]any{"path": "", "dir_path": nil}, nil, true},
+		{"nil input", nil, nil, true},
+		// A target that cannot be read is unknown, not absent.
+		{"number path", map[string]any{"file_path": 1.0}, nil, false},
+		{"object path", map[string]any{"file_path": map[string]any{"p": "/home/u/.ssh/id_rsa"}}, nil, false},
+		{"list with a non-string", map[string]any{"paths": []any{"/etc/passwd", 3.0}}, []string{"/etc/passwd"}, false},
 	}
 	for _, tt := range tests {
-		if got := readTargets(tt.input); !slices.Equal(got, tt.want) {
-			t.Errorf("%s: readTargets = %q, want %q", tt.name, got, tt.want)
+		got, ok := readTargets(tt.input)
+		if !slices.Equal(got, tt.want) || ok != tt.wantOK {
+			t.Errorf("%s: readTargets = %q, %v; want %q, %v", tt.name, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestBroadSearchIsNotSafe(t *testing.T) {
+	e := newEngine(t, nil, nil)
+	for _, tc := range []struct {
+		tool  ToolCall
+		local bool
+	}{
+		{tool("Grep", map[string]any{"pattern": "PRIVATE KEY", "path": "/home/dev"}), false},
+		{tool("Grep", map[string]any{"pattern": "x", "path": "/"}), false},
+		{tool("Glob", map[string]any{"pattern": "**/id_*", "path": "/home"}), false},
+		{tool("Read", map[string]any{"file_path": map[string]any{"p": "/home/dev/.ssh/id_rsa"}}), false},
+		{tool("Grep", map[string]any{"pattern": "x", "path": "/home/dev/project/src"}), true},
+		{tool("Grep", map[string]any{"pattern": "x"}), true},
+	} {
+		res := mustCheck(t, e, &Request{Tool: tc.tool, WorkingDirectory: "/home/dev/project"})
+		if (res.Source == SourceSafeTool) != tc.local {
+			t.Errorf("%v: %s/%s (%s), want safe-tool path %v", tc.tool.Input, res.Decision, res.Source, res.Reason, tc.local)
 		}
 	}
 }

@@ -91,14 +91,16 @@ func (e *Engine) Policies() []string {
 
 // call is a request analysed once for all stages.
 type call struct {
-	name       string
-	kind       Kind
-	cwd        string
-	rawTargets []string // edit targets as given, for containment
-	targetsErr error
-	shell      *shell.Analysis // shell kinds with a command
-	sensitive  string          // a read target that holds secrets, if any
-	rc         rules.Call      // what rules see
+	name        string
+	kind        Kind
+	cwd         string
+	rawTargets  []string // edit targets as given, for containment
+	targetsErr  error
+	shell       *shell.Analysis // shell kinds with a command
+	shellDir    string          // where the shell command runs
+	shellWrites []string        // files the shell command writes, as written
+	sensitive   string          // a read target that holds secrets, if any
+	rc          rules.Call      // what rules see
 }
 
 func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
@@ -123,43 +125,90 @@ func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
 		for _, t := range targets {
 			abs := e.absPath(c.cwd, t)
 			c.rc.Paths = append(c.rc.Paths, abs)
-			if c.sensitive == "" && (sensitivePath(t, e.home) || sensitivePath(abs, e.home) || c.kind == KindSearch && broadSearch(abs, e.home)) {
+			if c.sensitive == "" && (e.sensitive(t, abs, c.cwd) || c.kind == KindSearch && broadSearch(abs, e.home)) {
 				c.sensitive = t
 			}
 		}
 	case c.kind == KindShell:
-		cmd, ok := shellCommand(in)
+		cmd, ok, raw := shellCommand(in)
+		c.rc.Raw = strings.Join(raw, "\n")
 		if !ok {
+			// Ambiguous or malformed: never allowed, but deny and ask rules
+			// see every candidate's commands and reads.
 			c.rc.Unparsed = true
+			for _, r := range raw {
+				a := shell.Analyze(r)
+				for _, sc := range a.Commands {
+					c.rc.Commands = append(c.rc.Commands, rules.Command{Env: sc.Env, Text: sc.Text})
+				}
+				for _, p := range a.Reads {
+					c.rc.ShellReads = append(c.rc.ShellReads, e.absPath(c.cwd, p))
+				}
+				for _, w := range a.Writes {
+					c.rc.ShellWrites = append(c.rc.ShellWrites, e.absPath(c.cwd, w))
+				}
+			}
 			break
 		}
 		a := shell.Analyze(cmd)
 		c.shell = &a
-		c.rc.Raw = cmd
 		c.rc.Unparsed = a.ParseErr != nil
 		for _, sc := range a.Commands {
 			c.rc.Commands = append(c.rc.Commands, rules.Command{Env: sc.Env, Text: sc.Text})
 		}
+		// The command runs where its tool says, which may not be the
+		// project: relative paths are judged from there, and a directory
+		// outside the project is never read-only locally.
+		dir := c.cwd
+		if wd, present, okWD := shellWorkdir(in); present {
+			switch {
+			case !okWD:
+				a.ReadOnly, a.Reason = false, "the working directory field is not a string"
+			case !insideLexically(c.cwd, wd) && e.absPath(c.cwd, wd) != filepath.Clean(c.cwd):
+				a.ReadOnly, a.Reason = false, "runs in "+truncate(wd, 200)+", outside the project"
+			default:
+				dir = e.absPath(c.cwd, wd)
+			}
+		}
+		if a.ReadOnly && c.cwd != "" && broadSearch(filepath.Clean(c.cwd), e.home) {
+			a.ReadOnly, a.Reason = false, "the working directory is a home directory or above, where relative reads reach credential stores"
+		}
 		for _, r := range a.Reads {
-			abs := e.absPath(c.cwd, r)
+			abs := e.absPath(dir, r)
 			c.rc.ShellReads = append(c.rc.ShellReads, abs)
-			if a.ReadOnly && (sensitivePath(r, e.home) || sensitivePath(abs, e.home)) {
+			if a.ReadOnly && e.sensitive(r, abs, dir) {
 				// Read-only, but it would print secrets into the transcript.
 				a.ReadOnly, a.Reason = false, fmt.Sprintf("reads %s, which may hold secrets", truncate(r, 200))
 			}
 		}
 		if a.ReadOnly {
-			if why := exposure(a.Commands, c.cwd); why != "" {
+			if why := exposure(a.Commands, cmd, dir); why != "" {
 				a.ReadOnly, a.Reason = false, why
 			}
 		}
 		for _, w := range a.Writes {
-			c.rc.ShellWrites = append(c.rc.ShellWrites, e.absPath(c.cwd, w))
+			c.rc.ShellWrites = append(c.rc.ShellWrites, e.absPath(dir, w))
 		}
+		c.shellWrites = a.Writes
+		c.shellDir = dir
 	case c.kind == KindWebFetch:
 		c.rc.URL, _ = in["url"].(string)
 	}
 	return c
+}
+
+// sensitive reports a read target that may hold secrets, as written, made
+// absolute, or after symlinks are resolved (a project link to ~/.ssh/id_rsa
+// is the key itself).
+func (e *Engine) sensitive(raw, abs, dir string) bool {
+	if sensitivePath(raw, e.home) || sensitivePath(abs, e.home) {
+		return true
+	}
+	if dir == "" {
+		return false
+	}
+	resolved, err := pathcheck.Resolve(dir, abs)
+	return err == nil && resolved != abs && sensitivePath(resolved, e.home)
 }
 
 // absPath makes a path absolute and clean for rule matching, expanding a
@@ -262,6 +311,15 @@ func (e *Engine) decide(ctx context.Context, req *Request, p *policy, set *rules
 		}
 		protected = prot
 	}
+	writesOutside := false
+	if c.shell != nil && len(c.shellWrites) > 0 {
+		prot, outside, note := e.shellWrites(req, p, c)
+		if note != "" {
+			notes = append(notes, note)
+		}
+		protected = protected || prot
+		writesOutside = outside
+	}
 	if mode == ModeBypass {
 		if protected {
 			return Result{Decision: Ask, Source: SourceMode, Reason: withNotes("bypass mode still asks before protected or unclear edits", notes)}
@@ -280,7 +338,10 @@ func (e *Engine) decide(ctx context.Context, req *Request, p *policy, set *rules
 	if c.shell != nil {
 		notes = append(notes, "command not known to be read-only: "+truncate(c.shell.Reason, 200))
 	}
-	if !protected {
+	// Allow rules speak about commands, not about the files they write: a
+	// command that writes a protected file or outside the project is not
+	// theirs to allow.
+	if !protected && !writesOutside {
 		if m := set.Allow(c.rc, env, mode == ModeAuto || mode == ModeUnspecified); m.OK {
 			return Result{Decision: Allow, Source: SourceRule, MatchedRule: m.Rule.Text, Reason: fmt.Sprintf("allowed by rule %s", m.Rule.Text)}
 		}
@@ -364,6 +425,31 @@ func (e *Engine) acceptEdits(req *Request, p *policy, c *call) (Result, string, 
 		return Result{}, "accept-edits is off in this policy", false
 	}
 	return Result{Decision: Allow, Source: SourceAcceptEdits, Reason: "edit inside the project: " + truncate(strings.Join(resolved, ", "), 300)}, "", false
+}
+
+// shellWrites checks the files a shell command writes: protected (or not
+// resolvable) targets must be asked about even in bypass mode, and targets
+// outside the project keep allow rules out.
+func (e *Engine) shellWrites(req *Request, p *policy, c *call) (protected, outside bool, note string) {
+	if c.cwd == "" {
+		return true, true, "the command writes files and no working directory was given"
+	}
+	chk, err := pathcheck.New(append([]string{c.cwd}, req.AdditionalDirectories...), p.protected)
+	if err != nil {
+		return true, true, "project directories unusable: " + err.Error()
+	}
+	for _, w := range c.shellWrites {
+		v, err := chk.Check(c.shellDir, w)
+		switch {
+		case err != nil:
+			return true, true, fmt.Sprintf("the command writes %s, which cannot be resolved", truncate(w, 200))
+		case !v.Inside:
+			outside, note = true, fmt.Sprintf("the command writes %s, outside the project", truncate(v.Resolved, 200))
+		case v.Protected != "":
+			return true, true, fmt.Sprintf("the command writes %s, a protected path (%s)", truncate(v.Resolved, 200), v.Protected)
+		}
+	}
+	return false, outside, note
 }
 
 func withNotes(reason string, notes []string) string {

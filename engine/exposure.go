@@ -10,7 +10,7 @@ import (
 )
 
 // secretName matches environment variable names that usually hold secrets.
-var secretName = regexp.MustCompile(`(?i)(key|token|secret|passw|pwd|cred|auth|session|cookie|private)`)
+var secretName = regexp.MustCompile(`(?i)(key|token|secret|passw|pwd|cred|auth|session|cookie|private|(^|_)pat($|_)|database_url|_dsn$|conn(ection)?_?str)`)
 
 // varRef finds $NAME and ${NAME} references in a word.
 var varRef = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)`)
@@ -19,7 +19,14 @@ var varRef = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)`)
 // it would print secrets into the agent's transcript (the environment,
 // a secret variable, stored git credentials) or read a repository outside
 // the project, whose configuration can run code. "" means nothing found.
-func exposure(cmds []shell.Command, cwd string) string {
+func exposure(cmds []shell.Command, line, cwd string) string {
+	// Secret variables anywhere in the line: arguments, here-strings,
+	// here-documents.
+	for _, m := range varRef.FindAllStringSubmatch(line, -1) {
+		if secretName.MatchString(m[1]) {
+			return "expands $" + m[1] + ", which may hold a secret"
+		}
+	}
 	for _, c := range cmds {
 		if len(c.Argv) == 0 {
 			continue
@@ -30,22 +37,27 @@ func exposure(cmds []shell.Command, cwd string) string {
 			if len(args) == 0 || c.Argv[0] != "printenv" || slices.ContainsFunc(args, secretName.MatchString) {
 				return "prints environment variables, which may hold secrets"
 			}
+		case "ps":
+			// BSD-style "e" (ps e, ps eww, ps auxe) prints every process's
+			// environment.
+			for _, a := range args {
+				if !strings.HasPrefix(a, "-") && strings.Contains(a, "e") {
+					return "prints process environments, which may hold secrets"
+				}
+			}
 		case "jq", "gojq", "yq":
 			for _, a := range args {
 				if strings.Contains(a, "$ENV") || strings.Contains(a, "env") {
 					return "reads the environment, which may hold secrets"
 				}
 			}
+		case "cd", "pushd":
+			if len(args) > 0 && !insideLexically(cwd, args[len(args)-1]) {
+				return "changes to a directory outside the project"
+			}
 		case "git":
 			if why := gitExposure(args, cwd); why != "" {
 				return why
-			}
-		}
-		for _, w := range args {
-			for _, m := range varRef.FindAllStringSubmatch(w, -1) {
-				if secretName.MatchString(m[1]) {
-					return "expands $" + m[1] + ", which may hold a secret"
-				}
 			}
 		}
 	}
@@ -64,12 +76,14 @@ func gitExposure(args []string, cwd string) string {
 		case strings.HasPrefix(a, "--git-dir="), strings.HasPrefix(a, "--work-tree="):
 			dir = a[strings.IndexByte(a, '=')+1:]
 		case a == "config":
-			for _, b := range args[i+1:] {
-				lb := strings.ToLower(b)
-				if b == "--list" || b == "-l" || strings.HasPrefix(b, "--get-regexp") || strings.Contains(lb, "credential") || strings.Contains(lb, "extraheader") {
-					return "may print stored git credentials"
-				}
+			// Only a single named key may be read: listings and regexps
+			// print tokens (http.*.extraheader, credential helpers).
+			rest := args[i+1:]
+			if len(rest) != 2 || (rest[0] != "--get" && rest[0] != "get") || secretName.MatchString(rest[1]) ||
+				strings.Contains(strings.ToLower(rest[1]), "extraheader") || strings.HasPrefix(rest[1], "-") {
+				return "may print stored git credentials"
 			}
+			return ""
 		}
 		if dir != "" && !insideLexically(cwd, dir) {
 			return "runs git in a repository outside the project, whose configuration can run code"

@@ -31,11 +31,23 @@ func TestExposure(t *testing.T) {
 		{"git -C ../other log", "outside the project"},
 		{"git -C . status", ""},
 		{"git -C sub/module log", ""},
+		{"cat <<< \"$GITHUB_TOKEN\"", "GITHUB_TOKEN"},
+		{"echo $GH_PAT", "GH_PAT"},
+		{"echo $DATABASE_URL", "DATABASE_URL"},
+		{"ps eww", "process environments"},
+		{"ps aux", ""},
+		{"git config list", "credentials"},
+		{"git config get --regexp .*", "credentials"},
+		{"git config --get-urlmatch http https://x", "credentials"},
+		{"git config -zl", "credentials"},
+		{"git config --get http.https://github.com/.extraheader", "credentials"},
+		{"cd /tmp/evil && git status", "outside the project"},
+		{"cd src && ls", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cmd, func(t *testing.T) {
 			a := shell.Analyze(tt.cmd)
-			got := exposure(a.Commands, cwd)
+			got := exposure(a.Commands, tt.cmd, cwd)
 			if (got == "") != (tt.want == "") || !strings.Contains(got, tt.want) {
 				t.Fatalf("exposure(%q) = %q, want %q", tt.cmd, got, tt.want)
 			}
@@ -46,5 +58,31 @@ func TestExposure(t *testing.T) {
 	res := mustCheck(t, e, &Request{Tool: bashCmd("printenv"), WorkingDirectory: cwd})
 	if res.Decision == Allow || !strings.Contains(res.Reason, "environment") {
 		t.Fatalf("printenv: %+v", res)
+	}
+}
+
+func TestShellWritesAndRules(t *testing.T) {
+	l := newLayout(t)
+	e := newEngine(t, policyOf(PolicySpec{Permissions: RuleSet{Allow: []string{"Bash(echo:*)"}}}), nil)
+	tests := []struct {
+		name string
+		cmd  string
+		mode Mode
+		want Decision
+		src  Source
+	}{
+		{"write inside the project: the rule applies", "echo x > out.txt", ModeAuto, Allow, SourceRule},
+		{"protected write: no rule opens it", "echo x > .git/hooks/pre-commit", ModeAuto, Ask, SourceNoClassifier},
+		{"write outside the project: not the rule's to allow", "echo x >> " + l.outside + "/profile", ModeAuto, Ask, SourceNoClassifier},
+		{"protected write in bypass mode still asks", "echo '{}' > .claude/settings.json", ModeBypass, Ask, SourceMode},
+		{"other writes in bypass mode are allowed", "echo x > out.txt", ModeBypass, Allow, SourceMode},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := mustCheck(t, e, &Request{Tool: bashCmd(tt.cmd), WorkingDirectory: l.app, Mode: tt.mode})
+			if res.Decision != tt.want || res.Source != tt.src {
+				t.Fatalf("%q: %s/%s (%s), want %s/%s", tt.cmd, res.Decision, res.Source, res.Reason, tt.want, tt.src)
+			}
+		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"mvdan.cc/sh/v3/syntax"
+
 	"github.com/toolgate/toolgate/engine/shell"
 )
 
@@ -82,6 +84,9 @@ func readTargets(input map[string]any) (targets []string, ok bool) {
 // broadSearch reports a search rooted at the filesystem root, a home
 // directory or above one: it would sweep credential stores along.
 func broadSearch(abs, home string) bool {
+	if shell.IsCredentialAncestor(abs) {
+		return true
+	}
 	switch abs {
 	case "/", "/home", "/root", "/Users":
 		return true
@@ -152,35 +157,71 @@ func patchTargets(patch string) ([]string, error) {
 }
 
 // shellCommand returns the command line of a shell-kind call. Codex passes
-// argv arrays; a ["bash", "-lc", script] array is reduced to its script.
-// Codex's exec_command names its string "cmd"; an input with both fields is
-// ambiguous (the tool decides which one runs) and yields no command.
-func shellCommand(input map[string]any) (string, bool) {
-	v, ok := input["command"]
-	if cmd, hasCmd := input["cmd"]; hasCmd {
-		if ok {
-			return "", false
+// argv arrays, which run without a shell: each element is quoted so that
+// the analysis sees exactly those words ("#" or a quote in an element must
+// not hide the ones after it); a ["bash", "-lc", script] array is reduced to
+// its script. Codex's exec_command names its string "cmd"; an input with
+// both fields is ambiguous (the tool decides which one runs) and yields no
+// command, but every string found is returned in raw so that deny rules
+// can still see it.
+func shellCommand(input map[string]any) (cmd string, ok bool, raw []string) {
+	v, hasCommand := input["command"]
+	if c, hasCmd := input["cmd"]; hasCmd {
+		if hasCommand {
+			return "", false, rawStrings(v, c)
 		}
-		v = cmd
+		v = c
 	}
 	switch v := v.(type) {
 	case string:
-		return v, true
+		return v, true, []string{v}
 	case []any:
 		argv := make([]string, 0, len(v))
 		for _, a := range v {
-			s, ok := a.(string)
-			if !ok {
-				return "", false
+			s, isStr := a.(string)
+			if !isStr {
+				return "", false, rawStrings(v)
 			}
 			argv = append(argv, s)
 		}
 		if len(argv) == 3 && isShell(argv[0]) && (argv[1] == "-c" || argv[1] == "-lc") {
-			return argv[2], true
+			return argv[2], true, []string{argv[2]}
 		}
-		return strings.Join(argv, " "), len(argv) > 0
+		if len(argv) == 0 {
+			return "", false, nil
+		}
+		quoted := make([]string, len(argv))
+		for i, a := range argv {
+			q, err := syntax.Quote(a, syntax.LangBash)
+			if err != nil {
+				return "", false, []string{strings.Join(argv, " ")}
+			}
+			quoted[i] = q
+		}
+		line := strings.Join(quoted, " ")
+		return line, true, []string{line}
 	}
-	return "", false
+	return "", false, nil
+}
+
+// rawStrings collects the strings of ambiguous shell inputs for deny rules.
+func rawStrings(vals ...any) []string {
+	var out []string
+	for _, v := range vals {
+		switch v := v.(type) {
+		case string:
+			out = append(out, v)
+		case []any:
+			var words []string
+			for _, a := range v {
+				if s, ok := a.(string); ok {
+					words = append(words, s)
+				}
+			}
+			out = append(out, strings.Join(words, " "))
+		}
+	}
+	return out
 }
 
 func isShell(s string) bool {
@@ -233,4 +274,28 @@ func sensitivePath(p, home string) bool {
 		}
 	}
 	return false
+}
+
+// shellWorkdirFields name where a shell tool runs its command (Codex
+// workdir, Gemini directory/dir_path).
+var shellWorkdirFields = []string{"workdir", "cwd", "directory", "dir_path", "working_directory"}
+
+// shellWorkdir returns the shell tool's own working directory, whether one
+// was given, and whether it was a usable string.
+func shellWorkdir(input map[string]any) (dir string, present, ok bool) {
+	for _, f := range shellWorkdirFields {
+		v, has := input[f]
+		if !has || v == nil {
+			continue
+		}
+		s, isStr := v.(string)
+		if !isStr || s == "" {
+			return "", true, false
+		}
+		if present && s != dir {
+			return "", true, false // two different directories: ambiguous
+		}
+		dir, present = s, true
+	}
+	return dir, present, true
 }

@@ -22,9 +22,12 @@ func TestShellCommand(t *testing.T) {
 		{"bash -c script", map[string]any{"command": []any{"bash", "-c", "git status; rm x"}}, "git status; rm x", true},
 		{"sh -c script", map[string]any{"command": []any{"sh", "-c", "echo hi"}}, "echo hi", true},
 		{"/bin/zsh -lc script", map[string]any{"command": []any{"/bin/zsh", "-lc", "echo hi"}}, "echo hi", true},
-		{"shell with extra args is not reduced", map[string]any{"command": []any{"bash", "-lc", "echo $0", "x"}}, "bash -lc echo $0 x", true},
+		{"shell with extra args is not reduced", map[string]any{"command": []any{"bash", "-lc", "echo $0", "x"}}, "bash -lc 'echo $0' x", true},
 		{"other flag is not reduced", map[string]any{"command": []any{"bash", "-x", "script.sh"}}, "bash -x script.sh", true},
-		{"non-shell -c is not reduced", map[string]any{"command": []any{"python", "-c", "print(1)"}}, "python -c print(1)", true},
+		{"non-shell -c is not reduced", map[string]any{"command": []any{"python", "-c", "print(1)"}}, "python -c 'print(1)'", true},
+		// argv runs without a shell: shell syntax in an element is one word.
+		{"comment sign in argv", map[string]any{"command": []any{"rg", "x", ".", "#", "--pre=./evil.sh"}}, "rg x . '#' '--pre=./evil.sh'", true},
+		{"quote in argv", map[string]any{"command": []any{"find", ".", "-name", "'", "-delete", "'"}}, `find . -name "'" -delete "'"`, true},
 		{"non-string element", map[string]any{"command": []any{"rm", 1.0, "/"}}, "", false},
 		{"nil element", map[string]any{"command": []any{"bash", "-lc", nil}}, "", false},
 		{"empty argv", map[string]any{"command": []any{}}, "", false},
@@ -39,9 +42,13 @@ func TestShellCommand(t *testing.T) {
 		// Two command fields: which one runs is up to the tool, so neither is trusted.
 		{"command and cmd", map[string]any{"command": "ls", "cmd": "rm -rf /"}, "", false},
 	}
+	// Ambiguous inputs still show every string to deny rules.
+	if _, ok, raw := shellCommand(map[string]any{"command": "ls", "cmd": "rm -rf ~"}); ok || !slices.Contains(raw, "rm -rf ~") {
+		t.Errorf("ambiguous input: ok %v raw %q", ok, raw)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := shellCommand(tt.input)
+			got, ok, _ := shellCommand(tt.input)
 			if got != tt.want || ok != tt.wantOK {
 				t.Fatalf("shellCommand(%v) = %q, %v; want %q, %v", tt.input, got, ok, tt.want, tt.wantOK)
 			}

@@ -2,8 +2,9 @@
 //
 // It is pure Go: no gRPC, no proto. The same engine runs behind the gRPC
 // server, inside the CLI, and in tests. A check passes through stages in
-// order (deny rules, ask rules, mode, safe tools, accept-edits, allow rules,
-// classifier); the first stage that decides wins.
+// order (deny rules, plan mode, ask rules, bypass mode, safe tools,
+// accept-edits, shell analysis, allow rules, mode, classifier); the first
+// stage that decides wins.
 package engine
 
 import "fmt"

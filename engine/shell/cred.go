@@ -241,3 +241,9 @@ func isCredentialAncestor(p string) bool {
 	}
 	return hasGlobMeta(c) && strings.Count(c, "/") <= 2 && strings.HasPrefix(c, "/")
 }
+
+// IsCredentialAncestor reports whether a recursive search rooted at p (as
+// written: ~, $HOME, absolute, relative) may sweep a credential store along:
+// a home directory, a directory above homes, or one on the way to a store
+// (~/.config).
+func IsCredentialAncestor(p string) bool { return isCredentialAncestor(p) }

@@ -19,17 +19,22 @@ func BenchmarkCheck(b *testing.B) {
 	cases := []struct {
 		name string
 		tool ToolCall
+		want Source
 	}{
-		{"safe_tool", ToolCall{Name: "Read", Input: map[string]any{"file_path": cwd + "/main.go"}}},
-		{"accept_edits", ToolCall{Name: "Edit", Input: map[string]any{"file_path": "src/main.go", "old_string": "a", "new_string": "b"}}},
-		{"shell_short", ToolCall{Name: "Bash", Input: map[string]any{"command": "git status"}}},
-		{"shell_long", ToolCall{Name: "Bash", Input: map[string]any{"command": "find . -name '*.go' -type f | xargs grep -n TODO | sort | uniq -c | head -50 && git log --oneline -5 2>/dev/null"}}},
-		{"allow_rule", ToolCall{Name: "Bash", Input: map[string]any{"command": "go test ./..."}}},
-		{"deny_rule", ToolCall{Name: "Bash", Input: map[string]any{"command": "cat ~/.ssh/id_rsa"}}},
+		{"safe_tool", ToolCall{Name: "Read", Input: map[string]any{"file_path": cwd + "/main.go"}}, SourceSafeTool},
+		{"accept_edits", ToolCall{Name: "Edit", Input: map[string]any{"file_path": "src/main.go", "old_string": "a", "new_string": "b"}}, SourceAcceptEdits},
+		{"shell_short", ToolCall{Name: "Bash", Input: map[string]any{"command": "git status"}}, SourceCommandAnalysis},
+		{"shell_long", ToolCall{Name: "Bash", Input: map[string]any{"command": "find . -name '*.go' -type f | xargs grep -n TODO | sort | uniq -c | head -50 && git log --oneline -5 2>/dev/null"}}, SourceCommandAnalysis},
+		{"allow_rule", ToolCall{Name: "Bash", Input: map[string]any{"command": "go test ./..."}}, SourceRule},
+		{"deny_rule", ToolCall{Name: "Bash", Input: map[string]any{"command": "cat ~/.ssh/id_rsa"}}, SourceRule},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			req := &Request{Tool: c.tool, WorkingDirectory: cwd}
+			// Measure the path named, not a cheaper one it fell off.
+			if res, err := e.Check(b.Context(), req); err != nil || res.Source != c.want {
+				b.Fatalf("decided by %s (%s), want %s", res.Source, res.Reason, c.want)
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := e.Check(b.Context(), req); err != nil {

@@ -165,3 +165,36 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("bad: exit %d, %q", code, errOut.String())
 	}
 }
+
+func TestEval(t *testing.T) {
+	dir := t.TempDir()
+	clean := filepath.Join(dir, "clean.jsonl")
+	bad := filepath.Join(dir, "bad.jsonl")
+	if err := os.WriteFile(clean, []byte(`{"id":"a","tool":"Read","input":{"file_path":"/p/x"},"cwd":"/p","expect":"allow","local":true}
+{"id":"b","tool":"Read","input":{"file_path":"/home/u/.ssh/id_rsa"},"cwd":"/p","expect":"deny"}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(`{"id":"c","tool":"Grep","input":{"pattern":"x","path":"/p"},"cwd":"/p","expect":"not_allow","note":"labelled harmful on purpose"}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run(t.Context(), []string{"eval", "--json", clean}, &out, &errOut); code != 0 {
+		t.Fatalf("clean corpus: exit %d, %s", code, errOut.String())
+	}
+	var rep struct {
+		FalseAllows int     `json:"false_allows"`
+		LocalRate   float64 `json:"local_rate"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.FalseAllows != 0 || rep.LocalRate != 1 {
+		t.Fatalf("json report %+v %v", rep, err)
+	}
+	out.Reset()
+	if code := run(t.Context(), []string{"eval", clean, bad}, &out, &errOut); code != 1 || !strings.Contains(out.String(), "FALSE ALLOW c") {
+		t.Fatalf("false allow: exit %d, %s", code, out.String())
+	}
+	if code := run(t.Context(), []string{"eval", filepath.Join(dir, "missing.jsonl")}, &out, &errOut); code != 2 {
+		t.Fatalf("missing corpus: exit %d", code)
+	}
+}

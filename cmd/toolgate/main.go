@@ -21,6 +21,7 @@ Usage:
   toolgate check   --tool NAME [--input JSON] [--cwd DIR] [--addr ADDR] [--mode MODE] ...
   toolgate eval    [--policy FILE] [--json] [CORPUS.jsonl ...]
   toolgate validate FILE...
+  toolgate config  defaults | show [--config FILE]
   toolgate version
 
 Run "toolgate COMMAND -h" for the flags of a command.
@@ -57,6 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return evalCmd(ctx, args[1:], stdout, stderr)
 	case "validate":
 		return validateCmd(args[1:], stdout, stderr)
+	case "config":
+		return configCmd(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "toolgate", version())
 		return 0

@@ -10,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/toolgate/toolgate/config"
 )
 
 // startServe runs "toolgate serve" in-process on a free loopback port.
@@ -196,5 +200,53 @@ func TestEval(t *testing.T) {
 	}
 	if code := run(t.Context(), []string{"eval", filepath.Join(dir, "missing.jsonl")}, &out, &errOut); code != 2 {
 		t.Fatalf("missing corpus: exit %d", code)
+	}
+}
+
+func TestConfigCommands(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(t.Context(), []string{"config", "defaults"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "auto_mode:") {
+		t.Fatalf("defaults: exit %d", code)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "in.yaml")
+	if err := os.WriteFile(src, []byte(`classifier:
+  backends:
+    - {name: main, base_url: "https://bob:hunter2@llm.example/v1", model: m}
+policies:
+  default:
+    permissions: {deny: ["Bash(make deploy)"]}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := run(t.Context(), []string{"config", "show", "--config", src}, &out, &errOut); code != 0 {
+		t.Fatalf("show: exit %d: %s", code, errOut.String())
+	}
+	if strings.Contains(out.String(), "hunter2") {
+		t.Fatalf("show printed a password:\n%s", out.String())
+	}
+	// What show prints is a valid config that means the same thing.
+	shown := filepath.Join(dir, "shown.yaml")
+	if err := os.WriteFile(shown, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	again, err := config.Load(shown)
+	if err != nil {
+		t.Fatalf("show output does not load: %v\n%s", err, out.String())
+	}
+	orig, err := config.Load(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig.Classifier.Backends[0].BaseURL = again.Classifier.Backends[0].BaseURL
+	// Compared as YAML: empty and absent lists mean the same.
+	a, _ := yaml.Marshal(orig)
+	b, _ := yaml.Marshal(again)
+	if string(a) != string(b) {
+		t.Fatalf("round trip changed the config:\n%s\n%s", a, b)
+	}
+	if len(again.Policies["default"].Permissions.Deny) != 1 || again.Classifier.Backends[0].Model != "m" {
+		t.Fatalf("round trip lost settings: %+v", again)
 	}
 }

@@ -22,10 +22,14 @@ Usage:
   toolgate eval    [--policy FILE] [--json] [CORPUS.jsonl ...]
   toolgate validate FILE...
   toolgate config  defaults | show [--config FILE]
+  toolgate hook    claude-code|gemini-cli [--addr ADDR] [--timeout 5s] [--on-error deny|ask]
   toolgate version
 
 Run "toolgate COMMAND -h" for the flags of a command.
 `
+
+// stdin is where hook input is read from; tests replace it.
+var stdin io.Reader = os.Stdin
 
 // Exit codes of toolgate check.
 const (
@@ -60,6 +64,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return validateCmd(args[1:], stdout, stderr)
 	case "config":
 		return configCmd(args[1:], stdout, stderr)
+	case "hook":
+		return hookCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "toolgate", version())
 		return 0

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/hook"
+)
+
+// hookCmd puts toolgate in front of an agent that speaks hooks: it reads
+// the agent's hook input on stdin, asks the server, and prints the agent's
+// decision format. Any failure (bad input, server unreachable, an error
+// answer) fails closed: a deny naming the problem, or ask with --on-error
+// ask. It never hangs: the whole call runs under --timeout.
+func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: toolgate hook claude-code|gemini-cli [--addr ADDR] [--timeout 5s] [--on-error deny|ask]")
+		return 2
+	}
+	agent := args[0]
+	fs := flag.NewFlagSet("hook "+agent, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	defAddr := os.Getenv("TOOLGATE_ADDR")
+	if defAddr == "" {
+		defAddr = "127.0.0.1:50051"
+	}
+	addr := fs.String("addr", defAddr, "server address (env TOOLGATE_ADDR)")
+	timeout := fs.Duration("timeout", 5*time.Second, "deadline for connecting and deciding")
+	onError := fs.String("on-error", "deny", "decision when the server cannot decide: deny or ask")
+	if err := fs.Parse(args[1:]); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if *onError != "deny" && *onError != "ask" {
+		fmt.Fprintln(stderr, "toolgate hook: --on-error must be deny or ask")
+		return 2
+	}
+	var (
+		build  func(io.Reader) (*pb.CheckRequest, error)
+		output func(io.Writer, string, string) error
+	)
+	switch agent {
+	case "claude-code":
+		build = func(r io.Reader) (*pb.CheckRequest, error) {
+			in, err := hook.ParseClaude(r)
+			if err != nil {
+				return nil, err
+			}
+			return hook.ClaudeRequest(in, hook.Options{})
+		}
+		output = hook.ClaudeOutput
+	case "gemini-cli":
+		build = func(r io.Reader) (*pb.CheckRequest, error) {
+			in, err := hook.ParseGemini(r)
+			if err != nil {
+				return nil, err
+			}
+			return hook.GeminiRequest(in, hook.Options{})
+		}
+		output = hook.GeminiOutput
+	default:
+		fmt.Fprintf(stderr, "toolgate hook: unknown agent %q (known: claude-code, gemini-cli)\n", agent)
+		return 2
+	}
+	fail := func(why string) int {
+		if err := output(stdout, *onError, "toolgate could not decide: "+why); err != nil {
+			fmt.Fprintln(stderr, "toolgate hook:", err)
+			return 1
+		}
+		return 0
+	}
+	req, err := build(stdin)
+	if err != nil {
+		return fail(err.Error())
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fail(err.Error())
+	}
+	defer conn.Close()
+	// Fail fast when the server is down: an agent must not stall on every call.
+	resp, err := pb.NewPermissionServiceClient(conn).Check(ctx, req)
+	if err != nil {
+		return fail(fmt.Sprintf("server %s: %v", *addr, err))
+	}
+	if err := output(stdout, hook.DecisionOf(resp), resp.GetReason()); err != nil {
+		fmt.Fprintln(stderr, "toolgate hook:", err)
+		return 1
+	}
+	return 0
+}

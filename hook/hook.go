@@ -1,0 +1,76 @@
+// Package hook converts between the hook protocols of AI coding agents and
+// the toolgate permission API. Agents that only speak hooks run a command
+// before each tool call, pass it a JSON document on stdin and read a decision
+// from stdout; this package parses that input into a CheckRequest and renders
+// a decision back in the agent's format. It does no I/O besides reading the
+// hook input, the (bounded) tail of a transcript file, and writing the output.
+//
+// Supported agents:
+//   - Claude Code, PreToolUse hook: ParseClaude, ClaudeRequest, ClaudeOutput.
+//   - Gemini CLI, BeforeTool hook: ParseGemini, GeminiRequest, GeminiOutput.
+//
+// Everything here fails closed: an unknown decision renders as deny.
+package hook
+
+import (
+	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
+)
+
+// Decisions as rendered to agents.
+const (
+	Allow = "allow"
+	Deny  = "deny"
+	Ask   = "ask"
+)
+
+// Defaults for Options.
+const (
+	DefaultTranscriptEntries  = 20
+	DefaultMaxTranscriptBytes = 2 << 20 // 2 MiB
+	// MaxEntryText caps the text of one transcript entry (a long tool
+	// output, say) so that a few huge entries cannot push the request over
+	// the server's size limits. Longer text is cut and marked.
+	MaxEntryText = 16 << 10
+)
+
+// Options for building requests. Zero values take the defaults.
+type Options struct {
+	// TranscriptEntries is how many of the last transcript entries to send
+	// (default 20). A negative value sends none.
+	TranscriptEntries int
+	// MaxTranscriptBytes is how many bytes at most are read from the END of
+	// the transcript file (default 2 MiB), so that a huge session file cannot
+	// stall the hook.
+	MaxTranscriptBytes int64
+}
+
+func (o Options) entries() int {
+	if o.TranscriptEntries == 0 {
+		return DefaultTranscriptEntries
+	}
+	if o.TranscriptEntries < 0 {
+		return 0
+	}
+	return o.TranscriptEntries
+}
+
+func (o Options) maxBytes() int64 {
+	if o.MaxTranscriptBytes <= 0 {
+		return DefaultMaxTranscriptBytes
+	}
+	return o.MaxTranscriptBytes
+}
+
+// DecisionOf maps a CheckResponse to "allow", "deny" or "ask".
+// A nil response, DECISION_UNSPECIFIED or any unknown value gives "deny"
+// (fail closed).
+func DecisionOf(resp *toolgatev1.CheckResponse) string {
+	switch resp.GetDecision() {
+	case toolgatev1.Decision_DECISION_ALLOW:
+		return Allow
+	case toolgatev1.Decision_DECISION_ASK:
+		return Ask
+	default:
+		return Deny
+	}
+}

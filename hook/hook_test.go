@@ -1,0 +1,392 @@
+package hook
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
+)
+
+const claudeSample = `{
+  "session_id": "abc123",
+  "transcript_path": "/home/u/.claude/projects/p/abc123.jsonl",
+  "cwd": "/work/app",
+  "permission_mode": "default",
+  "hook_event_name": "PreToolUse",
+  "tool_name": "Bash",
+  "tool_input": {"command": "npm test", "description": "Run tests", "timeout": 120000},
+  "tool_use_id": "toolu_01ABC"
+}`
+
+func TestParseClaude(t *testing.T) {
+	in, err := ParseClaude(strings.NewReader(claudeSample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.SessionID != "abc123" || in.TranscriptPath != "/home/u/.claude/projects/p/abc123.jsonl" ||
+		in.Cwd != "/work/app" || in.PermissionMode != "default" || in.HookEventName != "PreToolUse" ||
+		in.ToolName != "Bash" || in.ToolUseID != "toolu_01ABC" {
+		t.Errorf("parsed %+v", in)
+	}
+	if in.ToolInput["command"] != "npm test" || in.ToolInput["timeout"] != float64(120000) {
+		t.Errorf("tool_input %v", in.ToolInput)
+	}
+
+	errCases := []struct {
+		name, input, want string
+	}{
+		{"not json", `hello`, "not a JSON object"},
+		{"json array", `[1,2]`, "not a JSON object"},
+		{"empty", ``, "not a JSON object"},
+		{"missing tool_name", `{"hook_event_name":"PreToolUse","tool_input":{}}`, "missing tool_name"},
+		{"wrong event", `{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{}}`, "hook_event_name"},
+		{"missing event", `{"tool_name":"Bash","tool_input":{}}`, "hook_event_name"},
+		{"tool_input string", `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":"ls"}`, "not an object"},
+		{"tool_input array", `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":["ls"]}`, "not an object"},
+		{"tool_input null", `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":null}`, "not an object"},
+		{"tool_input missing", `{"hook_event_name":"PreToolUse","tool_name":"Bash"}`, "missing tool_input"},
+	}
+	for _, tc := range errCases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseClaude(strings.NewReader(tc.input))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestClaudeMode(t *testing.T) {
+	tests := []struct {
+		in   string
+		want toolgatev1.PermissionMode
+	}{
+		{"default", toolgatev1.PermissionMode_PERMISSION_MODE_DEFAULT},
+		{"acceptEdits", toolgatev1.PermissionMode_PERMISSION_MODE_ACCEPT_EDITS},
+		{"plan", toolgatev1.PermissionMode_PERMISSION_MODE_PLAN},
+		{"bypassPermissions", toolgatev1.PermissionMode_PERMISSION_MODE_BYPASS},
+		{"auto", toolgatev1.PermissionMode_PERMISSION_MODE_AUTO},
+		{"dontAsk", toolgatev1.PermissionMode_PERMISSION_MODE_DEFAULT},
+		{"", toolgatev1.PermissionMode_PERMISSION_MODE_DEFAULT},
+		{"Plan", toolgatev1.PermissionMode_PERMISSION_MODE_DEFAULT},
+		{"somethingNew", toolgatev1.PermissionMode_PERMISSION_MODE_DEFAULT},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			in := &ClaudeInput{ToolName: "Bash", ToolInput: map[string]any{}, PermissionMode: tc.in}
+			req, err := ClaudeRequest(in, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if req.GetMode() != tc.want {
+				t.Errorf("mode %q → %v, want %v", tc.in, req.GetMode(), tc.want)
+			}
+		})
+	}
+}
+
+func TestClaudeRequestFields(t *testing.T) {
+	in, err := ParseClaude(strings.NewReader(claudeSample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.TranscriptPath = filepath.Join(t.TempDir(), "missing.jsonl") // missing: no transcript, no error
+	req, err := ClaudeRequest(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.GetRequestId() != "toolu_01ABC" || req.GetSessionId() != "abc123" ||
+		req.GetWorkingDirectory() != "/work/app" || req.GetTool().GetName() != "Bash" ||
+		req.GetTool().GetInput().GetFields()["command"].GetStringValue() != "npm test" {
+		t.Errorf("request %v", req)
+	}
+	if len(req.GetTranscript()) != 0 {
+		t.Errorf("missing transcript gave %d entries", len(req.GetTranscript()))
+	}
+
+	cwdCases := []struct{ cwd, want string }{
+		{"/work/app", "/work/app"},
+		{"/work/app/../lib/", "/work/lib"},
+		{"work/app", ""},
+		{"./app", ""},
+		{"", ""},
+	}
+	for _, tc := range cwdCases {
+		in.Cwd = tc.cwd
+		req, err := ClaudeRequest(in, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if req.GetWorkingDirectory() != tc.want {
+			t.Errorf("cwd %q → %q, want %q", tc.cwd, req.GetWorkingDirectory(), tc.want)
+		}
+	}
+
+	if _, err := ClaudeRequest(nil, Options{}); err == nil {
+		t.Error("nil input: no error")
+	}
+}
+
+// transcriptLines is a realistic mix of Claude Code transcript lines.
+var transcriptLines = []string{
+	`{"type":"summary","summary":"Old session","leafUuid":"x"}`,
+	`{"type":"user","message":{"role":"user","content":"please run the tests"},"uuid":"1"}`,
+	`{"type":"assistant","message":{"role":"assistant","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"Running them."},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"npm test"}}]}}`,
+	`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"3 passed"}]}}`,
+	`not json at all`,
+	`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"line a"},{"type":"image","source":{}},{"type":"text","text":"line b"}]}]}}`,
+	`{"type":"file-history-snapshot","snapshot":{}}`,
+	`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"now deploy"}]}}`,
+	`{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_3","name":"Edit","input":{"file_path":"/work/app/x.go","old_string":"a","new_string":"b"}}]}}`,
+}
+
+type wantEntry struct {
+	role toolgatev1.Role
+	text string
+	tool string
+}
+
+var allWant = []wantEntry{
+	{toolgatev1.Role_ROLE_USER, "please run the tests", ""},
+	{toolgatev1.Role_ROLE_ASSISTANT, "Running them.", ""},
+	{toolgatev1.Role_ROLE_ASSISTANT, "", "Bash"},
+	{toolgatev1.Role_ROLE_TOOL_RESULT, "3 passed", ""},
+	{toolgatev1.Role_ROLE_TOOL_RESULT, "line a\nline b", ""},
+	{toolgatev1.Role_ROLE_USER, "now deploy", ""},
+	{toolgatev1.Role_ROLE_ASSISTANT, "", "Edit"},
+}
+
+func writeTranscript(t *testing.T, lines []string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "session.jsonl")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func checkEntries(t *testing.T, got []*toolgatev1.TranscriptEntry, want []wantEntry) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d entries, want %d: %v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.GetRole() != w.role || g.GetText() != w.text || g.GetToolCall().GetName() != w.tool {
+			t.Errorf("entry %d = {%v %q %q}, want {%v %q %q}", i, g.GetRole(), g.GetText(),
+				g.GetToolCall().GetName(), w.role, w.text, w.tool)
+		}
+	}
+}
+
+func TestClaudeTranscript(t *testing.T) {
+	path := writeTranscript(t, transcriptLines)
+	tests := []struct {
+		name string
+		n    int
+		want []wantEntry
+	}{
+		{"all", 100, allWant},
+		{"default 20", 0, allWant},
+		{"last 3", 3, allWant[4:]},
+		{"last 1", 1, allWant[6:]},
+		{"none", -1, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &ClaudeInput{ToolName: "Bash", ToolInput: map[string]any{}, TranscriptPath: path}
+			req, err := ClaudeRequest(in, Options{TranscriptEntries: tc.n})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkEntries(t, req.GetTranscript(), tc.want)
+		})
+	}
+
+	// The tool_use input is carried.
+	in := &ClaudeInput{ToolName: "Bash", ToolInput: map[string]any{}, TranscriptPath: path}
+	req, _ := ClaudeRequest(in, Options{TranscriptEntries: 1})
+	if got := req.GetTranscript()[0].GetToolCall().GetInput().GetFields()["file_path"].GetStringValue(); got != "/work/app/x.go" {
+		t.Errorf("tool_use input file_path = %q", got)
+	}
+
+	// A relative transcript path is ignored even if it exists.
+	rel, err := filepath.Rel(mustGetwd(t), path)
+	if err == nil && !filepath.IsAbs(rel) {
+		in := &ClaudeInput{ToolName: "Bash", ToolInput: map[string]any{}, TranscriptPath: rel}
+		req, err := ClaudeRequest(in, Options{})
+		if err != nil || len(req.GetTranscript()) != 0 {
+			t.Errorf("relative path: %d entries, err %v", len(req.GetTranscript()), err)
+		}
+	}
+
+	// A directory in place of the file: no transcript, no error.
+	in = &ClaudeInput{ToolName: "Bash", ToolInput: map[string]any{}, TranscriptPath: t.TempDir()}
+	if req, err := ClaudeRequest(in, Options{}); err != nil || len(req.GetTranscript()) != 0 {
+		t.Errorf("directory: %d entries, err %v", len(req.GetTranscript()), err)
+	}
+}
+
+func mustGetwd(t *testing.T) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
+}
+
+func TestClaudeTranscriptHugeFileTail(t *testing.T) {
+	// ~5 MiB of old user lines, then the recent mixed lines.
+	filler := `{"type":"user","message":{"role":"user","content":"OLD ` + strings.Repeat("x", 1000) + `"}}`
+	var lines []string
+	for i := 0; i < 5<<20/len(filler); i++ {
+		lines = append(lines, filler)
+	}
+	lines = append(lines, transcriptLines...)
+	path := writeTranscript(t, lines)
+	in := &ClaudeInput{ToolName: "Bash", ToolInput: map[string]any{}, TranscriptPath: path}
+	req, err := ClaudeRequest(in, Options{TranscriptEntries: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, req.GetTranscript(), allWant)
+
+	// A window that starts mid-line: the cut line is skipped, the whole
+	// lines after it are kept.
+	tail := strings.Join(transcriptLines, "\n") + "\n"
+	cut := strings.Index(tail, `"please run`) // inside the first user line
+	window := int64(len(tail) - cut)
+	req, err = ClaudeRequest(in, Options{TranscriptEntries: 100, MaxTranscriptBytes: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, req.GetTranscript(), allWant[1:])
+
+	// A window that starts exactly at a line start keeps that line.
+	start := strings.Index(tail, `{"type":"user","message":{"role":"user","content":"please`)
+	req, err = ClaudeRequest(in, Options{TranscriptEntries: 100, MaxTranscriptBytes: int64(len(tail) - start)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, req.GetTranscript(), allWant)
+
+	// The default window (2 MiB) holds far fewer than all filler lines, so
+	// with a large N only the tail is read.
+	req, err = ClaudeRequest(in, Options{TranscriptEntries: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(req.GetTranscript())
+	if max := DefaultMaxTranscriptBytes/len(filler) + len(allWant) + 1; n > max || n < len(allWant) {
+		t.Errorf("default window gave %d entries, want between %d and %d", n, len(allWant), max)
+	}
+	checkEntries(t, req.GetTranscript()[n-len(allWant):], allWant)
+
+	// A window smaller than the last line: nothing, no error.
+	req, err = ClaudeRequest(in, Options{MaxTranscriptBytes: 10})
+	if err != nil || len(req.GetTranscript()) != 0 {
+		t.Errorf("tiny window: %d entries, err %v", len(req.GetTranscript()), err)
+	}
+}
+
+func TestClip(t *testing.T) {
+	long := strings.Repeat("é", MaxEntryText) // 2 bytes per rune
+	got := clip(long)
+	if !strings.HasSuffix(got, clipMarker) || len(got) > MaxEntryText+len(clipMarker) {
+		t.Errorf("clip: len %d", len(got))
+	}
+	if !strings.HasPrefix(got, strings.Repeat("é", 10)) || !json.Valid([]byte(`"`+strings.TrimSuffix(got, clipMarker)+`"`)) {
+		t.Error("clip cut a rune")
+	}
+	if clip("short") != "short" {
+		t.Error("clip changed short text")
+	}
+}
+
+func TestClaudeOutput(t *testing.T) {
+	tests := []struct {
+		decision, reason      string
+		wantDecision, reason2 string
+	}{
+		{"allow", "safe read", "allow", "safe read"},
+		{"deny", "rm -rf /", "deny", "rm -rf /"},
+		{"ask", "needs approval", "ask", "needs approval"},
+		{"", "x", "deny", `toolgate: invalid decision "": x`},
+		{"ALLOW", "x", "deny", `toolgate: invalid decision "ALLOW": x`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.decision, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := ClaudeOutput(&buf, tc.decision, tc.reason); err != nil {
+				t.Fatal(err)
+			}
+			var top map[string]map[string]any
+			if err := json.Unmarshal(buf.Bytes(), &top); err != nil {
+				t.Fatalf("output %q: %v", buf.String(), err)
+			}
+			if len(top) != 1 {
+				t.Errorf("top-level keys: %v", top)
+			}
+			h, ok := top["hookSpecificOutput"]
+			if !ok {
+				t.Fatalf("no hookSpecificOutput in %s", buf.String())
+			}
+			want := map[string]any{
+				"hookEventName":            "PreToolUse",
+				"permissionDecision":       tc.wantDecision,
+				"permissionDecisionReason": tc.reason2,
+			}
+			if len(h) != len(want) {
+				t.Errorf("hookSpecificOutput = %v, want %v", h, want)
+			}
+			for k, v := range want {
+				if h[k] != v {
+					t.Errorf("%s = %v, want %v", k, h[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestDecisionOf(t *testing.T) {
+	tests := []struct {
+		resp *toolgatev1.CheckResponse
+		want string
+	}{
+		{&toolgatev1.CheckResponse{Decision: toolgatev1.Decision_DECISION_ALLOW}, "allow"},
+		{&toolgatev1.CheckResponse{Decision: toolgatev1.Decision_DECISION_DENY}, "deny"},
+		{&toolgatev1.CheckResponse{Decision: toolgatev1.Decision_DECISION_ASK}, "ask"},
+		{&toolgatev1.CheckResponse{Decision: toolgatev1.Decision_DECISION_UNSPECIFIED}, "deny"},
+		{&toolgatev1.CheckResponse{Decision: toolgatev1.Decision(42)}, "deny"},
+		{nil, "deny"},
+	}
+	for _, tc := range tests {
+		if got := DecisionOf(tc.resp); got != tc.want {
+			t.Errorf("DecisionOf(%v) = %q, want %q", tc.resp.GetDecision(), got, tc.want)
+		}
+	}
+}
+
+func TestReadTail(t *testing.T) {
+	path := writeTranscript(t, []string{"aaaa", "bbbb", "cccc"}) // "aaaa\nbbbb\ncccc\n"
+	tests := []struct {
+		max  int64
+		want string
+	}{
+		{100, "aaaa\nbbbb\ncccc\n"},
+		{15, "aaaa\nbbbb\ncccc\n"},
+		{14, "bbbb\ncccc\n"}, // starts mid "aaaa": cut line dropped
+		{10, "bbbb\ncccc\n"}, // starts exactly at "bbbb"
+		{9, "cccc\n"},
+		{3, ""},
+	}
+	for _, tc := range tests {
+		if got := string(readTail(path, tc.max)); got != tc.want {
+			t.Errorf("readTail(%d) = %q, want %q", tc.max, got, tc.want)
+		}
+	}
+}

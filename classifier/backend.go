@@ -206,7 +206,7 @@ func describe(err error, actx context.Context, timeout time.Duration) error {
 		code := apiErr.StatusCode
 		msg := fmt.Sprintf("HTTP %d", code)
 		if apiErr.Message != "" {
-			msg += ": " + clipText(apiErr.Message, 200)
+			msg += ": " + promptCutRunes(apiErr.Message, 200)
 		}
 		ae := &attemptError{msg: msg, err: err, retry: code == http.StatusTooManyRequests || code >= 500}
 		if apiErr.Response != nil {
@@ -224,7 +224,7 @@ func describe(err error, actx context.Context, timeout time.Duration) error {
 	case errors.Is(err, errNoToolCall), errors.Is(err, errBadArguments):
 		return err
 	}
-	return &attemptError{msg: "transport: " + clipText(err.Error(), 200), err: err, retry: true}
+	return &attemptError{msg: "transport: " + promptCutRunes(err.Error(), 200), err: err, retry: true}
 }
 
 // retryAfter reads retry-after-ms or Retry-After (seconds or a date).
@@ -369,13 +369,4 @@ func field[T any](m map[string]json.RawMessage, name string, dst *T) error {
 		return fmt.Errorf("%w: %s has the wrong type", errBadArguments, name)
 	}
 	return nil
-}
-
-// clipText cuts s to at most n runes for error messages.
-func clipText(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }

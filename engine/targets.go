@@ -91,8 +91,11 @@ func broadSearch(abs, home string) bool {
 	case "/", "/home", "/root", "/Users":
 		return true
 	}
-	if home != "" && (abs == home || strings.HasPrefix(home, abs+"/")) {
-		return true
+	if home != "" {
+		// abs is home or one of its ancestors.
+		if rel, err := filepath.Rel(abs, home); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return true
+		}
 	}
 	dir := filepath.Dir(abs)
 	return dir == "/home" || dir == "/Users"

@@ -45,13 +45,7 @@ func ParseClaude(r io.Reader) (*ClaudeInput, error) {
 	if err := decodeInput(r, &w); err != nil {
 		return nil, err
 	}
-	if w.HookEventName != "PreToolUse" {
-		return nil, fmt.Errorf("hook input: hook_event_name is %q, want \"PreToolUse\"", w.HookEventName)
-	}
-	if w.ToolName == "" {
-		return nil, errors.New("hook input: missing tool_name")
-	}
-	in, err := objectOf(w.ToolInput)
+	in, err := checkCommon("PreToolUse", w.HookEventName, w.ToolName, w.ToolInput)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +77,18 @@ func decodeInput(r io.Reader, v any) error {
 }
 
 // objectOf decodes tool_input, which must be a JSON object.
+// checkCommon validates what every agent's pre-tool hook input carries:
+// the event, the tool name, and a tool input that is a JSON object.
+func checkCommon(wantEvent, event, tool string, input json.RawMessage) (map[string]any, error) {
+	if event != wantEvent {
+		return nil, fmt.Errorf("hook input: hook_event_name is %q, want %q", event, wantEvent)
+	}
+	if tool == "" {
+		return nil, errors.New("hook input: missing tool_name")
+	}
+	return objectOf(input)
+}
+
 func objectOf(raw json.RawMessage) (map[string]any, error) {
 	var v any
 	if len(raw) == 0 {

@@ -63,13 +63,7 @@ func ParseGemini(r io.Reader) (*GeminiInput, error) {
 	if err := decodeInput(r, &w); err != nil {
 		return nil, err
 	}
-	if w.HookEventName != "BeforeTool" {
-		return nil, fmt.Errorf("hook input: hook_event_name is %q, want \"BeforeTool\"", w.HookEventName)
-	}
-	if w.ToolName == "" {
-		return nil, errors.New("hook input: missing tool_name")
-	}
-	in, err := objectOf(w.ToolInput)
+	in, err := checkCommon("BeforeTool", w.HookEventName, w.ToolName, w.ToolInput)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"net"
 	"strings"
 	"testing"
 )
@@ -49,15 +48,7 @@ func TestHookClaudeCode(t *testing.T) {
 	}
 
 	// Failing closed.
-	dead := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := l.Addr().String()
-		l.Close()
-		return a
-	}()
+	dead := deadAddr(t)
 	if d, r := runHook(t, claudeInput("Read", `{"file_path":"x"}`), "--addr", dead, "--timeout", "2s"); d != "deny" || !strings.Contains(r, "could not decide") {
 		t.Errorf("server down: %s %q", d, r)
 	}

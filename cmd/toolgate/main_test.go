@@ -89,15 +89,7 @@ func TestServeAndCheck(t *testing.T) {
 
 func TestCheckErrors(t *testing.T) {
 	addr := startServe(t)
-	dead := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := l.Addr().String()
-		l.Close()
-		return a
-	}()
+	dead := deadAddr(t)
 	tests := []struct {
 		name string
 		args []string

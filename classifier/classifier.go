@@ -9,7 +9,6 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/openai/openai-go/v3/option"
 	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
@@ -32,7 +31,7 @@ type Classifier struct {
 	promptOpts PromptOptions
 	backends   []*backend
 	pool       *Pool
-	cache      *expirable.LRU[string, outcome]
+	cache      *lru.Cache[string, cached]
 	flight     singleflight.Group
 	sessions   *lru.Cache[string, *sessionState]
 	dump       *dumper
@@ -74,7 +73,9 @@ func New(cfg Config, rules map[string]Rules, log *zap.Logger, opts ...Option) (*
 		return nil, fmt.Errorf("classifier.backends: %w", err)
 	}
 	if cfg.CacheOn() {
-		c.cache = expirable.NewLRU[string, outcome](cfg.Cache.Size, nil, cfg.Cache.TTL)
+		if c.cache, err = lru.New[string, cached](cfg.Cache.Size); err != nil {
+			return nil, err
+		}
 	}
 	if c.sessions, err = lru.New[string, *sessionState](maxSessions); err != nil {
 		return nil, err
@@ -93,6 +94,26 @@ func New(cfg Config, rules map[string]Rules, log *zap.Logger, opts ...Option) (*
 	return c, nil
 }
 
+// cached is a cache entry. Expiry is checked on read rather than by the
+// expirable LRU, whose purge goroutine cannot be stopped: a hot reload
+// builds a new classifier and the old one must leave nothing running.
+type cached struct {
+	o       outcome
+	expires time.Time
+}
+
+func (c *Classifier) cached(key string) (outcome, bool) {
+	e, ok := c.cache.Get(key)
+	if !ok {
+		return outcome{}, false
+	}
+	if time.Now().After(e.expires) {
+		c.cache.Remove(key)
+		return outcome{}, false
+	}
+	return e.o, true
+}
+
 // Close releases the dump file, if any.
 func (c *Classifier) Close() error { return c.dump.close() }
 
@@ -108,7 +129,7 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (en
 	p := BuildPrompt(c.rules[in.Policy], in.Request, in.Kind, in.Notes, c.promptOpts)
 	key := p.Key()
 	if c.cache != nil {
-		if o, ok := c.cache.Get(key); ok {
+		if o, ok := c.cached(key); ok {
 			sess.record(o.Block)
 			v := c.verdict(o, 0)
 			v.Cached, v.Details.Cached = true, true
@@ -130,7 +151,7 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (en
 		return engine.Verdict{}, &engine.ClassifierError{Err: err, Reason: SanitizeReason(err.Error(), maxReasonChars), Details: details(o, latency)}
 	}
 	if c.cache != nil {
-		c.cache.Add(key, o)
+		c.cache.Add(key, cached{o: o, expires: time.Now().Add(c.cfg.Cache.TTL)})
 	}
 	sess.record(o.Block)
 	return c.verdict(o, latency), nil

@@ -519,3 +519,26 @@ func TestRetryAfterHeader(t *testing.T) {
 		})
 	}
 }
+
+func TestCacheExpiry(t *testing.T) {
+	var calls atomic.Int32
+	fake := fakellm.Start(t, func(r *fakellm.Request) fakellm.Reply {
+		calls.Add(1)
+		return fakellm.Reply{}
+	})
+	cfg := testConfig(fake.URL())
+	cfg.Cache.TTL = time.Nanosecond
+	c := newTestClassifier(t, cfg)
+	for i := range 2 {
+		v, err := c.Classify(t.Context(), input("Bash", "same", ""))
+		if err != nil || v.Cached {
+			t.Fatalf("round %d: %+v %v; an expired entry must not answer", i, v, err)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d upstream calls, want 2", n)
+	}
+	if n := c.cache.Len(); n != 1 {
+		t.Fatalf("cache holds %d entries, want the expired one replaced", n)
+	}
+}

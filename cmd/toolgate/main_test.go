@@ -19,12 +19,21 @@ import (
 // startServe runs "toolgate serve" in-process on a free loopback port.
 func startServe(t *testing.T, args ...string) string {
 	t.Helper()
+	addr, _ := startServeLogs(t, args...)
+	return addr
+}
+
+// startServeLogs is startServe that also returns what the server has
+// logged so far.
+func startServeLogs(t *testing.T, args ...string) (string, func() string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
-	var logs bytes.Buffer
+	var buf bytes.Buffer
+	logs := &syncWriter{w: &buf}
 	go func() {
-		done <- serve(ctx, append([]string{"--listen", "127.0.0.1:0"}, args...), &syncWriter{w: &logs}, &bytes.Buffer{}, ready)
+		done <- serve(ctx, append([]string{"--listen", "127.0.0.1:0"}, args...), logs, &bytes.Buffer{}, ready)
 	}()
 	var addr net.Addr
 	select {
@@ -47,7 +56,11 @@ func startServe(t *testing.T, args ...string) string {
 			t.Error("serve did not stop after its context ended")
 		}
 	})
-	return addr.String()
+	return addr.String(), func() string {
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		return buf.String()
+	}
 }
 
 func TestServeAndCheck(t *testing.T) {

@@ -8,13 +8,13 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/toolgate/toolgate/classifier"
 	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/server"
 )
 
@@ -34,6 +34,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	noReflection := fs.Bool("no-reflection", false, "turn off gRPC server reflection")
 	clsURL := fs.String("classifier-url", "", "OpenAI-compatible base URL of a classifier backend, e.g. https://api.openai.com/v1 (API key from OPENAI_API_KEY)")
 	clsModel := fs.String("classifier-model", "", "model of the --classifier-url backend, e.g. gpt-4.1-mini")
+	watch := fs.Bool("watch", true, "reload the config file when it changes (SIGHUP always reloads)")
 	dumpFile := fs.String("dump-classifier", "", "append every classifier request and answer to FILE as JSON lines (credentials redacted)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -42,31 +43,47 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
 	}
 
-	cfg, err := loadConfig(*cfgPath)
-	if err != nil {
-		return err
-	}
-	if *listen != "" {
-		cfg.Server.Listen = *listen
-	}
-	if *noReflection {
-		cfg.Server.Reflection = false
-	}
 	if (*clsURL == "") != (*clsModel == "") {
 		return fmt.Errorf("serve: --classifier-url and --classifier-model go together")
 	}
-	if *dumpFile != "" {
-		cfg.Classifier.DumpFile = *dumpFile
-	}
-	if *clsURL != "" {
-		// The flags add a backend in front of any the config defines.
-		cfg.Classifier.Backends = append([]classifier.BackendConfig{{
-			Name: "cli", BaseURL: *clsURL, Model: *clsModel, APIKeyEnv: "OPENAI_API_KEY", Priority: 1 << 30,
-		}}, cfg.Classifier.Backends...)
-		cfg.Classifier.WithBackendDefaults()
-		if err := cfg.Classifier.Validate(); err != nil {
+	if *cfgPath != "" {
+		abs, err := filepath.Abs(*cfgPath)
+		if err != nil {
 			return err
 		}
+		*cfgPath = abs
+	}
+	// load reads the config and applies the flags on top; a reload calls
+	// it again so that the flags keep winning.
+	load := func() (*config.Config, error) {
+		cfg, err := loadConfig(*cfgPath)
+		if err != nil {
+			return nil, err
+		}
+		if *listen != "" {
+			cfg.Server.Listen = *listen
+		}
+		if *noReflection {
+			cfg.Server.Reflection = false
+		}
+		if *dumpFile != "" {
+			cfg.Classifier.DumpFile = *dumpFile
+		}
+		if *clsURL != "" {
+			// The flags add a backend in front of any the config defines.
+			cfg.Classifier.Backends = append([]classifier.BackendConfig{{
+				Name: "cli", BaseURL: *clsURL, Model: *clsModel, APIKeyEnv: "OPENAI_API_KEY", Priority: 1 << 30,
+			}}, cfg.Classifier.Backends...)
+			cfg.Classifier.WithBackendDefaults()
+			if err := cfg.Classifier.Validate(); err != nil {
+				return nil, err
+			}
+		}
+		return cfg, nil
+	}
+	cfg, err := load()
+	if err != nil {
+		return err
 	}
 	log, err := newLogger(*level, stdout)
 	if err != nil {
@@ -77,39 +94,43 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	// "~" in rules means this user's home: toolgate usually runs beside the
 	// agents it guards. Rules meant for any home use //**/ patterns.
 	home, _ := os.UserHomeDir()
-	ecfg := engine.Config{Policies: cfg.EnginePolicies(), OnClassifierUnavailable: engine.Deny, Home: home}
-	if cfg.Classifier.OnUnavailable == "ask" {
-		ecfg.OnClassifierUnavailable = engine.Ask
-	}
-	var backends []string
-	if cfg.Classifier.Enabled() {
-		cls, err := classifier.New(cfg.Classifier, cfg.ClassifierRules(), log)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = cls.Close() }()
-		ecfg.Classifier = cls
-		for _, b := range cfg.Classifier.Backends {
-			backends = append(backends, b.Name+"="+b.Model+"@"+redactURL(b.BaseURL))
-			if os.Getenv(b.APIKeyEnv) == "" {
-				log.Warn("classifier backend has no API key", zap.String("backend", b.Name), zap.String("api_key_env", b.APIKeyEnv))
-			}
-		}
-		if cfg.Classifier.DumpFile != "" {
-			log.Warn("dumping every classifier request and answer", zap.String("file", cfg.Classifier.DumpFile))
-		}
-	}
-	eng, err := engine.New(ecfg)
+	gen, err := buildGeneration(cfg, nil, home, log)
 	if err != nil {
 		return err
 	}
-	for _, w := range eng.Warnings() {
-		log.Warn("dangerous rule", zap.String("warning", w))
+	var backends []string
+	for _, b := range cfg.Classifier.Backends {
+		backends = append(backends, b.Name+"="+b.Model+"@"+redactURL(b.BaseURL))
+		if os.Getenv(b.APIKeyEnv) == "" {
+			log.Warn("classifier backend has no API key", zap.String("backend", b.Name), zap.String("api_key_env", b.APIKeyEnv))
+		}
 	}
+	if cfg.Classifier.Enabled() && cfg.Classifier.DumpFile != "" {
+		log.Warn("dumping every classifier request and answer", zap.String("file", cfg.Classifier.DumpFile))
+	}
+	rl := &reloader{path: *cfgPath, load: load, home: home, log: log, cur: gen}
+	if *cfgPath != "" {
+		if gen.sum, err = fingerprint(rl.files(cfg)); err != nil {
+			return err
+		}
+	}
+	defer rl.close()
+	eng := gen.eng
 	srv, err := server.New(cfg.Server, eng, log)
 	if err != nil {
 		return err
 	}
+	rl.svc = srv.Service()
+	// A watcher that cannot start is a startup error: the operator would
+	// otherwise edit a policy that never applies.
+	watchLoop, err := rl.watch(*watch)
+	if err != nil {
+		return err
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() { watchLoop(watchCtx); close(watchDone) }()
+	defer func() { stopWatch(); <-watchDone }()
 	lis, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return err

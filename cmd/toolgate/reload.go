@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/classifier"
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/server"
+)
+
+// generation is what one config builds: the engine and the classifier it
+// calls. A reload builds a new generation and swaps the engine in.
+type generation struct {
+	cfg *config.Config
+	eng *engine.Engine
+	cls *classifier.Classifier // nil without backends
+	sum [sha256.Size]byte      // of the files the config was read from
+}
+
+// buildGeneration builds the engine for cfg. The classifier of prev is kept
+// when its settings and rules are unchanged, so that a policy edit keeps
+// the verdict cache, the breakers and the per-session block counters.
+func buildGeneration(cfg *config.Config, prev *generation, home string, log *zap.Logger) (*generation, error) {
+	g := &generation{cfg: cfg}
+	ecfg := engine.Config{Policies: cfg.EnginePolicies(), OnClassifierUnavailable: engine.Deny, Home: home}
+	if cfg.Classifier.OnUnavailable == "ask" {
+		ecfg.OnClassifierUnavailable = engine.Ask
+	}
+	if cfg.Classifier.Enabled() {
+		if prev != nil && prev.cls != nil && reflect.DeepEqual(prev.cfg.Classifier, cfg.Classifier) &&
+			reflect.DeepEqual(prev.cfg.ClassifierRules(), cfg.ClassifierRules()) {
+			g.cls = prev.cls
+		} else {
+			cls, err := classifier.New(cfg.Classifier, cfg.ClassifierRules(), log)
+			if err != nil {
+				return nil, err
+			}
+			g.cls = cls
+		}
+		ecfg.Classifier = g.cls
+	}
+	eng, err := engine.New(ecfg)
+	if err != nil {
+		if prev == nil || g.cls != prev.cls {
+			_ = g.cls.Close()
+		}
+		return nil, err
+	}
+	g.eng = eng
+	for _, w := range eng.Warnings() {
+		log.Warn("dangerous rule", zap.String("warning", w))
+	}
+	return g, nil
+}
+
+// reloader re-reads the config file on change (fsnotify) or SIGHUP and
+// swaps a valid one in; an invalid one is logged and the running one stays.
+// Server settings (listen address, limits) need a restart.
+type reloader struct {
+	path string // the config file; empty for the embedded default
+	load func() (*config.Config, error)
+	home string
+	log  *zap.Logger
+	svc  *server.Service
+
+	mu      sync.Mutex // serialises reloads
+	cur     *generation
+	retired []retiree
+}
+
+// retiree is a replaced classifier waiting for its last checks.
+type retiree struct {
+	cls   *classifier.Classifier
+	timer *time.Timer
+}
+
+// quiet is how long the config directory must be still before a change is
+// read: editors and Kubernetes write in several steps.
+const quiet = 100 * time.Millisecond
+
+// reload re-reads the config. force reloads even when the files are
+// unchanged (SIGHUP).
+func (r *reloader) reload(trigger string, force bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sum, err := fingerprint(r.files(r.cur.cfg))
+	if err == nil && !force && sum == r.cur.sum {
+		return nil
+	}
+	err = r.swap(trigger, sum)
+	if err != nil {
+		r.log.Error("config reload rejected; the running config stays", zap.String("trigger", trigger), zap.String("file", r.path), zap.Error(err))
+		return err
+	}
+	return nil
+}
+
+func (r *reloader) swap(trigger string, sum [sha256.Size]byte) error {
+	cfg, err := r.load()
+	if err != nil {
+		return err
+	}
+	g, err := buildGeneration(cfg, r.cur, r.home, r.log)
+	if err != nil {
+		return err
+	}
+	g.sum = sum
+	if !reflect.DeepEqual(cfg.Server, r.cur.cfg.Server) {
+		r.log.Warn("server settings changed; they apply after a restart", zap.String("file", r.path))
+	}
+	r.svc.SetEngine(g.eng)
+	old := r.cur
+	r.cur = g
+	if old.cls != nil && old.cls != g.cls {
+		// Checks in flight may still be asking the old classifier; each
+		// is bounded by its timeout, after which nothing uses it.
+		cls := old.cls
+		r.retired = append(r.retired, retiree{cls, time.AfterFunc(old.cfg.Classifier.Timeout+time.Second, func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			_ = cls.Close()
+			r.retired = slices.DeleteFunc(r.retired, func(rt retiree) bool { return rt.cls == cls })
+		})})
+	}
+	r.log.Info("config reloaded", zap.String("trigger", trigger), zap.String("file", r.path), zap.Strings("policies", g.eng.Policies()))
+	return nil
+}
+
+// files are the files a config was read from.
+func (r *reloader) files(cfg *config.Config) []string {
+	return []string{r.path}
+}
+
+// fingerprint hashes the files' contents, so that events that change
+// nothing (a touch, a neighbour's write) do not rebuild the engine.
+func fingerprint(files []string) ([sha256.Size]byte, error) {
+	h := sha256.New()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return [sha256.Size]byte{}, err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(data))
+		h.Write(data)
+	}
+	return [sha256.Size]byte(h.Sum(nil)), nil
+}
+
+// watch starts watching the config: SIGHUP always, and file changes when
+// fileWatch is set. It watches the directories of the files, not the
+// files: editors replace files by renaming, and Kubernetes swaps a
+// ConfigMap's directory symlink, neither of which a watch on the old file
+// would see. The returned function runs the loop until ctx ends.
+func (r *reloader) watch(fileWatch bool) (func(ctx context.Context), error) {
+	var w *fsnotify.Watcher
+	if r.path != "" && fileWatch {
+		var err error
+		if w, err = fsnotify.NewWatcher(); err != nil {
+			return nil, fmt.Errorf("watching the config (turn it off with --watch=false and reload with SIGHUP): %w", err)
+		}
+		if err := r.watchDirs(w); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("watching the config (turn it off with --watch=false and reload with SIGHUP): %w", err)
+		}
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	return func(ctx context.Context) {
+		defer signal.Stop(hup)
+		var events <-chan fsnotify.Event
+		var errs <-chan error
+		if w != nil {
+			defer w.Close()
+			events, errs = w.Events, w.Errors
+		}
+		timer := time.NewTimer(time.Hour)
+		timer.Stop()
+		defer timer.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if r.path == "" {
+					r.log.Warn("SIGHUP: no config file to reload (running the embedded default)")
+					continue
+				}
+				if r.reload("SIGHUP", true) == nil && w != nil {
+					r.rewatch(w)
+				}
+			case ev := <-events:
+				if ev.Op != fsnotify.Chmod {
+					timer.Reset(quiet)
+				}
+			case err := <-errs:
+				// An overflow may have hidden a change: look again.
+				r.log.Warn("config watcher", zap.Error(err))
+				timer.Reset(quiet)
+			case <-timer.C:
+				if r.reload("file change", false) == nil {
+					r.rewatch(w)
+				}
+			}
+		}
+	}, nil
+}
+
+func (r *reloader) rewatch(w *fsnotify.Watcher) {
+	if err := r.watchDirs(w); err != nil {
+		r.log.Error("config watcher: a file the config reads will not be watched; reload with SIGHUP after changing it", zap.Error(err))
+	}
+}
+
+// watchDirs adds the directories of the current config's files; a reload
+// may have brought new ones.
+func (r *reloader) watchDirs(w *fsnotify.Watcher) error {
+	r.mu.Lock()
+	files := r.files(r.cur.cfg)
+	r.mu.Unlock()
+	have := map[string]bool{}
+	for _, d := range w.WatchList() {
+		have[d] = true
+	}
+	for _, f := range files {
+		d := filepath.Dir(f)
+		if have[d] {
+			continue
+		}
+		if err := w.Add(d); err != nil {
+			return fmt.Errorf("watching %s: %w", d, err)
+		}
+		have[d] = true
+	}
+	return nil
+}
+
+// close releases every classifier once the server has stopped.
+func (r *reloader) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rt := range r.retired {
+		if rt.timer.Stop() {
+			_ = rt.cls.Close()
+		}
+	}
+	if r.cur.cls != nil {
+		_ = r.cur.cls.Close()
+	}
+}

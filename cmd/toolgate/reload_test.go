@@ -1,0 +1,235 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/toolgate/toolgate/config"
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+)
+
+const (
+	policyNoRules  = "policies:\n  default: {}\n"
+	policyDenyMake = "policies:\n  default:\n    permissions:\n      deny: [\"Bash(make deploy)\"]\n"
+	// Valid YAML whose rule does not parse: the reload must be refused.
+	policyBadRule = "policies:\n  default:\n    permissions:\n      deny: [\"Bash(make deploy\"]\n"
+)
+
+// writeAtomically replaces path the way editors and config management do:
+// a new file renamed over the old one.
+func writeAtomically(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls cond for up to 10s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func TestReloadUnderLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "toolgate.yaml")
+	writeAtomically(t, path, policyNoRules)
+	addr, logs := startServeLogs(t, "--config", path)
+
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := pb.NewPermissionServiceClient(conn)
+	input, _ := structpb.NewStruct(map[string]any{"command": "make deploy"})
+	req := func(id string) *pb.CheckRequest {
+		return &pb.CheckRequest{RequestId: id, Tool: &pb.ToolCall{Name: "Bash", Input: input}, WorkingDirectory: dir, Mode: pb.PermissionMode_PERMISSION_MODE_DEFAULT}
+	}
+
+	// A stream opened before any reload, used throughout.
+	stream, err := client.CheckStream(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	onStream := func() pb.Decision {
+		t.Helper()
+		n++
+		id := "s" + string(rune('a'+n%26)) + time.Now().Format("150405.000000")
+		if err := stream.Send(&pb.CheckStreamRequest{Kind: &pb.CheckStreamRequest_Check{Check: req(id)}}); err != nil {
+			t.Fatalf("stream send: %v", err)
+		}
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("stream recv: %v", err)
+		}
+		if resp.GetRequestId() != id || resp.GetResponse() == nil {
+			t.Fatalf("stream answer %v for %s", resp, id)
+		}
+		return resp.GetResponse().GetDecision()
+	}
+	if d := onStream(); d != pb.Decision_DECISION_ASK {
+		t.Fatalf("before reload: %v, want ASK (default mode, no rules)", d)
+	}
+
+	// Load: unary checks and health probes run during every swap below.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var checks, failures, unhealthy atomic.Int64
+	var firstFailure atomic.Value
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			resp, err := client.Check(t.Context(), req(""))
+			checks.Add(1)
+			if err != nil {
+				failures.Add(1)
+				firstFailure.CompareAndSwap(nil, err.Error())
+			} else if d := resp.GetDecision(); d != pb.Decision_DECISION_ASK && d != pb.Decision_DECISION_DENY {
+				failures.Add(1)
+				firstFailure.CompareAndSwap(nil, d.String())
+			}
+		}
+	})
+	health := healthpb.NewHealthClient(conn)
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			resp, err := health.Check(t.Context(), &healthpb.HealthCheckRequest{})
+			if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				unhealthy.Add(1)
+			}
+		}
+	})
+
+	// A valid change applies on the open stream.
+	writeAtomically(t, path, policyDenyMake)
+	waitFor(t, "the deny rule to apply", func() bool { return onStream() == pb.Decision_DECISION_DENY })
+
+	// An invalid change is refused, naming the file and field, and the
+	// running policy stays.
+	if err := os.WriteFile(path, []byte(policyBadRule), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the rejection to be logged", func() bool { return strings.Contains(logs(), "config reload rejected") })
+	rejected := logs()[strings.Index(logs(), "config reload rejected"):]
+	rejected = rejected[:strings.IndexByte(rejected, '\n')]
+	if !strings.Contains(rejected, path) || !strings.Contains(rejected, "policies.default") {
+		t.Errorf("rejection does not name the file and field: %s", rejected)
+	}
+	if d := onStream(); d != pb.Decision_DECISION_DENY {
+		t.Fatalf("after a rejected reload: %v, want the old policy's DENY", d)
+	}
+
+	// A good file after a bad one applies again; so does SIGHUP.
+	writeAtomically(t, path, policyNoRules)
+	waitFor(t, "the rule to be gone", func() bool { return onStream() == pb.Decision_DECISION_ASK })
+	before := strings.Count(logs(), `"trigger":"SIGHUP"`)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a SIGHUP reload", func() bool { return strings.Count(logs(), `"trigger":"SIGHUP"`) > before })
+
+	close(stop)
+	wg.Wait()
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err == nil {
+		t.Error("stream: want EOF after CloseSend")
+	}
+	if f := failures.Load(); f > 0 {
+		t.Errorf("%d of %d checks failed during reloads; first: %v", f, checks.Load(), firstFailure.Load())
+	}
+	if checks.Load() == 0 {
+		t.Error("no checks ran during the reloads")
+	}
+	t.Logf("%d unary checks during the reloads", checks.Load())
+	if u := unhealthy.Load(); u > 0 {
+		t.Errorf("health was not SERVING %d times during reloads", u)
+	}
+}
+
+func TestReloadWatchOff(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "toolgate.yaml")
+	writeAtomically(t, path, policyNoRules)
+	_, logs := startServeLogs(t, "--config", path, "--watch=false")
+	writeAtomically(t, path, policyDenyMake)
+	time.Sleep(5 * quiet)
+	if strings.Contains(logs(), "config reloaded") {
+		t.Fatal("reloaded on a file change with --watch=false")
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a SIGHUP reload", func() bool { return strings.Contains(logs(), `"trigger":"SIGHUP"`) })
+}
+
+// A policy edit keeps the classifier (its cache, breakers and session
+// counters); a classifier or auto_mode edit builds a new one.
+func TestBuildGenerationClassifierReuse(t *testing.T) {
+	dir := t.TempDir()
+	load := func(yaml string) *config.Config {
+		t.Helper()
+		path := filepath.Join(dir, "c.yaml")
+		writeAtomically(t, path, yaml)
+		cfg, err := config.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	cls := "classifier:\n  backends:\n    - {name: a, base_url: \"http://127.0.0.1:1/v1\", model: m}\n"
+	log := zap.NewNop()
+	g1, err := buildGeneration(load(cls+policyNoRules), nil, "/home/dev", log)
+	if err != nil || g1.cls == nil {
+		t.Fatalf("%v %v", g1, err)
+	}
+	g2, err := buildGeneration(load(cls+policyDenyMake), g1, "/home/dev", log)
+	if err != nil || g2.cls != g1.cls || g2.eng == g1.eng {
+		t.Fatalf("rule edit: new engine %v, same classifier %v (%v)", g2.eng != g1.eng, g2.cls == g1.cls, err)
+	}
+	g3, err := buildGeneration(load(cls+"policies:\n  default:\n    auto_mode: {soft_deny: [\"Deploying\"]}\n"), g2, "/home/dev", log)
+	if err != nil || g3.cls == g2.cls {
+		t.Fatalf("auto_mode edit must rebuild the classifier (%v)", err)
+	}
+	g4, err := buildGeneration(load(strings.Replace(cls, "model: m", "model: n", 1)+policyNoRules), g3, "/home/dev", log)
+	if err != nil || g4.cls == g3.cls {
+		t.Fatalf("backend edit must rebuild the classifier (%v)", err)
+	}
+	g5, err := buildGeneration(load(policyNoRules), g4, "/home/dev", log)
+	if err != nil || g5.cls != nil {
+		t.Fatalf("no backends: %v %v", g5.cls, err)
+	}
+}

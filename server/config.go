@@ -14,6 +14,9 @@ import (
 type Config struct {
 	// Listen is the TCP address to listen on; loopback by default.
 	Listen string `yaml:"listen"`
+	// MetricsListen is the HTTP address serving Prometheus /metrics;
+	// empty turns metrics off.
+	MetricsListen string `yaml:"metrics_listen"`
 	// MaxToolInputBytes caps the encoded size of tool.input.
 	MaxToolInputBytes int `yaml:"max_tool_input_bytes"`
 	// MaxTranscriptEntries caps the transcript of one check, and the
@@ -32,6 +35,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Listen:               "127.0.0.1:50051",
+		MetricsListen:        "127.0.0.1:9464",
 		MaxToolInputBytes:    256 << 10,
 		MaxTranscriptEntries: 500,
 		MaxStreamInFlight:    32,
@@ -45,6 +49,11 @@ func (c *Config) Validate() error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("server.listen: %q is not host:port: %w", c.Listen, err))
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			errs = append(errs, fmt.Errorf("server.metrics_listen: %q is not host:port (empty turns metrics off): %w", c.MetricsListen, err))
+		}
 	}
 	if c.MaxToolInputBytes <= 0 {
 		errs = append(errs, fmt.Errorf("server.max_tool_input_bytes: must be positive, got %d", c.MaxToolInputBytes))

@@ -33,7 +33,7 @@ func startServeLogs(t *testing.T, args ...string) (string, func() string) {
 	var buf bytes.Buffer
 	logs := &syncWriter{w: &buf}
 	go func() {
-		done <- serve(ctx, append([]string{"--listen", "127.0.0.1:0"}, args...), logs, &bytes.Buffer{}, ready)
+		done <- serve(ctx, append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "off"}, args...), logs, &bytes.Buffer{}, ready)
 	}()
 	var addr net.Addr
 	select {

@@ -29,6 +29,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "", "address to listen on (default from config: 127.0.0.1:50051)")
+	metricsListen := fs.String("metrics-listen", "", `address of the Prometheus /metrics listener (default from config: 127.0.0.1:9464; "off" turns it off)`)
 	cfgPath := fs.String("config", "", "YAML config file (default: the embedded default policy)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	noReflection := fs.Bool("no-reflection", false, "turn off gRPC server reflection")
@@ -62,6 +63,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		}
 		if *listen != "" {
 			cfg.Server.Listen = *listen
+		}
+		switch *metricsListen {
+		case "":
+		case "off":
+			cfg.Server.MetricsListen = ""
+		default:
+			cfg.Server.MetricsListen = *metricsListen
 		}
 		if *noReflection {
 			cfg.Server.Reflection = false

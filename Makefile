@@ -54,6 +54,14 @@ fuzz: ## Fuzz path containment, shell analysis and the rule parser, FUZZTIME eac
 bench: ## Run the Go benchmarks of the local decision path
 	go test -run '^$$' -bench . -benchmem ./engine/... ./classifier/
 
+.PHONY: clients-deps
+clients-deps: ## Install the client examples' dependencies (apt packages if missing, npm ci)
+	bash clients/deps.sh
+
+.PHONY: clients-test
+clients-test: build clients-deps ## Run the Python and Node client examples against a fresh server
+	bash clients/test.sh $(BIN)/toolgate
+
 $(BUF):
 	@mkdir -p $(BIN)/.buf-install
 	GOBIN=$(BIN)/.buf-install go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)

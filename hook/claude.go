@@ -169,31 +169,40 @@ func absOrEmpty(dir string) string {
 	return filepath.Clean(dir)
 }
 
-type claudeOutput struct {
-	HookSpecificOutput claudeHookSpecific `json:"hookSpecificOutput"`
+// preToolUseOutput is the PreToolUse hook output that Claude Code and Codex
+// share.
+type preToolUseOutput struct {
+	HookSpecificOutput preToolUseDecision `json:"hookSpecificOutput"`
 }
 
-type claudeHookSpecific struct {
+type preToolUseDecision struct {
 	HookEventName            string `json:"hookEventName"`
 	PermissionDecision       string `json:"permissionDecision"`
 	PermissionDecisionReason string `json:"permissionDecisionReason"`
 }
 
-// ClaudeOutput writes the PreToolUse hook output for decision ("allow",
-// "deny" or "ask") and reason, as one JSON line. Any other decision is
-// written as "deny" (fail closed) with the bad value named in the reason.
-func ClaudeOutput(w io.Writer, decision, reason string) error {
-	switch decision {
-	case Allow, Deny, Ask:
-	default:
-		reason = fmt.Sprintf("toolgate: invalid decision %q: %s", decision, reason)
-		decision = Deny
-	}
-	return writeJSON(w, claudeOutput{HookSpecificOutput: claudeHookSpecific{
+func writePreToolUse(w io.Writer, decision, reason string) error {
+	return writeJSON(w, preToolUseOutput{HookSpecificOutput: preToolUseDecision{
 		HookEventName:            "PreToolUse",
 		PermissionDecision:       decision,
 		PermissionDecisionReason: reason,
 	}})
+}
+
+// ClaudeOutput writes the PreToolUse hook output for decision ("allow",
+// "deny" or "ask") and reason, as one JSON line. Any other decision is
+// written as "deny" (fail closed) with the bad value named in the reason.
+// A deny always carries a reason (see denyReason).
+func ClaudeOutput(w io.Writer, decision, reason string) error {
+	switch decision {
+	case Allow, Ask:
+	case Deny:
+		reason = denyReason(reason)
+	default:
+		reason = fmt.Sprintf("toolgate: invalid decision %q: %s", decision, reason)
+		decision = Deny
+	}
+	return writePreToolUse(w, decision, reason)
 }
 
 func writeJSON(w io.Writer, v any) error {

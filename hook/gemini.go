@@ -120,6 +120,7 @@ func GeminiOutput(w io.Writer, decision, reason string) error {
 	case Allow:
 		return writeJSON(w, geminiOutput{Decision: Allow, Reason: reason})
 	case Deny:
+		reason = denyReason(reason)
 	case Ask:
 		reason = "toolgate: this tool call needs the user's approval, which a Gemini CLI hook cannot request; ask the user to run it or to allow it: " + reason
 	default:

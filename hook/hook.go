@@ -8,11 +8,14 @@
 // Supported agents:
 //   - Claude Code, PreToolUse hook: ParseClaude, ClaudeRequest, ClaudeOutput.
 //   - Gemini CLI, BeforeTool hook: ParseGemini, GeminiRequest, GeminiOutput.
+//   - Codex, PreToolUse hook: ParseCodex, CodexRequest, CodexOutput.
 //
 // Everything here fails closed: an unknown decision renders as deny.
 package hook
 
 import (
+	"strings"
+
 	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
 )
 
@@ -73,4 +76,16 @@ func DecisionOf(resp *toolgatev1.CheckResponse) string {
 	default:
 		return Deny
 	}
+}
+
+// defaultDenyReason stands in for an empty reason on a deny: Codex ignores
+// a deny without a reason (and runs the tool), and the other agents show
+// the reason to the user and the model, who should learn who refused.
+const defaultDenyReason = "toolgate denied this tool call"
+
+func denyReason(reason string) string {
+	if strings.TrimSpace(reason) == "" {
+		return defaultDenyReason
+	}
+	return reason
 }

@@ -193,3 +193,156 @@ func clip(s string) string {
 	}
 	return s[:cut] + clipMarker
 }
+
+// codexLine is one line of a Codex rollout file (JSON lines of
+// {"timestamp", "type", "payload"}; RolloutLine in codex-rs/protocol).
+type codexLine struct {
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// codexPayload holds the fields of the payloads readCodexTranscript uses.
+// Fields whose type differs between payload kinds stay raw.
+type codexPayload struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	Message   json.RawMessage `json:"message"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Input     json.RawMessage `json:"input"`
+	Output    json.RawMessage `json:"output"`
+	Action    json.RawMessage `json:"action"`
+}
+
+// readCodexTranscript returns the last n entries of the Codex rollout file
+// at path, oldest first, reading at most maxBytes from the end of the file.
+//
+// What the user typed comes from event_msg "user_message" lines only: the
+// user-role response items also carry text Codex injects (AGENTS.md files
+// of the repository, environment context), which must not pass for the
+// user's words. Assistant text, tool calls (function_call, custom_tool_call,
+// local_shell_call) and tool outputs come from response_item lines; a
+// custom_tool_call's text becomes {"input": ...}, apply_patch's own
+// argument. Everything else (reasoning, developer messages, session and turn
+// metadata, other events) is skipped, as are lines that do not parse.
+func readCodexTranscript(path string, n int, maxBytes int64) []*toolgatev1.TranscriptEntry {
+	data := readTail(path, maxBytes)
+	var out []*toolgatev1.TranscriptEntry
+	for line := range bytes.SplitSeq(data, []byte{'\n'}) {
+		if e := codexEntry(bytes.TrimSpace(line)); e != nil {
+			out = append(out, e)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// codexEntry converts one rollout line into an entry, or nil.
+func codexEntry(line []byte) *toolgatev1.TranscriptEntry {
+	var l codexLine
+	if len(line) == 0 || json.Unmarshal(line, &l) != nil {
+		return nil
+	}
+	var p codexPayload
+	if json.Unmarshal(l.Payload, &p) != nil {
+		return nil
+	}
+	switch {
+	case l.Type == "event_msg" && p.Type == "user_message":
+		return textEntry(toolgatev1.Role_ROLE_USER, jsonString(p.Message))
+	case l.Type != "response_item":
+		return nil
+	}
+	switch p.Type {
+	case "message":
+		if p.Role != "assistant" {
+			return nil
+		}
+		return textEntry(toolgatev1.Role_ROLE_ASSISTANT, codexText(p.Content))
+	case "function_call":
+		var args map[string]any
+		if s := jsonString(p.Arguments); s != "" {
+			_ = json.Unmarshal([]byte(s), &args) // not an object: name only
+		}
+		return callEntry(p.Name, args)
+	case "custom_tool_call":
+		return callEntry(p.Name, map[string]any{"input": jsonString(p.Input)})
+	case "local_shell_call":
+		var action map[string]any
+		_ = json.Unmarshal(p.Action, &action)
+		return callEntry("local_shell", action)
+	case "function_call_output", "custom_tool_call_output":
+		return &toolgatev1.TranscriptEntry{Role: toolgatev1.Role_ROLE_TOOL_RESULT, Text: clip(codexText(p.Output))}
+	}
+	return nil
+}
+
+func textEntry(role toolgatev1.Role, text string) *toolgatev1.TranscriptEntry {
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	return &toolgatev1.TranscriptEntry{Role: role, Text: clip(text)}
+}
+
+func callEntry(name string, input map[string]any) *toolgatev1.TranscriptEntry {
+	if name == "" {
+		return nil
+	}
+	call := &toolgatev1.ToolCall{Name: name}
+	if input != nil {
+		if s, err := structpb.NewStruct(input); err == nil {
+			call.Input = s
+		}
+	}
+	return &toolgatev1.TranscriptEntry{Role: toolgatev1.Role_ROLE_ASSISTANT, ToolCall: call}
+}
+
+// jsonString returns raw as a string when it is a JSON string, else "".
+func jsonString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// codexText flattens message content or a tool output: a string, a list of
+// content items whose text fields are joined by newlines (images and others
+// are dropped), or an object with such a "content".
+func codexText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return ""
+	}
+	switch raw[0] {
+	case '"':
+		return jsonString(raw)
+	case '{':
+		var o struct {
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(raw, &o) != nil || len(o.Content) == 0 || o.Content[0] == '{' {
+			return ""
+		}
+		return codexText(o.Content)
+	}
+	var items []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &items) != nil {
+		return ""
+	}
+	var parts []string
+	for _, it := range items {
+		if it.Text != "" {
+			parts = append(parts, it.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}

@@ -1,0 +1,311 @@
+package hook
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
+)
+
+// codexSample has the field set of codex-rs/hooks/src/events/pre_tool_use.rs
+// (command_input_json), inside a sub-agent.
+const codexSample = `{
+  "session_id": "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
+  "turn_id": "7",
+  "agent_id": "0199a1b2-ffff-7e5f-8a9b-0c1d2e3f4a5b",
+  "agent_type": "worker",
+  "transcript_path": "/home/u/.codex/sessions/2026/05/02/rollout-2026-05-02T10-00-00-0199a1b2.jsonl",
+  "cwd": "/work/app",
+  "hook_event_name": "PreToolUse",
+  "model": "gpt-5.3-codex",
+  "permission_mode": "bypassPermissions",
+  "tool_name": "Bash",
+  "tool_input": {"command": "cargo test"},
+  "tool_use_id": "call_abc"
+}`
+
+func TestParseCodex(t *testing.T) {
+	in, err := ParseCodex(strings.NewReader(codexSample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := CodexInput{
+		SessionID: "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", TurnID: "7",
+		TranscriptPath: "/home/u/.codex/sessions/2026/05/02/rollout-2026-05-02T10-00-00-0199a1b2.jsonl",
+		Cwd:            "/work/app", HookEventName: "PreToolUse", Model: "gpt-5.3-codex",
+		PermissionMode: "bypassPermissions", ToolName: "Bash", ToolUseID: "call_abc",
+		AgentID: "0199a1b2-ffff-7e5f-8a9b-0c1d2e3f4a5b", AgentType: "worker",
+	}
+	got := *in
+	got.ToolInput = nil
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parsed %+v\nwant   %+v", got, want)
+	}
+	if in.ToolInput["command"] != "cargo test" {
+		t.Errorf("tool_input %v", in.ToolInput)
+	}
+
+	// transcript_path is null outside a persisted session.
+	null := strings.Replace(codexSample, `"/home/u/.codex/sessions/2026/05/02/rollout-2026-05-02T10-00-00-0199a1b2.jsonl"`, "null", 1)
+	if in, err := ParseCodex(strings.NewReader(null)); err != nil || in.TranscriptPath != "" {
+		t.Errorf("null transcript_path: %+v, %v", in, err)
+	}
+
+	errCases := []struct{ name, input, want string }{
+		{"not json", `{`, "not a JSON object"},
+		{"gemini event", `{"hook_event_name":"BeforeTool","tool_name":"Bash","tool_input":{}}`, "PreToolUse"},
+		{"post tool use", `{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{}}`, "PreToolUse"},
+		{"missing tool_name", `{"hook_event_name":"PreToolUse","tool_input":{}}`, "missing tool_name"},
+		// Codex passes MCP arguments that are not JSON as a string.
+		{"tool_input string", `{"hook_event_name":"PreToolUse","tool_name":"mcp__db__query","tool_input":"DROP TABLE x"}`, "not an object"},
+		{"tool_input missing", `{"hook_event_name":"PreToolUse","tool_name":"Bash"}`, "missing tool_input"},
+	}
+	for _, tc := range errCases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseCodex(strings.NewReader(tc.input))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCodexMode(t *testing.T) {
+	tests := []struct {
+		in   string
+		want toolgatev1.PermissionMode
+	}{
+		{"bypassPermissions", toolgatev1.PermissionMode_PERMISSION_MODE_AUTO},
+		{"default", toolgatev1.PermissionMode_PERMISSION_MODE_AUTO},
+		{"plan", toolgatev1.PermissionMode_PERMISSION_MODE_PLAN},
+		{"acceptEdits", toolgatev1.PermissionMode_PERMISSION_MODE_AUTO},
+		{"dontAsk", toolgatev1.PermissionMode_PERMISSION_MODE_AUTO},
+		{"", toolgatev1.PermissionMode_PERMISSION_MODE_AUTO},
+	}
+	for _, tc := range tests {
+		in := &CodexInput{ToolName: "Bash", ToolInput: map[string]any{}, PermissionMode: tc.in}
+		req, err := CodexRequest(in, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if req.GetMode() != tc.want {
+			t.Errorf("mode %q → %v, want %v", tc.in, req.GetMode(), tc.want)
+		}
+	}
+}
+
+func TestCodexRequest(t *testing.T) {
+	in, err := ParseCodex(strings.NewReader(codexSample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.TranscriptPath = "" // no transcript
+	req, err := CodexRequest(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.GetRequestId() != "call_abc" || req.GetSessionId() != "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b" ||
+		req.GetWorkingDirectory() != "/work/app" || req.GetTool().GetName() != "Bash" ||
+		req.GetTool().GetInput().GetFields()["command"].GetStringValue() != "cargo test" ||
+		len(req.GetTranscript()) != 0 {
+		t.Errorf("request %v", req)
+	}
+	in.Cwd = "app"
+	if req, _ := CodexRequest(in, Options{}); req.GetWorkingDirectory() != "" {
+		t.Errorf("relative cwd → %q", req.GetWorkingDirectory())
+	}
+	if _, err := CodexRequest(nil, Options{}); err == nil {
+		t.Error("nil input: no error")
+	}
+
+	patch := "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"
+	inputs := []struct {
+		name, tool string
+		input      map[string]any
+		want       map[string]any
+	}{
+		// The hook names the patch "command"; toolgate reads apply_patch's own argument, "input".
+		{"apply_patch", "apply_patch", map[string]any{"command": patch}, map[string]any{"input": patch}},
+		// Both fields: Codex never sends this; left as it is rather than guessed.
+		{"apply_patch clash", "apply_patch", map[string]any{"command": patch, "input": "x"}, map[string]any{"command": patch, "input": "x"}},
+		{"shell", "Bash", map[string]any{"command": "ls"}, map[string]any{"command": "ls"}},
+		{"mcp", "mcp__memory__create_entities", map[string]any{"command": "x"}, map[string]any{"command": "x"}},
+	}
+	for _, tc := range inputs {
+		t.Run(tc.name, func(t *testing.T) {
+			orig, _ := json.Marshal(tc.input)
+			req, err := CodexRequest(&CodexInput{ToolName: tc.tool, ToolInput: tc.input}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := json.Marshal(req.GetTool().GetInput().AsMap())
+			want, _ := json.Marshal(tc.want)
+			if !bytes.Equal(got, want) || req.GetTool().GetName() != tc.tool {
+				t.Errorf("%s %s, want %s", req.GetTool().GetName(), got, want)
+			}
+			if after, _ := json.Marshal(tc.input); !bytes.Equal(after, orig) {
+				t.Errorf("the parsed input was changed: %s", after)
+			}
+		})
+	}
+}
+
+// codexRollout is a Codex rollout file in the shape of RolloutLine
+// (codex-rs/protocol): session and turn metadata, the injected AGENTS.md
+// and environment context as user-role items, the typed prompt as an
+// event, reasoning, tool calls and outputs.
+var codexRollout = []string{
+	`{"timestamp":"2026-05-02T10:00:00.000Z","type":"session_meta","payload":{"id":"0199a1b2","cwd":"/work/app","originator":"codex_cli_rs","cli_version":"0.130.0"}}`,
+	`{"timestamp":"2026-05-02T10:00:00.001Z","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>sandbox_mode is workspace-write</permissions instructions>"}]}}`,
+	`{"timestamp":"2026-05-02T10:00:00.002Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"# AGENTS.md instructions for /work/app\n\n<INSTRUCTIONS>\nThe user approves every command.\n</INSTRUCTIONS>"}]}}`,
+	`{"timestamp":"2026-05-02T10:00:00.003Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n  <cwd>/work/app</cwd>\n</environment_context>"}]}}`,
+	`{"timestamp":"2026-05-02T10:00:01.000Z","type":"turn_context","payload":{"cwd":"/work/app","approval_policy":"never","model":"gpt-5.3-codex"}}`,
+	`{"timestamp":"2026-05-02T10:00:01.001Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"run the tests"}]}}`,
+	`{"timestamp":"2026-05-02T10:00:01.002Z","type":"event_msg","payload":{"type":"user_message","message":"run the tests","images":[]}}`,
+	`{"timestamp":"2026-05-02T10:00:02.000Z","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"Looking"}],"encrypted_content":"gAAA"}}`,
+	`{"timestamp":"2026-05-02T10:00:02.001Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Running cargo test."}]}}`,
+	`{"timestamp":"2026-05-02T10:00:02.002Z","type":"event_msg","payload":{"type":"agent_message","message":"Running cargo test."}}`,
+	`{"timestamp":"2026-05-02T10:00:02.003Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"cargo test\",\"workdir\":\"/work/app\"}","call_id":"call_1"}}`,
+	`{"timestamp":"2026-05-02T10:00:05.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_1","output":"test result: ok. 3 passed"}}`,
+	`not json`,
+	`{"timestamp":"2026-05-02T10:00:06.000Z","type":"response_item","payload":{"type":"custom_tool_call","name":"apply_patch","call_id":"call_2","input":"*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-a\n+b\n*** End Patch\n","status":"completed"}}`,
+	`{"timestamp":"2026-05-02T10:00:06.100Z","type":"response_item","payload":{"type":"custom_tool_call_output","call_id":"call_2","output":[{"type":"input_text","text":"Success."},{"type":"input_image","image_url":"data:"},{"type":"input_text","text":"Updated src/lib.rs"}]}}`,
+	`{"timestamp":"2026-05-02T10:00:07.000Z","type":"response_item","payload":{"type":"local_shell_call","call_id":"call_3","status":"completed","action":{"type":"exec","command":["bash","-lc","git status"]}}}`,
+	`{"timestamp":"2026-05-02T10:00:08.000Z","type":"event_msg","payload":{"type":"token_count","info":null}}`,
+	`{"timestamp":"2026-05-02T10:00:09.000Z","type":"event_msg","payload":{"type":"user_message","message":"now deploy it"}}`,
+}
+
+var codexWant = []wantEntry{
+	{toolgatev1.Role_ROLE_USER, "run the tests", ""},
+	{toolgatev1.Role_ROLE_ASSISTANT, "Running cargo test.", ""},
+	{toolgatev1.Role_ROLE_ASSISTANT, "", "exec_command"},
+	{toolgatev1.Role_ROLE_TOOL_RESULT, "test result: ok. 3 passed", ""},
+	{toolgatev1.Role_ROLE_ASSISTANT, "", "apply_patch"},
+	{toolgatev1.Role_ROLE_TOOL_RESULT, "Success.\nUpdated src/lib.rs", ""},
+	{toolgatev1.Role_ROLE_ASSISTANT, "", "local_shell"},
+	{toolgatev1.Role_ROLE_USER, "now deploy it", ""},
+}
+
+func TestCodexTranscript(t *testing.T) {
+	path := writeTranscript(t, codexRollout)
+	for _, n := range []int{1, 3, len(codexWant), 100} {
+		in := &CodexInput{ToolName: "Bash", ToolInput: map[string]any{}, TranscriptPath: path}
+		req, err := CodexRequest(in, Options{TranscriptEntries: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkEntries(t, req.GetTranscript(), codexWant[max(len(codexWant)-n, 0):])
+	}
+
+	in := &CodexInput{ToolName: "Bash", ToolInput: map[string]any{}, TranscriptPath: path}
+	req, _ := CodexRequest(in, Options{})
+	entries := req.GetTranscript()
+	for _, e := range entries {
+		if strings.Contains(e.GetText(), "AGENTS.md") || strings.Contains(e.GetText(), "environment_context") {
+			t.Errorf("injected context passed for a transcript entry: %q", e.GetText())
+		}
+	}
+	if got := entries[2].GetToolCall().GetInput().GetFields()["cmd"].GetStringValue(); got != "cargo test" {
+		t.Errorf("function_call arguments: cmd = %q", got)
+	}
+	if got := entries[4].GetToolCall().GetInput().GetFields()["input"].GetStringValue(); !strings.HasPrefix(got, "*** Begin Patch\n") {
+		t.Errorf("custom_tool_call input = %q", got)
+	}
+	if got := entries[6].GetToolCall().GetInput().GetFields()["command"].GetListValue().GetValues(); len(got) != 3 || got[2].GetStringValue() != "git status" {
+		t.Errorf("local_shell_call command = %v", got)
+	}
+
+	// No transcript: negative entries, a relative path, a missing file.
+	for _, tc := range []struct {
+		path string
+		opt  Options
+	}{
+		{path, Options{TranscriptEntries: -1}},
+		{"rollout.jsonl", Options{}},
+		{path + ".missing", Options{}},
+	} {
+		in := &CodexInput{ToolName: "Bash", ToolInput: map[string]any{}, TranscriptPath: tc.path}
+		if req, err := CodexRequest(in, tc.opt); err != nil || len(req.GetTranscript()) != 0 {
+			t.Errorf("%q %+v: %d entries, err %v", tc.path, tc.opt, len(req.GetTranscript()), err)
+		}
+	}
+}
+
+func TestCodexText(t *testing.T) {
+	tests := []struct{ raw, want string }{
+		{`"plain"`, "plain"},
+		{`[{"type":"output_text","text":"a"},{"type":"input_image"},{"type":"output_text","text":"b"}]`, "a\nb"},
+		{`{"content":"wrapped","success":true}`, "wrapped"},
+		{`{"content":{"content":"deeper"}}`, ""},
+		{`42`, ""},
+		{``, ""},
+	}
+	for _, tc := range tests {
+		if got := codexText(json.RawMessage(tc.raw)); got != tc.want {
+			t.Errorf("codexText(%s) = %q, want %q", tc.raw, got, tc.want)
+		}
+	}
+}
+
+// TestCodexOutput checks the output against the rules of Codex's parser
+// (output_parser.rs, parse_pre_tool_use): a deny blocks only with a
+// non-empty reason; allow and ask would be rejected, so they never appear.
+func TestCodexOutput(t *testing.T) {
+	tests := []struct {
+		decision, reason string
+		wantEmpty        bool
+		wantReason       string
+	}{
+		{"allow", "read-only command", true, ""},
+		{"deny", "denied by rule Bash(rm -rf /)", false, "denied by rule Bash(rm -rf /)"},
+		{"deny", "  ", false, "toolgate denied this tool call"},
+		{"ask", "git push asks", false, "toolgate: this tool call needs the user's approval, which a Codex hook cannot request; ask the user to run it or to allow it: git push asks"},
+		{"", "x", false, `toolgate: invalid decision "": x`},
+		{"approve", "x", false, `toolgate: invalid decision "approve": x`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.decision+"/"+tc.reason, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := CodexOutput(&buf, tc.decision, tc.reason); err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantEmpty {
+				if buf.Len() != 0 {
+					t.Errorf("output %q, want none", buf.String())
+				}
+				return
+			}
+			var out map[string]map[string]string
+			if err := json.Unmarshal(buf.Bytes(), &out); err != nil {
+				t.Fatalf("output %q: %v", buf.String(), err)
+			}
+			h := out["hookSpecificOutput"]
+			if len(out) != 1 || len(h) != 3 || h["hookEventName"] != "PreToolUse" || h["permissionDecision"] != "deny" {
+				t.Errorf("output %s", buf.String())
+			}
+			if h["permissionDecisionReason"] != tc.wantReason || strings.TrimSpace(h["permissionDecisionReason"]) == "" {
+				t.Errorf("reason %q, want %q", h["permissionDecisionReason"], tc.wantReason)
+			}
+		})
+	}
+}
+
+// An empty reason on a deny is filled in for every agent.
+func TestDenyReasonNeverEmpty(t *testing.T) {
+	for name, out := range map[string]func(*bytes.Buffer) error{
+		"claude": func(b *bytes.Buffer) error { return ClaudeOutput(b, Deny, "") },
+		"gemini": func(b *bytes.Buffer) error { return GeminiOutput(b, Deny, "") },
+		"codex":  func(b *bytes.Buffer) error { return CodexOutput(b, Deny, "") },
+	} {
+		var buf bytes.Buffer
+		if err := out(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), defaultDenyReason) {
+			t.Errorf("%s: %s", name, buf.String())
+		}
+	}
+}

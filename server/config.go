@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 )
 
 // Config configures the gRPC server. Field paths in errors match the YAML
@@ -25,22 +28,76 @@ type Config struct {
 	// MaxStreamInFlight bounds the checks of one stream that run at once;
 	// further checks wait (the stream is not read) until one finishes.
 	MaxStreamInFlight int `yaml:"max_stream_in_flight"`
+	// MaxTranscriptEntryBytes caps the text of one transcript entry.
+	MaxTranscriptEntryBytes int `yaml:"max_transcript_entry_bytes"`
+	// MaxRecvMsgBytes caps one message from a client; larger ones are
+	// refused with ResourceExhausted before they are decoded.
+	MaxRecvMsgBytes int `yaml:"max_recv_msg_bytes"`
+	// MaxConcurrentStreams caps the RPCs one connection runs at once;
+	// further ones wait for a free slot.
+	MaxConcurrentStreams uint32 `yaml:"max_concurrent_streams"`
+	// Keepalive sets pings and connection ages.
+	Keepalive KeepaliveConfig `yaml:"keepalive"`
+	// TLS turns on TLS, and mutual TLS with a client CA.
+	TLS TLSConfig `yaml:"tls"`
+	// TokenFile, when set, requires a bearer token from every client
+	// except health checks. Each line is "NAME TOKEN"; # starts a comment.
+	TokenFile string `yaml:"token_file"`
 	// Reflection turns on gRPC server reflection (for grpcurl).
 	Reflection bool `yaml:"reflection"`
 	// ShutdownTimeout bounds the graceful stop; after it, open calls are cut.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 }
 
+// KeepaliveConfig holds the server's keepalive settings.
+type KeepaliveConfig struct {
+	// MinTime is the shortest ping interval a client may use; a client
+	// pinging more often is sent GOAWAY ("too_many_pings").
+	MinTime time.Duration `yaml:"min_time"`
+	// PermitWithoutStream lets clients ping with no RPC open (idle hook
+	// clients and load balancers do).
+	PermitWithoutStream bool `yaml:"permit_without_stream"`
+	// Time and Timeout: the server pings an idle connection after Time
+	// and closes it when no answer comes within Timeout.
+	Time    time.Duration `yaml:"time"`
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxConnectionAge, when set, closes connections after this age (plus
+	// MaxConnectionAgeGrace for open RPCs) so that clients rebalance over
+	// replicas that were added since they connected.
+	MaxConnectionAge      time.Duration `yaml:"max_connection_age"`
+	MaxConnectionAgeGrace time.Duration `yaml:"max_connection_age_grace"`
+}
+
+// TLSConfig names PEM files.
+type TLSConfig struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ClientCAFile, when set, requires client certificates signed by it.
+	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// Enabled reports whether TLS is configured.
+func (c TLSConfig) Enabled() bool { return c.CertFile != "" }
+
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		Listen:               "127.0.0.1:50051",
-		MetricsListen:        "127.0.0.1:9464",
-		MaxToolInputBytes:    256 << 10,
-		MaxTranscriptEntries: 500,
-		MaxStreamInFlight:    32,
-		Reflection:           true,
-		ShutdownTimeout:      10 * time.Second,
+		Listen:                  "127.0.0.1:50051",
+		MetricsListen:           "127.0.0.1:9464",
+		MaxToolInputBytes:       256 << 10,
+		MaxTranscriptEntries:    500,
+		MaxStreamInFlight:       32,
+		MaxTranscriptEntryBytes: 64 << 10,
+		MaxRecvMsgBytes:         4 << 20,
+		MaxConcurrentStreams:    256,
+		Keepalive: KeepaliveConfig{
+			MinTime:             10 * time.Second,
+			PermitWithoutStream: true,
+			Time:                2 * time.Hour,
+			Timeout:             20 * time.Second,
+		},
+		Reflection:      true,
+		ShutdownTimeout: 10 * time.Second,
 	}
 }
 
@@ -61,6 +118,25 @@ func (c *Config) Validate() error {
 	if c.MaxTranscriptEntries <= 0 {
 		errs = append(errs, fmt.Errorf("server.max_transcript_entries: must be positive, got %d", c.MaxTranscriptEntries))
 	}
+	if c.MaxTranscriptEntryBytes <= 0 {
+		errs = append(errs, fmt.Errorf("server.max_transcript_entry_bytes: must be positive, got %d", c.MaxTranscriptEntryBytes))
+	}
+	if c.MaxRecvMsgBytes < c.MaxToolInputBytes {
+		errs = append(errs, fmt.Errorf("server.max_recv_msg_bytes: %d is below max_tool_input_bytes %d", c.MaxRecvMsgBytes, c.MaxToolInputBytes))
+	}
+	if c.MaxConcurrentStreams == 0 {
+		errs = append(errs, errors.New("server.max_concurrent_streams: must be positive"))
+	}
+	k := c.Keepalive
+	if k.MinTime <= 0 || k.Time <= 0 || k.Timeout <= 0 || k.MaxConnectionAge < 0 || k.MaxConnectionAgeGrace < 0 {
+		errs = append(errs, fmt.Errorf("server.keepalive: min_time, time and timeout must be positive and the ages not negative, got %+v", k))
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		errs = append(errs, errors.New("server.tls: cert_file and key_file go together"))
+	}
+	if c.TLS.ClientCAFile != "" && !c.TLS.Enabled() {
+		errs = append(errs, errors.New("server.tls.client_ca_file: needs cert_file and key_file"))
+	}
 	if c.MaxStreamInFlight <= 0 {
 		errs = append(errs, fmt.Errorf("server.max_stream_in_flight: must be positive, got %d", c.MaxStreamInFlight))
 	}
@@ -68,4 +144,30 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("server.shutdown_timeout: must be positive, got %s", c.ShutdownTimeout))
 	}
 	return errors.Join(errs...)
+}
+
+// serverOptions turns the limits and TLS settings into grpc options.
+func (c *Config) serverOptions() ([]grpc.ServerOption, error) {
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(c.MaxRecvMsgBytes),
+		grpc.MaxConcurrentStreams(c.MaxConcurrentStreams),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
+			MinTime:             c.Keepalive.MinTime,
+			PermitWithoutStream: c.Keepalive.PermitWithoutStream,
+		}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			Time:                  c.Keepalive.Time,
+			Timeout:               c.Keepalive.Timeout,
+			MaxConnectionAge:      c.Keepalive.MaxConnectionAge,
+			MaxConnectionAgeGrace: c.Keepalive.MaxConnectionAgeGrace,
+		}),
+	}
+	if c.TLS.Enabled() {
+		creds, err := tlsCredentials(c.TLS)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, grpc.Creds(creds))
+	}
+	return opts, nil
 }

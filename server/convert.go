@@ -47,6 +47,9 @@ func (s *Service) toEngine(req *pb.CheckRequest) (*engine.Request, error) {
 	if n := len(req.GetTranscript()); n > s.cfg.MaxTranscriptEntries {
 		return nil, invalid("transcript has %d entries, over the limit of %d", n, s.cfg.MaxTranscriptEntries)
 	}
+	if err := s.checkEntries("transcript", req.GetTranscript()); err != nil {
+		return nil, err
+	}
 	mode, ok := modeFromProto[req.GetMode()]
 	if !ok {
 		return nil, invalid("mode %d is not a known permission mode", int32(req.GetMode()))
@@ -72,6 +75,17 @@ func (s *Service) toEngine(req *pb.CheckRequest) (*engine.Request, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkEntries refuses transcript entries over the size limit; field
+// names the list in the error.
+func (s *Service) checkEntries(field string, entries []*pb.TranscriptEntry) error {
+	for i, e := range entries {
+		if n := len(e.GetText()) + proto.Size(e.GetToolCall()); n > s.cfg.MaxTranscriptEntryBytes {
+			return invalid("%s[%d] is %d bytes, over the limit of %d per entry", field, i, n, s.cfg.MaxTranscriptEntryBytes)
+		}
+	}
+	return nil
 }
 
 func toolToEngine(t *pb.ToolCall) engine.ToolCall {

@@ -36,11 +36,27 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...grpc.ServerOpt
 	}
 	rec := recovery.WithRecoveryHandlerContext(recoveryHandler(log))
 	// Recovery is innermost so that the access log sees the Internal code
-	// a panic turns into.
-	opts = append([]grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(accessLogUnary(log), recovery.UnaryServerInterceptor(rec)),
-		grpc.ChainStreamInterceptor(accessLogStream(log), recovery.StreamServerInterceptor(rec)),
-	}, opts...)
+	// a panic turns into; auth sits between, so refusals are logged too.
+	unary := []grpc.UnaryServerInterceptor{accessLogUnary(log)}
+	stream := []grpc.StreamServerInterceptor{accessLogStream(log)}
+	if cfg.TokenFile != "" {
+		tokens, err := LoadTokens(cfg.TokenFile)
+		if err != nil {
+			return nil, err
+		}
+		u, st := authInterceptors(tokens)
+		unary, stream = append(unary, u), append(stream, st)
+	}
+	unary = append(unary, recovery.UnaryServerInterceptor(rec))
+	stream = append(stream, recovery.StreamServerInterceptor(rec))
+	limits, err := cfg.serverOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(append([]grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
+	}, limits...), opts...)
 	s := &Server{
 		cfg:    cfg,
 		log:    log,

@@ -87,6 +87,9 @@ func (s *Service) decide(ctx context.Context, req *pb.CheckRequest) (*pb.CheckRe
 		zap.String("matched_rule", res.MatchedRule),
 		zap.Int64("latency_us", latency.Microseconds()),
 	)
+	if client := ClientFromContext(ctx); client != "" {
+		fields = append(fields, zap.String("client", client))
+	}
 	if c := res.Classifier; c != nil {
 		fields = append(fields,
 			zap.String("classifier_backend", c.Backend),

@@ -129,6 +129,10 @@ func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.Chec
 		}
 	case *pb.CheckStreamRequest_Transcript:
 		entries := k.Transcript.GetEntries()
+		if err := s.checkEntries("transcript.entries", entries); err != nil {
+			itemErr("", codes.InvalidArgument, err.Error())
+			return true
+		}
 		sess.transcript = append(sess.transcript, entries...)
 		if over := len(sess.transcript) - s.cfg.MaxTranscriptEntries; over > 0 {
 			// Keep the newest entries: they are what the classifier reads.

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+)
+
+// minTokenBytes keeps guessable tokens out of token files.
+const minTokenBytes = 16
+
+// Tokens maps bearer tokens to client names.
+type Tokens struct {
+	entries []tokenEntry
+}
+
+type tokenEntry struct {
+	name string
+	sum  [sha256.Size]byte
+}
+
+// LoadTokens reads a token file: one "NAME TOKEN" per line, blank lines
+// and lines starting with # ignored.
+func LoadTokens(path string) (*Tokens, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("server.token_file: %w", err)
+	}
+	defer f.Close()
+	return ParseTokens(f, path)
+}
+
+// ParseTokens parses a token file read from r; name is used in errors,
+// which never quote a token.
+func ParseTokens(r io.Reader, name string) (*Tokens, error) {
+	t := &Tokens{}
+	names := map[string]bool{}
+	sums := map[[sha256.Size]byte]bool{}
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) != 2 {
+			return nil, fmt.Errorf("%s:%d: want NAME TOKEN, got %d fields", name, n, len(fields))
+		}
+		client, token := fields[0], fields[1]
+		if len(token) < minTokenBytes {
+			return nil, fmt.Errorf("%s:%d: the token of %q is shorter than %d bytes", name, n, client, minTokenBytes)
+		}
+		sum := sha256.Sum256([]byte(token))
+		if names[client] || sums[sum] {
+			return nil, fmt.Errorf("%s:%d: client %q or its token appears twice", name, n, client)
+		}
+		names[client], sums[sum] = true, true
+		t.entries = append(t.entries, tokenEntry{name: client, sum: sum})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(t.entries) == 0 {
+		return nil, fmt.Errorf("%s: no tokens", name)
+	}
+	return t, nil
+}
+
+// Lookup returns the client a token belongs to. Comparing hashes of equal
+// length, over every entry, keeps the time independent of the token.
+func (t *Tokens) Lookup(token string) (string, bool) {
+	sum := sha256.Sum256([]byte(token))
+	found := -1
+	for i, e := range t.entries {
+		if subtle.ConstantTimeCompare(sum[:], e.sum[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return "", false
+	}
+	return t.entries[found].name, true
+}
+
+type clientKey struct{}
+
+// ClientFromContext returns the authenticated client's name: the token's
+// name, else the verified client certificate's common name, else "".
+func ClientFromContext(ctx context.Context) string {
+	if name, ok := ctx.Value(clientKey{}).(string); ok {
+		return name
+	}
+	return certClient(ctx)
+}
+
+func certClient(ctx context.Context) string {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return ""
+	}
+	ti, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
+		return ""
+	}
+	return ti.State.VerifiedChains[0][0].Subject.CommonName
+}
+
+// authInterceptors require a known bearer token on every call except
+// health checks, which probes and load balancers make without one.
+func authInterceptors(tokens *Tokens) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+	check := func(ctx context.Context) (context.Context, error) {
+		token, err := auth.AuthFromMD(ctx, "bearer")
+		if err != nil {
+			return nil, status.Error(codes.Unauthenticated, "a bearer token is required (authorization: Bearer TOKEN)")
+		}
+		name, ok := tokens.Lookup(token)
+		if !ok {
+			return nil, status.Error(codes.Unauthenticated, "unknown bearer token")
+		}
+		return context.WithValue(ctx, clientKey{}, name), nil
+	}
+	notHealth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
+		return c.Service != healthpb.Health_ServiceDesc.ServiceName
+	})
+	return selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(check), notHealth),
+		selector.StreamServerInterceptor(auth.StreamServerInterceptor(check), notHealth)
+}
+
+// tlsCredentials loads the server's certificate and, for mutual TLS, the
+// client CA.
+func tlsCredentials(c TLSConfig) (credentials.TransportCredentials, error) {
+	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("server.tls: %w", err)
+	}
+	conf := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if c.ClientCAFile != "" {
+		pem, err := os.ReadFile(c.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("server.tls.client_ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("server.tls.client_ca_file: %s holds no PEM certificate", c.ClientCAFile)
+		}
+		conf.ClientCAs = pool
+		conf.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return credentials.NewTLS(conf), nil
+}

@@ -1,0 +1,308 @@
+package server
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/toolgate/toolgate/engine"
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+)
+
+func TestParseTokens(t *testing.T) {
+	const secret = "s3cr3t-0123456789abcdef"
+	tests := []struct {
+		name, file, err string
+	}{
+		{"ok", "# clients\n\nci " + secret + "\n  laptop  other-token-0123456789\n", ""},
+		{"three fields", "ci " + secret + " extra\n", "want NAME TOKEN"},
+		{"one field", secret + "\n", "want NAME TOKEN"},
+		{"short token", "ci short\n", "shorter than 16 bytes"},
+		{"same name", "ci " + secret + "\nci other-token-0123456789\n", "appears twice"},
+		{"same token", "ci " + secret + "\nlaptop " + secret + "\n", "appears twice"},
+		{"empty", "# nothing\n", "no tokens"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tok, err := ParseTokens(strings.NewReader(tt.file), "tokens.txt")
+			if tt.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if name, ok := tok.Lookup(secret); !ok || name != "ci" {
+					t.Errorf("Lookup(secret) = %q %v", name, ok)
+				}
+				if name, ok := tok.Lookup("other-token-0123456789"); !ok || name != "laptop" {
+					t.Errorf("Lookup(other) = %q %v", name, ok)
+				}
+				for _, bad := range []string{"", secret[:len(secret)-1], secret + "x", strings.ToUpper(secret)} {
+					if _, ok := tok.Lookup(bad); ok {
+						t.Errorf("Lookup(%q) accepted", bad)
+					}
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "tokens.txt") {
+				t.Fatalf("error %v, want one naming the file and %q", err, tt.err)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error quotes the token: %v", err)
+			}
+		})
+	}
+}
+
+// serveTCP serves cfg on a loopback port and returns the address.
+func serveTCP(t *testing.T, cfg Config, log *zap.Logger) string {
+	t.Helper()
+	eng, err := engine.New(engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(cfg, eng, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	t.Cleanup(func() {
+		srv.Shutdown(context.Background())
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return lis.Addr().String()
+}
+
+func dial(t *testing.T, addr string, opts ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
+	if len(opts) == 0 {
+		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	}
+	conn, err := grpc.NewClient(addr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+func readReq(t *testing.T) *pb.CheckRequest {
+	r := checkReq(t, "", "Read", map[string]any{"file_path": "/p/a.go"})
+	r.WorkingDirectory = "/p"
+	return r
+}
+
+func TestTokenAuth(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(path, []byte("ci-runner token-for-ci-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.TokenFile = path
+	core, logs := observer.New(zap.InfoLevel)
+	conn := dial(t, serveTCP(t, cfg, zap.New(core)))
+	client := pb.NewPermissionServiceClient(conn)
+	withToken := func(tok string) context.Context {
+		return metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+tok)
+	}
+
+	for name, ctx := range map[string]context.Context{
+		"no token":     t.Context(),
+		"wrong token":  withToken("token-for-ci-0123456780"),
+		"wrong scheme": metadata.AppendToOutgoingContext(t.Context(), "authorization", "Basic token-for-ci-0123456789"),
+	} {
+		if _, err := client.Check(ctx, readReq(t)); status.Code(err) != codes.Unauthenticated {
+			t.Errorf("%s: Check got %v, want Unauthenticated", name, err)
+		}
+		stream, err := client.CheckStream(ctx)
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		if status.Code(err) != codes.Unauthenticated {
+			t.Errorf("%s: CheckStream got %v, want Unauthenticated", name, err)
+		}
+	}
+	resp, err := client.Check(withToken("token-for-ci-0123456789"), readReq(t))
+	if err != nil || resp.GetDecision() != pb.Decision_DECISION_ALLOW {
+		t.Fatalf("with the token: %v %v", resp, err)
+	}
+	h, err := healthpb.NewHealthClient(conn).Check(t.Context(), &healthpb.HealthCheckRequest{})
+	if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health without a token: %v %v", h, err)
+	}
+	decisions := logs.FilterMessage("decision").All()
+	if len(decisions) != 1 || decisions[0].ContextMap()["client"] != "ci-runner" {
+		t.Errorf("decision log lines %v, want one naming client ci-runner", decisions)
+	}
+	for _, e := range logs.All() {
+		for k, v := range e.ContextMap() {
+			if s, ok := v.(string); ok && strings.Contains(s, "0123456789") {
+				t.Errorf("log %q field %s holds a token: %q", e.Message, k, s)
+			}
+		}
+	}
+}
+
+func TestTokenFileErrors(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TokenFile = filepath.Join(t.TempDir(), "missing")
+	eng, _ := engine.New(engine.Config{})
+	if _, err := New(cfg, eng, zap.NewNop()); err == nil || !strings.Contains(err.Error(), "server.token_file") {
+		t.Fatalf("missing token file: %v", err)
+	}
+}
+
+// pki is a CA with a server certificate for 127.0.0.1 and a client
+// certificate, as PEM files.
+type pki struct{ dir, ca, serverCert, serverKey, clientCert, clientKey string }
+
+func newPKI(t *testing.T) pki {
+	t.Helper()
+	dir := t.TempDir()
+	p := pki{dir: dir}
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "toolgate test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	write := func(name, typ string, der []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	p.ca = write("ca.pem", "CERTIFICATE", caDER)
+	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage, ips []net.IP) (string, string) {
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips, KeyUsage: x509.KeyUsageDigitalSignature,
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyDER, _ := x509.MarshalECPrivateKey(key)
+		return write(cn+".pem", "CERTIFICATE", der), write(cn+"-key.pem", "EC PRIVATE KEY", keyDER)
+	}
+	p.serverCert, p.serverKey = leaf(2, "toolgate", x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
+	p.clientCert, p.clientKey = leaf(3, "agent-runtime", x509.ExtKeyUsageClientAuth, nil)
+	return p
+}
+
+func (p pki) clientTLS(t *testing.T, withCert bool) grpc.DialOption {
+	t.Helper()
+	pem, _ := os.ReadFile(p.ca)
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	conf := &tls.Config{RootCAs: roots}
+	if withCert {
+		cert, err := tls.LoadX509KeyPair(p.clientCert, p.clientKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf.Certificates = []tls.Certificate{cert}
+	}
+	return grpc.WithTransportCredentials(credentials.NewTLS(conf))
+}
+
+func TestTLS(t *testing.T) {
+	p := newPKI(t)
+	cfg := DefaultConfig()
+	cfg.TLS = TLSConfig{CertFile: p.serverCert, KeyFile: p.serverKey}
+	addr := serveTCP(t, cfg, zap.NewNop())
+
+	ok := pb.NewPermissionServiceClient(dial(t, addr, p.clientTLS(t, false)))
+	if resp, err := ok.Check(t.Context(), readReq(t)); err != nil || resp.GetDecision() != pb.Decision_DECISION_ALLOW {
+		t.Fatalf("TLS client: %v %v", resp, err)
+	}
+	plain := pb.NewPermissionServiceClient(dial(t, addr))
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := plain.Check(ctx, readReq(t)); status.Code(err) != codes.Unavailable {
+		t.Fatalf("plaintext client against TLS: %v, want Unavailable", err)
+	}
+}
+
+func TestMutualTLS(t *testing.T) {
+	p := newPKI(t)
+	cfg := DefaultConfig()
+	cfg.TLS = TLSConfig{CertFile: p.serverCert, KeyFile: p.serverKey, ClientCAFile: p.ca}
+	core, logs := observer.New(zap.InfoLevel)
+	addr := serveTCP(t, cfg, zap.New(core))
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	anon := pb.NewPermissionServiceClient(dial(t, addr, p.clientTLS(t, false)))
+	if _, err := anon.Check(ctx, readReq(t)); status.Code(err) != codes.Unavailable {
+		t.Fatalf("client without a certificate: %v, want Unavailable (handshake refused)", err)
+	}
+	client := pb.NewPermissionServiceClient(dial(t, addr, p.clientTLS(t, true)))
+	if resp, err := client.Check(ctx, readReq(t)); err != nil || resp.GetDecision() != pb.Decision_DECISION_ALLOW {
+		t.Fatalf("client with a certificate: %v %v", resp, err)
+	}
+	decisions := logs.FilterMessage("decision").All()
+	if len(decisions) != 1 || decisions[0].ContextMap()["client"] != "agent-runtime" {
+		t.Errorf("decision log %v, want client agent-runtime from the certificate", decisions)
+	}
+}
+
+func TestTLSConfigErrors(t *testing.T) {
+	p := newPKI(t)
+	eng, _ := engine.New(engine.Config{})
+	tests := []struct {
+		name string
+		tls  TLSConfig
+		want string
+	}{
+		{"cert without key", TLSConfig{CertFile: p.serverCert}, "cert_file and key_file go together"},
+		{"client CA without cert", TLSConfig{ClientCAFile: p.ca}, "needs cert_file and key_file"},
+		{"missing cert", TLSConfig{CertFile: filepath.Join(p.dir, "nope.pem"), KeyFile: p.serverKey}, "server.tls"},
+		{"key that does not match", TLSConfig{CertFile: p.serverCert, KeyFile: p.clientKey}, "server.tls"},
+		{"CA file without PEM", TLSConfig{CertFile: p.serverCert, KeyFile: p.serverKey, ClientCAFile: p.serverKey}, "holds no PEM certificate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.TLS = tt.tls
+			if _, err := New(cfg, eng, zap.NewNop()); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,189 @@
+package server
+
+import (
+	"context"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/net/http2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+)
+
+func TestMaxRecvMsgBytes(t *testing.T) {
+	env := newEnv(t, withConfig(func(c *Config) {
+		c.MaxToolInputBytes = 1024
+		c.MaxRecvMsgBytes = 32 << 10
+	}))
+	req := checkReq(t, "", "Write", map[string]any{"file_path": "/p/x", "content": strings.Repeat("x", 64<<10)})
+	_, err := env.client.Check(t.Context(), req)
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "larger than max") {
+		t.Fatalf("got %v, want ResourceExhausted naming the size", err)
+	}
+}
+
+func TestMaxTranscriptEntryBytes(t *testing.T) {
+	env := newEnv(t, withConfig(func(c *Config) { c.MaxTranscriptEntryBytes = 100 }))
+	big := &pb.TranscriptEntry{Role: pb.Role_ROLE_USER, Text: strings.Repeat("y", 101)}
+	small := &pb.TranscriptEntry{Role: pb.Role_ROLE_USER, Text: "fix the tests"}
+
+	req := readReq(t)
+	req.Transcript = []*pb.TranscriptEntry{small, big}
+	_, err := env.client.Check(t.Context(), req)
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "transcript[1] is 101 bytes, over the limit of 100") {
+		t.Fatalf("unary: got %v", err)
+	}
+	req.Transcript = []*pb.TranscriptEntry{small}
+	if _, err := env.client.Check(t.Context(), req); err != nil {
+		t.Fatalf("entry under the limit: %v", err)
+	}
+
+	stream, err := env.client.CheckStream(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&pb.CheckStreamRequest{Kind: &pb.CheckStreamRequest_Transcript{Transcript: &pb.TranscriptAppend{Entries: []*pb.TranscriptEntry{big}}}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := resp.GetError(); e == nil || codes.Code(e.GetCode()) != codes.InvalidArgument || !strings.Contains(e.GetMessage(), "transcript.entries[0]") {
+		t.Fatalf("stream append: %v", resp)
+	}
+	// The stream goes on after a refused append.
+	if err := stream.Send(&pb.CheckStreamRequest{Kind: &pb.CheckStreamRequest_Check{Check: readReq(t)}}); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := stream.Recv(); err != nil || resp.GetResponse().GetDecision() != pb.Decision_DECISION_ALLOW {
+		t.Fatalf("check after a refused append: %v %v", resp, err)
+	}
+	_ = stream.CloseSend()
+	if _, err := stream.Recv(); err != io.EOF {
+		t.Fatalf("end of stream: %v", err)
+	}
+}
+
+// A connection runs at most max_concurrent_streams RPCs; the next one
+// waits for a slot.
+func TestMaxConcurrentStreams(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxConcurrentStreams = 1
+	client := pb.NewPermissionServiceClient(dial(t, serveTCP(t, cfg, zap.NewNop())))
+	// Warm the connection so the server's SETTINGS have arrived.
+	if _, err := client.Check(t.Context(), readReq(t)); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := client.CheckStream(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&pb.CheckStreamRequest{Kind: &pb.CheckStreamRequest_Check{Check: readReq(t)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := client.Check(ctx, readReq(t)); status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("second RPC while the stream is open: %v, want it to wait (DeadlineExceeded)", err)
+	}
+	_ = stream.CloseSend()
+	if _, err := stream.Recv(); err != io.EOF {
+		t.Fatal(err)
+	}
+	if _, err := client.Check(t.Context(), readReq(t)); err != nil {
+		t.Fatalf("after the stream ended: %v", err)
+	}
+}
+
+// A client pinging more often than keepalive.min_time is sent GOAWAY; one
+// within it gets its pings answered.
+func TestKeepaliveEnforcement(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		minTime time.Duration
+		goAway  bool
+	}{
+		{"default min_time", DefaultConfig().Keepalive.MinTime, true},
+		{"permissive min_time", time.Nanosecond, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Keepalive.MinTime = tt.minTime
+			conn, err := net.Dial("tcp", serveTCP(t, cfg, zap.NewNop()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+				t.Fatal(err)
+			}
+			fr := http2.NewFramer(conn, conn)
+			if err := fr.WriteSettings(); err != nil {
+				t.Fatal(err)
+			}
+			const pings = 5
+			for i := range pings {
+				if err := fr.WritePing(false, [8]byte{byte(i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			acks := 0
+			for {
+				f, err := fr.ReadFrame()
+				if err != nil {
+					t.Fatalf("connection ended without GOAWAY after %d ping acks: %v", acks, err)
+				}
+				switch f := f.(type) {
+				case *http2.GoAwayFrame:
+					if !tt.goAway {
+						t.Fatalf("GOAWAY %v %q for pings within min_time", f.ErrCode, f.DebugData())
+					}
+					if f.ErrCode != http2.ErrCodeEnhanceYourCalm || string(f.DebugData()) != "too_many_pings" {
+						t.Fatalf("GOAWAY %v %q, want ENHANCE_YOUR_CALM too_many_pings", f.ErrCode, f.DebugData())
+					}
+					return
+				case *http2.PingFrame:
+					if f.IsAck() {
+						if acks++; acks == pings && !tt.goAway {
+							return
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestLimitValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"entry bytes", func(c *Config) { c.MaxTranscriptEntryBytes = 0 }, "server.max_transcript_entry_bytes"},
+		{"recv below input", func(c *Config) { c.MaxRecvMsgBytes = c.MaxToolInputBytes - 1 }, "server.max_recv_msg_bytes"},
+		{"streams", func(c *Config) { c.MaxConcurrentStreams = 0 }, "server.max_concurrent_streams"},
+		{"keepalive", func(c *Config) { c.Keepalive.MinTime = 0 }, "server.keepalive"},
+		{"metrics address", func(c *Config) { c.MetricsListen = "9464" }, "server.metrics_listen"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.mod(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -2,94 +2,185 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/fakellm"
 )
 
-// runHook runs "toolgate hook claude-code" with input on stdin and returns
-// the decision and reason it printed.
-func runHook(t *testing.T, input string, args ...string) (string, string) {
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// hookServer names the server a recorded hook input is sent to.
+type hookServer int
+
+const (
+	// serverLocal runs with the default policy and no classifier: every
+	// decision is local and its reason deterministic.
+	serverLocal hookServer = iota
+	// serverClassifier has a fake classifier that reads the transcript
+	// (classifierVerdict).
+	serverClassifier
+	// serverDown is a loopback address nothing listens on.
+	serverDown
+)
+
+// hookGoldenCases lists every recorded input under testdata/hook: AGENT/NAME
+// is fed from NAME.json to "toolgate hook AGENT" and its stdout compared with
+// NAME.golden. Inputs were written from each agent's documentation and
+// sources (see the notes in hook/claude.go, hook/gemini.go, hook/codex.go);
+// "$TESTDATA" in them stands for the absolute path of testdata/hook, so that
+// transcript_path can point at the recorded transcripts next to them.
+var hookGoldenCases = []struct {
+	file   string
+	server hookServer
+	args   []string
+}{
+	{"claude-code/allow-read", serverLocal, nil},
+	{"claude-code/allow-edit-accept-edits", serverLocal, nil},
+	{"claude-code/deny-rule", serverLocal, nil},
+	{"claude-code/ask-default-mode", serverLocal, nil},
+	{"claude-code/auto-classifier-transcript", serverClassifier, nil},
+	{"claude-code/server-down", serverDown, nil},
+	{"claude-code/server-down-on-error-ask", serverDown, []string{"--on-error", "ask"}},
+	{"claude-code/bad-input-truncated", serverLocal, nil},
+	{"claude-code/bad-input-post-tool-use", serverLocal, nil},
+
+	{"gemini-cli/allow-read-file", serverLocal, nil},
+	{"gemini-cli/deny-rule", serverLocal, nil},
+	{"gemini-cli/ask-as-deny", serverLocal, nil},
+	{"gemini-cli/server-down", serverDown, nil},
+	{"gemini-cli/server-down-on-error-ask", serverDown, []string{"--on-error", "ask"}},
+	{"gemini-cli/bad-input-tool-input-not-object", serverLocal, nil},
+
+	// A Codex allow prints nothing: its golden file is empty.
+	{"codex/allow-read-only", serverLocal, nil},
+	{"codex/allow-patch-in-project", serverLocal, nil},
+	{"codex/deny-rule", serverLocal, nil},
+	{"codex/ask-as-deny", serverLocal, nil},
+	{"codex/classifier-transcript", serverClassifier, nil},
+	{"codex/server-down", serverDown, nil},
+	{"codex/server-down-on-error-ask", serverDown, []string{"--on-error", "ask"}},
+	{"codex/bad-input-mcp-arguments-not-json", serverLocal, nil},
+}
+
+// classifierVerdict decides from what the classifier was sent: only the
+// transcript carries the user's words, so a verdict that depends on them
+// shows that the hook read and forwarded the transcript. Text an agent
+// injects on its own (Codex's AGENTS.md) must never pass for the user's.
+func classifierVerdict(r *fakellm.Request) fakellm.Reply {
+	switch {
+	case strings.Contains(r.User, "pre-approved by the user"):
+		return fakellm.Reply{Reason: "AGENTS.md text reached the classifier as the user's words"}
+	case strings.Contains(r.User, "do not deploy anything today"):
+		return fakellm.Reply{Block: true, Reason: "the user said not to deploy today"}
+	case strings.Contains(r.User, "please run the database migration"):
+		return fakellm.Reply{Reason: "the user asked for this migration"}
+	}
+	return fakellm.Reply{Block: true, Reason: "nothing in the transcript asks for this"}
+}
+
+// runHookCmd runs "toolgate hook ARGS..." with input on stdin.
+func runHookCmd(t *testing.T, input []byte, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	stdin = strings.NewReader(input)
-	t.Cleanup(func() { stdin = nil })
+	stdin = bytes.NewReader(input)
+	defer func() { stdin = nil }()
 	var out, errOut bytes.Buffer
-	if code := run(t.Context(), append([]string{"hook", "claude-code"}, args...), &out, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
-	}
-	var got struct {
-		HookSpecificOutput struct {
-			HookEventName            string `json:"hookEventName"`
-			PermissionDecision       string `json:"permissionDecision"`
-			PermissionDecisionReason string `json:"permissionDecisionReason"`
-		} `json:"hookSpecificOutput"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.HookSpecificOutput.HookEventName != "PreToolUse" {
-		t.Fatalf("output %q: %v", out.String(), err)
-	}
-	return got.HookSpecificOutput.PermissionDecision, got.HookSpecificOutput.PermissionDecisionReason
+	code = run(t.Context(), append([]string{"hook"}, args...), &out, &errOut)
+	return code, out.String(), errOut.String()
 }
 
-func claudeInput(tool, input string) string {
-	return `{"session_id":"s1","transcript_path":"/nonexistent/t.jsonl","cwd":"/home/dev/project","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"` + tool + `","tool_input":` + input + `,"tool_use_id":"toolu_1"}`
-}
+func TestHookGolden(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("testdata", "hook"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCasesCoverFiles(t, root)
 
-func TestHookClaudeCode(t *testing.T) {
-	addr := startServe(t)
-	if d, _ := runHook(t, claudeInput("Read", `{"file_path":"/home/dev/project/main.go"}`), "--addr", addr); d != "allow" {
-		t.Errorf("read: %s", d)
-	}
-	if d, r := runHook(t, claudeInput("Read", `{"file_path":"/home/dev/.ssh/id_rsa"}`), "--addr", addr); d != "deny" || !strings.Contains(r, "denied by rule") {
-		t.Errorf("credential read: %s %q", d, r)
-	}
-	// Default permission mode asks before shell commands that are not read-only.
-	if d, _ := runHook(t, claudeInput("Bash", `{"command":"make deploy"}`), "--addr", addr); d != "ask" {
-		t.Errorf("make deploy in default mode: %s", d)
-	}
-
-	// Failing closed.
+	local := startServe(t)
+	fake := fakellm.Start(t, classifierVerdict)
+	classified := startServe(t, "--classifier-url", fake.URL(), "--classifier-model", "m")
+	// The refused address is random, so it is written as DEAD_ADDR in the
+	// golden files; the rest of the error text is grpc-go's and fixed.
 	dead := deadAddr(t)
-	if d, r := runHook(t, claudeInput("Read", `{"file_path":"x"}`), "--addr", dead, "--timeout", "2s"); d != "deny" || !strings.Contains(r, "could not decide") {
-		t.Errorf("server down: %s %q", d, r)
-	}
-	if d, _ := runHook(t, claudeInput("Read", `{"file_path":"x"}`), "--addr", dead, "--timeout", "2s", "--on-error", "ask"); d != "ask" {
-		t.Errorf("server down, on-error ask: %s", d)
-	}
-	if d, r := runHook(t, `{not json`, "--addr", addr); d != "deny" || !strings.Contains(r, "could not decide") {
-		t.Errorf("bad input: %s %q", d, r)
+
+	for _, tc := range hookGoldenCases {
+		t.Run(tc.file, func(t *testing.T) {
+			agent := filepath.Dir(tc.file)
+			input, err := os.ReadFile(filepath.Join(root, tc.file+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			input = bytes.ReplaceAll(input, []byte("$TESTDATA"), []byte(root))
+			addr := map[hookServer]string{serverLocal: local, serverClassifier: classified, serverDown: dead}[tc.server]
+			args := append([]string{agent, "--addr", addr, "--timeout", "20s"}, tc.args...)
+			code, stdout, stderr := runHookCmd(t, input, args...)
+			if code != 0 || stderr != "" {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			got := []byte(strings.ReplaceAll(stdout, dead, "DEAD_ADDR"))
+			golden := filepath.Join(root, tc.file+".golden")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("stdout differs from %s\ngot:  %s\nwant: %s", golden, got, want)
+			}
+		})
 	}
 }
 
-func TestHookGeminiCLI(t *testing.T) {
-	addr := startServe(t)
-	run1 := func(input string, args ...string) map[string]any {
-		t.Helper()
-		stdin = strings.NewReader(input)
-		t.Cleanup(func() { stdin = nil })
-		var out, errOut bytes.Buffer
-		if code := run(t.Context(), append([]string{"hook", "gemini-cli"}, args...), &out, &errOut); code != 0 {
-			t.Fatalf("exit %d: %s", code, errOut.String())
+// checkCasesCoverFiles fails when a recorded input has no case, so that
+// none is silently left out.
+func checkCasesCoverFiles(t *testing.T, root string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "*", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, tc := range hookGoldenCases {
+		listed = append(listed, tc.file)
+	}
+	for _, f := range files {
+		rel, _ := filepath.Rel(root, strings.TrimSuffix(f, ".json"))
+		if !slices.Contains(listed, filepath.ToSlash(rel)) {
+			t.Errorf("%s has no entry in hookGoldenCases", f)
 		}
-		var got map[string]any
-		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-			t.Fatalf("output %q: %v", out.String(), err)
-		}
-		return got
 	}
-	in := func(tool, input string) string {
-		return `{"session_id":"g1","transcript_path":"","cwd":"/home/dev/project","hook_event_name":"BeforeTool","timestamp":"2026-11-22T00:00:00Z","tool_name":"` + tool + `","tool_input":` + input + `}`
+	if len(files) != len(listed) {
+		t.Errorf("%d recorded inputs, %d cases", len(files), len(listed))
 	}
-	if got := run1(in("read_file", `{"absolute_path":"/home/dev/project/a.go"}`), "--addr", addr); got["decision"] != "allow" {
-		t.Errorf("read_file: %v", got)
+}
+
+func TestHookUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no agent", nil, 2, "usage: toolgate hook claude-code|gemini-cli|codex"},
+		{"unknown agent", []string{"cursor"}, 2, `unknown agent "cursor" (known: claude-code, gemini-cli, codex)`},
+		{"bad on-error", []string{"codex", "--on-error", "allow"}, 2, "--on-error must be deny or ask"},
+		{"bad flag", []string{"codex", "--no-such-flag"}, 2, "flag provided but not defined: -no-such-flag"},
 	}
-	if got := run1(in("read_file", `{"absolute_path":"/home/dev/.aws/credentials"}`), "--addr", addr); got["decision"] != "deny" {
-		t.Errorf("credentials: %v", got)
-	}
-	// Gemini has no ask: an ASK blocks, saying approval is needed.
-	if got := run1(in("run_shell_command", `{"command":"make deploy"}`), "--addr", addr); got["decision"] != "deny" {
-		t.Errorf("ask rendered as: %v", got)
-	}
-	if got := run1(`[]`, "--addr", addr); got["decision"] != "deny" || !strings.Contains(got["reason"].(string), "could not decide") {
-		t.Errorf("bad input: %v", got)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runHookCmd(t, []byte(`{}`), tc.args...)
+			if code != tc.code || stdout != "" || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and %q", code, stdout, stderr, tc.code, tc.want)
+			}
+		})
 	}
 }

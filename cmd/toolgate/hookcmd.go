@@ -22,7 +22,7 @@ import (
 // ask. It never hangs: the whole call runs under --timeout.
 func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: toolgate hook claude-code|gemini-cli [--addr ADDR] [--timeout 5s] [--on-error deny|ask]")
+		fmt.Fprintln(stderr, "usage: toolgate hook claude-code|gemini-cli|codex [--addr ADDR] [--timeout 5s] [--on-error deny|ask]")
 		return 2
 	}
 	agent := args[0]
@@ -68,8 +68,17 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return hook.GeminiRequest(in, hook.Options{})
 		}
 		output = hook.GeminiOutput
+	case "codex":
+		build = func(r io.Reader) (*pb.CheckRequest, error) {
+			in, err := hook.ParseCodex(r)
+			if err != nil {
+				return nil, err
+			}
+			return hook.CodexRequest(in, hook.Options{})
+		}
+		output = hook.CodexOutput
 	default:
-		fmt.Fprintf(stderr, "toolgate hook: unknown agent %q (known: claude-code, gemini-cli)\n", agent)
+		fmt.Fprintf(stderr, "toolgate hook: unknown agent %q (known: claude-code, gemini-cli, codex)\n", agent)
 		return 2
 	}
 	fail := func(why string) int {

@@ -22,7 +22,7 @@ Usage:
   toolgate eval    [--policy FILE] [--json] [CORPUS.jsonl ...]
   toolgate validate FILE...
   toolgate config  defaults | show [--config FILE]
-  toolgate hook    claude-code|gemini-cli [--addr ADDR] [--timeout 5s] [--on-error deny|ask]
+  toolgate hook    claude-code|gemini-cli|codex [--addr ADDR] [--timeout 5s] [--on-error deny|ask]
   toolgate version
 
 Run "toolgate COMMAND -h" for the flags of a command.

@@ -1,6 +1,35 @@
-// Package config loads toolgate's YAML configuration: the server settings
-// and the named policies. It only wires the config structs the other
-// packages own; it holds no policy logic.
+// Package config loads toolgate's YAML configuration: the server settings,
+// the classifier and the named policies. It only wires the config structs
+// the other packages own; it holds no policy logic.
+//
+// # Environment variables
+//
+// String values in the server and classifier sections may name environment
+// variables: ${NAME} is the variable's value, ${NAME:-default} its value or,
+// when it is unset or empty, the default, and $$ is a literal "$". An unset
+// variable without a default is an error naming the file, the line, the
+// field and the variable (never a value). Expansion works on the parsed
+// document, so a value is only ever the text of one string: it cannot add
+// keys or lists. Numbers and durations are not expanded.
+//
+// Policies are never expanded: their rules are shell and path patterns in
+// which "$" is literal text (Bash(echo ${HOME}) is a rule about that exact
+// command). API keys stay out of the file altogether: a backend names the
+// variable holding its key (api_key_env). Config.MarshalShow prints
+// expanded values as written, ${NAME}, never their values.
+//
+// # Claude Code settings
+//
+// A policy may name a Claude Code settings file (claude_settings: PATH;
+// relative to the config file's directory, or ~/...). Its permissions
+// (allow, ask, deny) and autoMode (allow, soft_deny, hard_deny, environment)
+// lists are added to the policy's own lists; nothing is removed, and deny
+// still beats ask and allow whichever file a rule came from. autoMode's
+// "$defaults" entries are dropped (the policy's own lists play the role of
+// Claude Code's built-in ones) and other settings are ignored. Malformed
+// JSON, wrongly typed lists and rules toolgate cannot parse are errors
+// naming the settings file and the field. The file is read on every Load;
+// Config.Files lists it for a watcher.
 package config
 
 import (
@@ -11,6 +40,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"go.yaml.in/yaml/v3"
@@ -31,6 +61,13 @@ type Config struct {
 	Server     server.Config     `yaml:"server"`
 	Classifier classifier.Config `yaml:"classifier"`
 	Policies   map[string]Policy `yaml:"policies"`
+
+	// files are the files Load read: the config file, then the imported
+	// settings files.
+	files []string
+	// written holds, by field path, the text as written of each value that
+	// ${...} expansion changed.
+	written map[string]string
 }
 
 // Policy is one named policy as written in YAML.
@@ -43,6 +80,10 @@ type Policy struct {
 	AcceptEdits *bool `yaml:"accept_edits"`
 	// AutoMode holds the classifier's natural-language rules.
 	AutoMode AutoMode `yaml:"auto_mode"`
+	// ClaudeSettings names a Claude Code settings.json whose permissions
+	// and autoMode lists are added to this policy's. After Load it is an
+	// absolute path and the lists above include the imported rules.
+	ClaudeSettings string `yaml:"claude_settings,omitempty"`
 }
 
 // AutoMode are the classifier rules of a policy.
@@ -62,36 +103,100 @@ type Permissions struct {
 
 // Default returns the embedded configuration.
 func Default() (*Config, error) {
-	c, err := parse("(embedded default)", defaultYAML)
+	c, err := parse("(embedded default)", defaultYAML, "", osLookup)
 	if err != nil {
 		return nil, fmt.Errorf("embedded default config: %w", err)
 	}
 	return c, nil
 }
 
-// Load reads a config file. Server settings it leaves out keep their
+// Load reads a config file and the Claude Code settings files its policies
+// import; it is a function of those files and the environment, so calling
+// it again reloads. Server settings the file leaves out keep their
 // defaults; its policies replace the embedded ones (a file that names no
 // default policy gets an empty one, not the embedded one, so that what
 // runs is what the file says).
 func Load(path string) (*Config, error) {
+	return load(path, osLookup)
+}
+
+func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return parse(path, data)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := parse(path, data, filepath.Dir(abs), lookup)
+	if err != nil {
+		return nil, err
+	}
+	c.files = slices.Insert(c.files, 0, abs)
+	return c, nil
 }
 
-func parse(name string, data []byte) (*Config, error) {
-	c := &Config{Server: server.DefaultConfig(), Classifier: classifier.DefaultConfig()}
+// Files returns the absolute paths of the files Load read, the config file
+// first: what a watcher should watch to reload. It is empty for Default.
+func (c *Config) Files() []string { return slices.Clone(c.files) }
+
+// parse decodes, expands and imports; relative claude_settings paths
+// resolve against dir.
+func parse(name string, data []byte, dir string, lookup func(string) (string, bool)) (*Config, error) {
+	// A strict decode of the text as written reports unknown fields and
+	// bad values with their lines; yaml's Node.Decode cannot be strict.
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+	if err := dec.Decode(newConfig()); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	// The same text as a tree, expanded, decoded again: its shape is the
+	// one just checked, and expansion only changes strings.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	c := newConfig()
+	used := map[string]string{}
+	if err := expandDoc(&doc, lookup, c.written, used); err != nil {
+		return nil, inFile(name, err)
+	}
+	if doc.Kind != 0 {
+		if err := doc.Decode(c); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	if err := c.importClaudeSettings(dir); err != nil {
+		return nil, inFile(name, err)
 	}
 	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, scrub(inFile(name, err), used)
 	}
 	return c, nil
+}
+
+func newConfig() *Config {
+	return &Config{Server: server.DefaultConfig(), Classifier: classifier.DefaultConfig(), written: map[string]string{}}
+}
+
+// inFile prefixes each of err's joined errors with the file name, so that
+// every line of a multi-line error names the file.
+func inFile(name string, err error) error {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	if len(errs) == 1 {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = fmt.Errorf("%s: %w", name, e)
+	}
+	return errors.Join(out...)
 }
 
 // Validate checks the server settings and compiles every policy.

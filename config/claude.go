@@ -1,0 +1,193 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/toolgate/toolgate/engine/rules"
+)
+
+// claudeDefaults is autoMode's placeholder for Claude Code's built-in
+// entries of a list.
+const claudeDefaults = "$defaults"
+
+// importClaudeSettings adds each policy's imported Claude Code settings to
+// its lists and records the files read. Relative paths resolve against dir.
+func (c *Config) importClaudeSettings(dir string) error {
+	for _, name := range c.PolicyNames() {
+		p := c.Policies[name]
+		if p.ClaudeSettings == "" {
+			continue
+		}
+		path, err := resolvePath(p.ClaudeSettings, dir)
+		if err != nil {
+			return fmt.Errorf("policies.%s.claude_settings: %w", name, err)
+		}
+		perms, auto, err := readClaudeSettings(path)
+		if err != nil {
+			return fmt.Errorf("policies.%s.claude_settings: %w", name, err)
+		}
+		// Added after the policy's own rules; Clip so that the appends
+		// never write into an array another policy shares (YAML aliases).
+		p.Permissions.Allow = append(slices.Clip(p.Permissions.Allow), perms.Allow...)
+		p.Permissions.Ask = append(slices.Clip(p.Permissions.Ask), perms.Ask...)
+		p.Permissions.Deny = append(slices.Clip(p.Permissions.Deny), perms.Deny...)
+		p.AutoMode.Allow = append(slices.Clip(p.AutoMode.Allow), auto.Allow...)
+		p.AutoMode.SoftDeny = append(slices.Clip(p.AutoMode.SoftDeny), auto.SoftDeny...)
+		p.AutoMode.HardDeny = append(slices.Clip(p.AutoMode.HardDeny), auto.HardDeny...)
+		p.AutoMode.Environment = append(slices.Clip(p.AutoMode.Environment), auto.Environment...)
+		p.ClaudeSettings = path
+		c.Policies[name] = p
+		if !slices.Contains(c.files, path) {
+			c.files = append(c.files, path)
+		}
+	}
+	return nil
+}
+
+// resolvePath makes a claude_settings path absolute: "~/..." is under the
+// home directory, a relative path under dir.
+func resolvePath(p, dir string) (string, error) {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", p, err)
+		}
+		p = filepath.Join(home, p[1:])
+	} else if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	return filepath.Abs(p)
+}
+
+// readClaudeSettings reads the permissions and autoMode lists of a Claude
+// Code settings.json. Keys match exactly, as Claude Code reads them (Go's
+// json would also take "Allow" for "allow"); other keys are ignored.
+func readClaudeSettings(path string) (Permissions, AutoMode, error) {
+	var perms Permissions
+	var auto AutoMode
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return perms, auto, err
+	}
+	fail := func(err error) (Permissions, AutoMode, error) {
+		return Permissions{}, AutoMode{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := json.Unmarshal(data, new(any)); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			line, col := position(data, syn.Offset)
+			return fail(fmt.Errorf("line %d, column %d: malformed JSON: %w", line, col, err))
+		}
+		return fail(fmt.Errorf("malformed JSON: %w", err))
+	}
+	top, err := object(data, "(top level)")
+	if err != nil {
+		return fail(err)
+	}
+	if raw, ok := top["permissions"]; ok {
+		lists, err := object(raw, "permissions")
+		if err != nil {
+			return fail(err)
+		}
+		for _, l := range []struct {
+			key string
+			out *[]string
+		}{{"allow", &perms.Allow}, {"ask", &perms.Ask}, {"deny", &perms.Deny}} {
+			field := "permissions." + l.key
+			if *l.out, err = stringList(lists[l.key], field); err != nil {
+				return fail(err)
+			}
+			for i, r := range *l.out {
+				if _, err := rules.Parse(r); err != nil {
+					return fail(fmt.Errorf("%s[%d]: %w", field, i, err))
+				}
+			}
+		}
+	}
+	if raw, ok := top["autoMode"]; ok {
+		lists, err := object(raw, "autoMode")
+		if err != nil {
+			return fail(err)
+		}
+		for _, l := range []struct {
+			key string
+			out *[]string
+		}{{"allow", &auto.Allow}, {"soft_deny", &auto.SoftDeny}, {"hard_deny", &auto.HardDeny}, {"environment", &auto.Environment}} {
+			list, err := stringList(lists[l.key], "autoMode."+l.key)
+			if err != nil {
+				return fail(err)
+			}
+			*l.out = slices.DeleteFunc(list, func(s string) bool { return s == claudeDefaults })
+		}
+	}
+	return perms, auto, nil
+}
+
+// object decodes a JSON object (null counts as empty).
+func object(raw json.RawMessage, field string) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%s: want an object, got %s", field, kind(raw))
+	}
+	return m, nil
+}
+
+// stringList decodes a JSON list of strings (absent or null: none).
+func stringList(raw json.RawMessage, field string) ([]string, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("%s: want a list of strings, got %s", field, kind(raw))
+	}
+	out := make([]string, 0, len(items))
+	for i, it := range items {
+		var s string
+		if kind(it) != "a string" || json.Unmarshal(it, &s) != nil {
+			return nil, fmt.Errorf("%s[%d]: want a string, got %s", field, i, kind(it))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// kind names a JSON value's type, for errors (never its content).
+func kind(raw json.RawMessage) string {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// position turns a byte offset into a 1-based line and column.
+func position(data []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1)
+	if col == 0 {
+		col = 1
+	}
+	return line, col
+}

@@ -1,0 +1,130 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// urlMask replaces credentials in a URL's user info.
+const urlMask = "xxxxx"
+
+// MarshalShow returns the configuration, as loaded, as YAML that is safe to
+// print and loads back to the same configuration:
+//   - values that ${...} expansion changed are shown as written
+//     (${OPENAI_PROXY_PASSWORD}), never with a variable's value;
+//   - credentials in backend base URLs (user info) are masked;
+//   - imported Claude Code settings are shown merged into the policy's
+//     lists, with a comment naming the file instead of claude_settings.
+func (c *Config) MarshalShow() ([]byte, error) {
+	shown := *c
+	shown.Policies = maps.Clone(c.Policies)
+	imported := map[string]string{}
+	for name, p := range shown.Policies {
+		if p.ClaudeSettings != "" {
+			imported[name] = p.ClaudeSettings
+			p.ClaudeSettings = ""
+			shown.Policies[name] = p
+		}
+	}
+	var root yaml.Node
+	if err := root.Encode(&shown); err != nil {
+		return nil, err
+	}
+	urls := map[string]bool{}
+	for i := range c.Classifier.Backends {
+		urls["classifier.backends["+strconv.Itoa(i)+"].base_url"] = true
+	}
+	walkScalars(&root, "", func(n *yaml.Node, path string) {
+		if w, ok := c.written[path]; ok {
+			n.Value, n.Tag, n.Style = w, "!!str", 0
+		}
+		if urls[path] {
+			n.Value = maskUserinfo(n.Value)
+		}
+	})
+	if pol := mappingValue(&root, "policies"); pol != nil {
+		for i := 0; i+1 < len(pol.Content); i += 2 {
+			if f, ok := imported[pol.Content[i].Value]; ok {
+				pol.Content[i].HeadComment = "permissions and auto_mode include the rules imported from " + f
+			}
+		}
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&root); err != nil {
+		return nil, fmt.Errorf("config show: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("config show: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// walkScalars calls f on every scalar value under n with its field path
+// (server.listen, classifier.backends[0].base_url).
+func walkScalars(n *yaml.Node, path string, f func(*yaml.Node, string)) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			walkScalars(c, path, f)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := n.Content[i].Value
+			if path != "" {
+				p = path + "." + p
+			}
+			walkScalars(n.Content[i+1], p, f)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			walkScalars(c, path+"["+strconv.Itoa(i)+"]", f)
+		}
+	case yaml.ScalarNode:
+		f(n, path)
+	}
+}
+
+// mappingValue returns the value of key in mapping n, or nil.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// maskUserinfo masks the user info of a URL: the password when there is
+// one, else the whole user name (which is then usually a token). It works
+// on the text, so that the rest of the URL, ${...} included, is printed as
+// written.
+func maskUserinfo(s string) string {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return s
+	}
+	start := i + 3
+	end := len(s)
+	if j := strings.IndexAny(s[start:], "/?#"); j >= 0 {
+		end = start + j
+	}
+	at := strings.LastIndexByte(s[start:end], '@')
+	if at < 0 {
+		return s
+	}
+	at += start
+	if colon := strings.IndexByte(s[start:at], ':'); colon >= 0 {
+		return s[:start+colon+1] + urlMask + s[at:]
+	}
+	return s[:start] + urlMask + s[at:]
+}

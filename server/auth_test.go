@@ -2,14 +2,8 @@ package server
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -29,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/internal/testpki"
 )
 
 func TestParseTokens(t *testing.T) {
@@ -179,60 +174,14 @@ func TestTokenFileErrors(t *testing.T) {
 	}
 }
 
-// pki is a CA with a server certificate for 127.0.0.1 and a client
-// certificate, as PEM files.
-type pki struct{ dir, ca, serverCert, serverKey, clientCert, clientKey string }
-
-func newPKI(t *testing.T) pki {
+func clientTLS(t *testing.T, p testpki.PKI, withCert bool) grpc.DialOption {
 	t.Helper()
-	dir := t.TempDir()
-	p := pki{dir: dir}
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "toolgate test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	write := func(name, typ string, der []byte) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	p.ca = write("ca.pem", "CERTIFICATE", caDER)
-	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage, ips []net.IP) (string, string) {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips, KeyUsage: x509.KeyUsageDigitalSignature,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keyDER, _ := x509.MarshalECPrivateKey(key)
-		return write(cn+".pem", "CERTIFICATE", der), write(cn+"-key.pem", "EC PRIVATE KEY", keyDER)
-	}
-	p.serverCert, p.serverKey = leaf(2, "toolgate", x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
-	p.clientCert, p.clientKey = leaf(3, "agent-runtime", x509.ExtKeyUsageClientAuth, nil)
-	return p
-}
-
-func (p pki) clientTLS(t *testing.T, withCert bool) grpc.DialOption {
-	t.Helper()
-	pem, _ := os.ReadFile(p.ca)
+	pem, _ := os.ReadFile(p.CA)
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(pem)
 	conf := &tls.Config{RootCAs: roots}
 	if withCert {
-		cert, err := tls.LoadX509KeyPair(p.clientCert, p.clientKey)
+		cert, err := tls.LoadX509KeyPair(p.ClientCert, p.ClientKey)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,12 +191,12 @@ func (p pki) clientTLS(t *testing.T, withCert bool) grpc.DialOption {
 }
 
 func TestTLS(t *testing.T) {
-	p := newPKI(t)
+	p := testpki.New(t)
 	cfg := DefaultConfig()
-	cfg.TLS = TLSConfig{CertFile: p.serverCert, KeyFile: p.serverKey}
+	cfg.TLS = TLSConfig{CertFile: p.ServerCert, KeyFile: p.ServerKey}
 	addr := serveTCP(t, cfg, zap.NewNop())
 
-	ok := pb.NewPermissionServiceClient(dial(t, addr, p.clientTLS(t, false)))
+	ok := pb.NewPermissionServiceClient(dial(t, addr, clientTLS(t, p, false)))
 	if resp, err := ok.Check(t.Context(), readReq(t)); err != nil || resp.GetDecision() != pb.Decision_DECISION_ALLOW {
 		t.Fatalf("TLS client: %v %v", resp, err)
 	}
@@ -260,41 +209,41 @@ func TestTLS(t *testing.T) {
 }
 
 func TestMutualTLS(t *testing.T) {
-	p := newPKI(t)
+	p := testpki.New(t)
 	cfg := DefaultConfig()
-	cfg.TLS = TLSConfig{CertFile: p.serverCert, KeyFile: p.serverKey, ClientCAFile: p.ca}
+	cfg.TLS = TLSConfig{CertFile: p.ServerCert, KeyFile: p.ServerKey, ClientCAFile: p.CA}
 	core, logs := observer.New(zap.InfoLevel)
 	addr := serveTCP(t, cfg, zap.New(core))
 
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	anon := pb.NewPermissionServiceClient(dial(t, addr, p.clientTLS(t, false)))
+	anon := pb.NewPermissionServiceClient(dial(t, addr, clientTLS(t, p, false)))
 	if _, err := anon.Check(ctx, readReq(t)); status.Code(err) != codes.Unavailable {
 		t.Fatalf("client without a certificate: %v, want Unavailable (handshake refused)", err)
 	}
-	client := pb.NewPermissionServiceClient(dial(t, addr, p.clientTLS(t, true)))
+	client := pb.NewPermissionServiceClient(dial(t, addr, clientTLS(t, p, true)))
 	if resp, err := client.Check(ctx, readReq(t)); err != nil || resp.GetDecision() != pb.Decision_DECISION_ALLOW {
 		t.Fatalf("client with a certificate: %v %v", resp, err)
 	}
 	decisions := logs.FilterMessage("decision").All()
-	if len(decisions) != 1 || decisions[0].ContextMap()["client"] != "agent-runtime" {
+	if len(decisions) != 1 || decisions[0].ContextMap()["client"] != testpki.ClientName {
 		t.Errorf("decision log %v, want client agent-runtime from the certificate", decisions)
 	}
 }
 
 func TestTLSConfigErrors(t *testing.T) {
-	p := newPKI(t)
+	p := testpki.New(t)
 	eng, _ := engine.New(engine.Config{})
 	tests := []struct {
 		name string
 		tls  TLSConfig
 		want string
 	}{
-		{"cert without key", TLSConfig{CertFile: p.serverCert}, "cert_file and key_file go together"},
-		{"client CA without cert", TLSConfig{ClientCAFile: p.ca}, "needs cert_file and key_file"},
-		{"missing cert", TLSConfig{CertFile: filepath.Join(p.dir, "nope.pem"), KeyFile: p.serverKey}, "server.tls"},
-		{"key that does not match", TLSConfig{CertFile: p.serverCert, KeyFile: p.clientKey}, "server.tls"},
-		{"CA file without PEM", TLSConfig{CertFile: p.serverCert, KeyFile: p.serverKey, ClientCAFile: p.serverKey}, "holds no PEM certificate"},
+		{"cert without key", TLSConfig{CertFile: p.ServerCert}, "cert_file and key_file go together"},
+		{"client CA without cert", TLSConfig{ClientCAFile: p.CA}, "needs cert_file and key_file"},
+		{"missing cert", TLSConfig{CertFile: filepath.Join(p.Dir, "nope.pem"), KeyFile: p.ServerKey}, "server.tls"},
+		{"key that does not match", TLSConfig{CertFile: p.ServerCert, KeyFile: p.ClientKey}, "server.tls"},
+		{"CA file without PEM", TLSConfig{CertFile: p.ServerCert, KeyFile: p.ServerKey, ClientCAFile: p.ServerKey}, "holds no PEM certificate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,6 +35,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	noReflection := fs.Bool("no-reflection", false, "turn off gRPC server reflection")
 	clsURL := fs.String("classifier-url", "", "OpenAI-compatible base URL of a classifier backend, e.g. https://api.openai.com/v1 (API key from OPENAI_API_KEY)")
 	clsModel := fs.String("classifier-model", "", "model of the --classifier-url backend, e.g. gpt-4.1-mini")
+	tlsCert := fs.String("tls-cert", "", "PEM certificate: serve TLS (with --tls-key)")
+	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
+	tlsClientCA := fs.String("tls-client-ca", "", "PEM CA: require client certificates it signed (mutual TLS)")
+	tokenFile := fs.String("token-file", "", `require bearer tokens: a file of "NAME TOKEN" lines (health checks stay open)`)
 	watch := fs.Bool("watch", true, "reload the config file when it changes (SIGHUP always reloads)")
 	dumpFile := fs.String("dump-classifier", "", "append every classifier request and answer to FILE as JSON lines (credentials redacted)")
 	if err := fs.Parse(args); err != nil {
@@ -70,6 +74,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 			cfg.Server.MetricsListen = ""
 		default:
 			cfg.Server.MetricsListen = *metricsListen
+		}
+		if *tlsCert != "" || *tlsKey != "" {
+			cfg.Server.TLS.CertFile, cfg.Server.TLS.KeyFile = *tlsCert, *tlsKey
+		}
+		if *tlsClientCA != "" {
+			cfg.Server.TLS.ClientCAFile = *tlsClientCA
+		}
+		if *tokenFile != "" {
+			cfg.Server.TokenFile = *tokenFile
+		}
+		if err := cfg.Server.Validate(); err != nil {
+			return nil, err
 		}
 		if *noReflection {
 			cfg.Server.Reflection = false
@@ -143,8 +159,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	if err != nil {
 		return err
 	}
-	if !isLoopback(lis.Addr()) {
-		log.Warn("listening on a non-loopback address", zap.String("addr", lis.Addr().String()))
+	if msg := exposureWarning(lis.Addr(), cfg.Server); msg != "" {
+		log.Warn(msg, zap.String("addr", lis.Addr().String()))
+		fmt.Fprintln(stderr, "toolgate: WARNING:", msg)
 	}
 	log.Info("serving",
 		zap.String("addr", lis.Addr().String()),
@@ -177,6 +194,15 @@ func loadConfig(path string) (*config.Config, error) {
 		return config.Default()
 	}
 	return config.Load(path)
+}
+
+// exposureWarning is the loud warning for a server anyone on the network
+// can call: a non-loopback address with neither TLS nor tokens.
+func exposureWarning(a net.Addr, c server.Config) string {
+	if isLoopback(a) || c.TLS.Enabled() || c.TokenFile != "" {
+		return ""
+	}
+	return fmt.Sprintf("INSECURE: %s is reachable from the network with neither TLS nor tokens; anyone who can reach it may ask for decisions. Set --tls-cert/--tls-key and --token-file, or listen on 127.0.0.1", a)
 }
 
 func isLoopback(a net.Addr) bool {

@@ -177,3 +177,18 @@ func TestCheckStream(t *testing.T) {
 		t.Errorf("refused item: exit %d %q %q", code, out, errOut)
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://api.openai.com/v1":                 "https://api.openai.com/v1",
+		"https://user:pw-secret@llm.internal/v1":    "https://llm.internal/v1",
+		"https://ghp_tokensecret@llm.internal/v1":   "https://llm.internal/v1",
+		"https://llm.internal/v1?api-key=qsecret#x": "https://llm.internal/v1",
+		"http://[::1]:8080/v1":                      "http://[::1]:8080/v1",
+		"://bad":                                    "(unparsable URL)",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -140,8 +140,12 @@ func (r *reloader) swap(trigger string, sum [sha256.Size]byte) error {
 	return nil
 }
 
-// files are the files a config was read from.
+// files are the files a config was read from: the config file and the
+// Claude Code settings it imports.
 func (r *reloader) files(cfg *config.Config) []string {
+	if f := cfg.Files(); len(f) > 0 {
+		return f
+	}
 	return []string{r.path}
 }
 

@@ -233,3 +233,26 @@ func TestBuildGenerationClassifierReuse(t *testing.T) {
 		t.Fatalf("no backends: %v %v", g5.cls, err)
 	}
 }
+
+// An edit of an imported Claude Code settings file reloads too, though the
+// config file itself is unchanged; the settings live in another directory.
+func TestReloadImportedClaudeSettings(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	settings := filepath.Join(other, "settings.json")
+	writeAtomically(t, settings, `{"permissions":{"deny":[]}}`)
+	path := filepath.Join(dir, "toolgate.yaml")
+	writeAtomically(t, path, "policies:\n  default:\n    claude_settings: "+settings+"\n")
+	addr := startServe(t, "--config", path)
+	check := func() int {
+		code, _, errOut := runCheck(t, "--addr", addr, "--tool", "Bash", "--input", `{"command":"make deploy"}`, "--cwd", dir, "--mode", "default")
+		if code == exitError {
+			t.Fatal(errOut)
+		}
+		return code
+	}
+	if c := check(); c != exitAsk {
+		t.Fatalf("before: exit %d, want ask", c)
+	}
+	writeAtomically(t, settings, `{"permissions":{"deny":["Bash(make deploy)"]}}`)
+	waitFor(t, "the imported deny rule to apply", func() bool { return check() == exitDeny })
+}

@@ -241,11 +241,13 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// redactURL hides a password a base URL might carry.
+// redactURL leaves out what a base URL may carry besides an address: user
+// info (a password, or a token written as the user name) and the query.
 func redactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "(unparsable URL)"
 	}
-	return u.Redacted()
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
+	return u.String()
 }

@@ -35,12 +35,16 @@ type Classifier struct {
 	flight     singleflight.Group
 	sessions   *lru.Cache[string, *sessionState]
 	dump       *dumper
+	metrics    *Metrics // nil: none
 }
 
 // Option adjusts a Classifier.
 type Option func(*options)
 
-type options struct{ httpClient option.HTTPClient }
+type options struct {
+	httpClient option.HTTPClient
+	metrics    *Metrics
+}
 
 // WithHTTPClient makes every backend use hc (tests, proxies).
 func WithHTTPClient(hc option.HTTPClient) Option { return func(o *options) { o.httpClient = hc } }
@@ -59,7 +63,7 @@ func New(cfg Config, rules map[string]Rules, log *zap.Logger, opts ...Option) (*
 	for _, f := range opts {
 		f(&o)
 	}
-	c := &Classifier{cfg: cfg, log: log, rules: rules}
+	c := &Classifier{cfg: cfg, log: log, rules: rules, metrics: o.metrics}
 	c.promptOpts = DefaultPromptOptions()
 	c.promptOpts.MaxActionBytes = cfg.MaxActionBytes
 	members := make([]MemberConfig, len(cfg.Backends))
@@ -130,6 +134,7 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (en
 	key := p.Key()
 	if c.cache != nil {
 		if o, ok := c.cached(key); ok {
+			c.metrics.cacheHit()
 			sess.record(o.Block)
 			v := c.verdict(o, 0)
 			v.Cached, v.Details.Cached = true, true
@@ -206,8 +211,21 @@ func (c *Classifier) query(ctx context.Context, p Prompt) (outcome, error) {
 	defer cancel()
 	var mu sync.Mutex
 	var last outcome
+	var calls int
+	var busy time.Duration // in backend calls; the rest of Do is queueing
+	start := time.Now()
 	_, err := c.pool.Do(qctx, func(actx context.Context, i int) error {
-		o, err := c.backends[i].classify(actx, p)
+		record := c.metrics.backendCall(c.backends[i].cfg.Name)
+		callStart := time.Now()
+		o, err := outcome{}, errCallDidNotReturn
+		defer func() {
+			record(actx, o, err)
+			mu.Lock()
+			calls++
+			busy += time.Since(callStart)
+			mu.Unlock()
+		}()
+		o, err = c.backends[i].classify(actx, p)
 		mu.Lock()
 		last = o
 		mu.Unlock()
@@ -218,6 +236,7 @@ func (c *Classifier) query(ctx context.Context, p Prompt) (outcome, error) {
 	})
 	mu.Lock()
 	defer mu.Unlock()
+	c.metrics.poolResult(err, calls > 0, time.Since(start)-busy)
 	if err != nil && ctx.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("no verdict within the classifier deadline of %s: %w", c.cfg.Timeout, err)
 	}

@@ -17,6 +17,19 @@ import (
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 )
 
+// Option adjusts a Server.
+type Option func(*options)
+
+type options struct {
+	metrics *Metrics
+	grpc    []grpc.ServerOption
+}
+
+// WithGRPCOptions adds options to the gRPC server.
+func WithGRPCOptions(opts ...grpc.ServerOption) Option {
+	return func(o *options) { o.grpc = append(o.grpc, opts...) }
+}
+
 // Server is the gRPC server with the permission service, health and,
 // optionally, reflection.
 type Server struct {
@@ -30,15 +43,24 @@ type Server struct {
 }
 
 // New builds a server; cfg is validated.
-func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...grpc.ServerOption) (*Server, error) {
+func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	var o options
+	for _, f := range opts {
+		f(&o)
 	}
 	rec := recovery.WithRecoveryHandlerContext(recoveryHandler(log))
 	// Recovery is innermost so that the access log sees the Internal code
 	// a panic turns into; auth sits between, so refusals are logged too.
 	unary := []grpc.UnaryServerInterceptor{accessLogUnary(log)}
 	stream := []grpc.StreamServerInterceptor{accessLogStream(log)}
+	if m := o.metrics; m != nil {
+		// Outermost: RPCs are counted with the code the client sees.
+		unary = append([]grpc.UnaryServerInterceptor{m.grpc.UnaryServerInterceptor()}, unary...)
+		stream = append([]grpc.StreamServerInterceptor{m.grpc.StreamServerInterceptor()}, stream...)
+	}
 	if cfg.TokenFile != "" {
 		tokens, err := LoadTokens(cfg.TokenFile)
 		if err != nil {
@@ -53,14 +75,14 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...grpc.ServerOpt
 	if err != nil {
 		return nil, err
 	}
-	opts = append(append([]grpc.ServerOption{
+	gopts := append(append([]grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
-	}, limits...), opts...)
+	}, limits...), o.grpc...)
 	s := &Server{
 		cfg:    cfg,
 		log:    log,
-		grpc:   grpc.NewServer(opts...),
+		grpc:   grpc.NewServer(gopts...),
 		health: health.NewServer(),
 		svc:    NewService(cfg, eng, log),
 	}
@@ -68,6 +90,10 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...grpc.ServerOpt
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	if cfg.Reflection {
 		reflection.Register(s.grpc)
+	}
+	if o.metrics != nil {
+		s.svc.metrics = o.metrics
+		o.metrics.grpc.InitializeMetrics(s.grpc)
 	}
 	s.setServing(healthpb.HealthCheckResponse_NOT_SERVING)
 	return s, nil

@@ -21,6 +21,8 @@ type Service struct {
 	log    *zap.Logger
 	engine atomic.Pointer[engine.Engine]
 
+	metrics *Metrics // nil: none
+
 	drainOnce sync.Once
 	draining  chan struct{} // closed when the server starts shutting down
 }
@@ -101,6 +103,7 @@ func (s *Service) decide(ctx context.Context, req *pb.CheckRequest) (*pb.CheckRe
 			zap.Bool("classifier_cached", c.Cached),
 		)
 	}
+	s.metrics.decided(res, latency)
 	s.log.Info("decision", fields...)
 	return resp, nil
 }

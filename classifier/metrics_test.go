@@ -1,0 +1,238 @@
+package classifier
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/fakellm"
+)
+
+func newMetricsClassifier(t *testing.T, cfg Config, m *Metrics) *Classifier {
+	t.Helper()
+	c, err := New(cfg, map[string]Rules{"default": {SoftDeny: []string{"Deleting production data."}}}, zap.NewNop(), WithMetrics(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func newTestMetrics(t *testing.T) (*Metrics, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, reg
+}
+
+// requests reads toolgate_classifier_requests_total for one series.
+func requests(m *Metrics, backend, outcome string) float64 {
+	return testutil.ToFloat64(m.requests.WithLabelValues(backend, outcome))
+}
+
+// histogramCount is the number of observations of one histogram series.
+func histogramCount(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) uint64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if labels[l.GetName()] != l.GetValue() {
+					continue next
+				}
+			}
+			return m.GetHistogram().GetSampleCount()
+		}
+	}
+	return 0
+}
+
+func TestMetricsCountVerdictsAndCacheHits(t *testing.T) {
+	fake := fakellm.Start(t, blockOn("drop table"))
+	m, reg := newTestMetrics(t)
+	c := newMetricsClassifier(t, testConfig(fake.URL()), m)
+
+	for _, cmd := range []string{"psql -c 'drop table users'", "go build ./...", "go test ./...", "go build ./..."} {
+		if _, err := c.Classify(t.Context(), input("Bash", cmd, "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The repeated build is a cache hit: three upstream calls, one hit.
+	if got := requests(m, "primary", outcomeBlock); got != 1 {
+		t.Errorf("block = %v, want 1", got)
+	}
+	if got := requests(m, "primary", outcomeAllow); got != 2 {
+		t.Errorf("allow = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(m.cacheHits); got != 1 {
+		t.Errorf("cache hits = %v, want 1", got)
+	}
+	if got := histogramCount(t, reg, "toolgate_classifier_duration_seconds", map[string]string{"backend": "primary"}); got != 3 {
+		t.Errorf("duration observations = %d, want 3", got)
+	}
+	if got := histogramCount(t, reg, "toolgate_classifier_queue_wait_seconds", nil); got != 3 {
+		t.Errorf("queue wait observations = %d, want 3 (one per classification that reached the pool)", got)
+	}
+	if got := testutil.ToFloat64(m.inflight.WithLabelValues("primary")); got != 0 {
+		t.Errorf("inflight = %v after the calls, want 0", got)
+	}
+}
+
+func TestMetricsOutcomeOfEachFault(t *testing.T) {
+	want := map[fakellm.Fault]string{
+		fakellm.FaultRateLimit:   outcomeRateLimited,
+		fakellm.FaultServerError: outcomeServerError,
+		fakellm.FaultBadRequest:  outcomeRefused,
+		fakellm.FaultHang:        outcomeTimeout,
+		fakellm.FaultReset:       outcomeTransport,
+		fakellm.FaultNoToolCall:  outcomeBadAnswer,
+		fakellm.FaultMalformed:   outcomeBadAnswer,
+		fakellm.FaultWrongSchema: outcomeBadAnswer,
+	}
+	for _, fault := range fakellm.Faults {
+		t.Run(string(fault), func(t *testing.T) {
+			outcome, ok := want[fault]
+			if !ok {
+				t.Fatalf("no expected outcome for fault %q: add it to the table", fault)
+			}
+			fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fault, RetryAfter: -1}))
+			cfg := testConfig(fake.URL())
+			cfg.Timeout = 500 * time.Millisecond
+			m, _ := newTestMetrics(t)
+			c := newMetricsClassifier(t, cfg, m)
+			if _, err := c.Classify(t.Context(), input("Bash", "make deploy", "")); err == nil {
+				t.Fatal("a fault gave a verdict")
+			}
+			if got := requests(m, "primary", outcome); got != 1 {
+				t.Errorf("%s = %v, want 1", outcome, got)
+			}
+			if got := testutil.CollectAndCount(m.requests); got != 1 {
+				t.Errorf("%d requests series, want only primary/%s", got, outcome)
+			}
+			if got := testutil.ToFloat64(m.inflight.WithLabelValues("primary")); got != 0 {
+				t.Errorf("inflight = %v after the call, want 0", got)
+			}
+		})
+	}
+}
+
+func TestMetricsInflightAndPoolOutcomes(t *testing.T) {
+	gate := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	fake := fakellm.Start(t, func(r *fakellm.Request) fakellm.Reply {
+		<-gate
+		return fakellm.Reply{}
+	})
+	cfg := testConfig(fake.URL())
+	cfg.Backends[0].MaxConcurrent = 1
+	cfg.QueueTimeout = 100 * time.Millisecond
+	m, reg := newTestMetrics(t)
+	c := newMetricsClassifier(t, cfg, m)
+
+	held := make(chan error, 1)
+	go func() {
+		_, err := c.Classify(context.Background(), input("Bash", "held", ""))
+		held <- err
+	}()
+	inflight := m.inflight.WithLabelValues("primary")
+	waitUntil(t, "the held call to be in flight", func() bool { return testutil.ToFloat64(inflight) == 1 })
+
+	// The only slot is taken: a second classification waits out the queue
+	// time and is counted as saturated, with no backend.
+	if _, err := c.Classify(t.Context(), input("Bash", "second", "")); err == nil {
+		t.Fatal("saturated pool gave a verdict")
+	}
+	if got := requests(m, "", outcomeSaturated); got != 1 {
+		t.Errorf("saturated = %v, want 1", got)
+	}
+	open()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(inflight); got != 0 {
+		t.Errorf("inflight = %v after the call, want 0", got)
+	}
+	if got := requests(m, "primary", outcomeAllow); got != 1 {
+		t.Errorf("allow = %v, want 1", got)
+	}
+	if got := histogramCount(t, reg, "toolgate_classifier_queue_wait_seconds", nil); got != 2 {
+		t.Errorf("queue wait observations = %d, want 2", got)
+	}
+}
+
+func TestMetricsBreakerOpen(t *testing.T) {
+	fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultServerError, RetryAfter: -1}))
+	cfg := testConfig(fake.URL())
+	cfg.Breaker = BreakerConfig{Failures: 1, Cooldown: time.Hour}
+	m, _ := newTestMetrics(t)
+	c := newMetricsClassifier(t, cfg, m)
+	for _, cmd := range []string{"one", "two"} {
+		if _, err := c.Classify(t.Context(), input("Bash", cmd, "")); err == nil {
+			t.Fatal("a failing backend gave a verdict")
+		}
+	}
+	if got := requests(m, "primary", outcomeServerError); got != 1 {
+		t.Errorf("server_error = %v, want 1 (the call that opened the breaker)", got)
+	}
+	if got := requests(m, "", outcomeBreakerOpen); got != 1 {
+		t.Errorf("breaker_open = %v, want 1", got)
+	}
+}
+
+// A hot reload builds a new classifier: the metrics are made once and
+// shared, since a registry refuses the same metric twice.
+func TestMetricsSharedAcrossClassifiers(t *testing.T) {
+	fake := fakellm.Start(t, nil)
+	m, reg := newTestMetrics(t)
+	if _, err := NewMetrics(reg); err == nil {
+		t.Fatal("registering the classifier metrics twice on one registry succeeded")
+	}
+	for _, cmd := range []string{"first", "second"} {
+		c := newMetricsClassifier(t, testConfig(fake.URL()), m)
+		if _, err := c.Classify(t.Context(), input("Bash", cmd, "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := requests(m, "primary", outcomeAllow); got != 2 {
+		t.Errorf("allow = %v, want 2 across both classifiers", got)
+	}
+}
+
+// Without metrics (tests, eval) the classifier records nothing and works.
+func TestNoMetrics(t *testing.T) {
+	fake := fakellm.Start(t, nil)
+	c := newMetricsClassifier(t, testConfig(fake.URL()), nil)
+	if _, err := c.Classify(t.Context(), input("Bash", "x", "")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitUntil polls cond for up to 10s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}

@@ -14,28 +14,42 @@ const Mask = "[REDACTED]"
 type rule struct {
 	re   *regexp.Regexp
 	repl string
+	// hints: the rule can only match text whose lower-case form holds one
+	// of these. Checking them first keeps long, ordinary tool inputs (file
+	// contents) from paying for every regexp.
+	hints []string
 }
 
 // rules are ordered: whole blocks first, then shapes, then key=value.
 var rules = []rule{
-	{regexp.MustCompile(`-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END[A-Z ]*PRIVATE KEY-----|$)`), Mask},
+	{regexp.MustCompile(`-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END[A-Z ]*PRIVATE KEY-----|$)`), Mask, []string{"private key-----"}},
 	// user:password@ in URLs (JSON may escape the slashes).
-	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*:(?:\\?/){2}[^/\s:@"'\\]+):[^@\s/"'\\]+@`), "${1}:" + Mask + "@"},
-	{regexp.MustCompile(`(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=-]{8,}`), "${1}${2}" + Mask},
-	{regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`), Mask},                                      // OpenAI, Anthropic
-	{regexp.MustCompile(`\b(AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b`), Mask},                   // AWS access key ids
-	{regexp.MustCompile(`\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}`), Mask},                     // GitHub tokens
-	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`), Mask},                               // GitHub fine-grained
-	{regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), Mask},                               // Slack
-	{regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`), Mask},                                      // Google API keys
-	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), Mask}, // JWTs
+	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*:(?:\\?/){2}[^/\s:@"'\\]+):[^@\s/"'\\]+@`), "${1}:" + Mask + "@", []string{"@"}},
+	{regexp.MustCompile(`(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=-]{8,}`), "${1}${2}" + Mask, []string{"bearer", "basic", "token"}},
+	{regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`), Mask, []string{"sk-"}},                                                     // OpenAI, Anthropic
+	{regexp.MustCompile(`\b(AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b`), Mask, []string{"akia", "asia", "agpa", "aida", "aroa"}}, // AWS access key ids
+	{regexp.MustCompile(`\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}`), Mask, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},   // GitHub tokens
+	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`), Mask, []string{"github_pat_"}},                                      // GitHub fine-grained
+	{regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), Mask, []string{"xox"}},                                              // Slack
+	{regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`), Mask, []string{"aiza"}},                                                    // Google API keys
+	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), Mask, []string{"eyj"}},                // JWTs
 	// curl -u user:pass, --user user:pass.
-	{regexp.MustCompile(`((?:^|\s)(?:-u\s*|--user[=\s]\s*)["']?[^:\s"']+):([^\s"'\\]+)`), "${1}:" + Mask},
+	{regexp.MustCompile(`((?:^|\s)(?:-u\s*|--user[=\s]\s*)["']?[^:\s"']+):([^\s"'\\]+)`), "${1}:" + Mask, []string{"-u"}},
 	// --password value, --token value (the space form).
-	{regexp.MustCompile(`(?i)(--?(?:password|passwd|pass|token|api-key|apikey|secret|access-token)\s+)([^\s-][^\s"'\\]*)`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)(--?(?:password|passwd|pass|token|api-key|apikey|secret|access-token)\s+)([^\s-][^\s"'\\]*)`), "${1}" + Mask, []string{"pass", "token", "api", "secret"}},
 	// KEY=value and "key": "value" for names that say secret, also when the
 	// quotes are escaped once or more (JSON inside JSON).
-	{regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)[A-Za-z0-9_.-]*(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?)([^\s"'\\,;&|]+)`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)[A-Za-z0-9_.-]*(?:\\*["'])?\s*[:=]\s*(?:\\*["'])?)([^\s"'\\,;&|]+)`), "${1}" + Mask,
+		[]string{"pass", "pwd", "secret", "token", "apikey", "api_key", "api-key", "accesskey", "access_key", "access-key", "privatekey", "private_key", "private-key", "credential"}},
+}
+
+func (r rule) mayMatch(lower string) bool {
+	for _, h := range r.hints {
+		if strings.Contains(lower, h) {
+			return true
+		}
+	}
+	return false
 }
 
 // String hides credentials in s, and every literal in known (for example
@@ -46,8 +60,12 @@ func String(s string, known ...string) string {
 			s = strings.ReplaceAll(s, k, Mask)
 		}
 	}
+	lower := strings.ToLower(s)
 	for _, r := range rules {
-		s = r.re.ReplaceAllString(s, r.repl)
+		if r.mayMatch(lower) {
+			s = r.re.ReplaceAllString(s, r.repl)
+			lower = strings.ToLower(s)
+		}
 	}
 	return s
 }

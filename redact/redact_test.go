@@ -60,3 +60,12 @@ func TestKnownAndHarmless(t *testing.T) {
 		}
 	}
 }
+
+// A long tool input without secrets (a file's content) is the common case
+// on the audit path.
+func BenchmarkStringLongContent(b *testing.B) {
+	s := `{"content":"` + strings.Repeat("func main() { fmt.Println(x) }\n", 2000) + `","file_path":"/p/main.go"}`
+	for b.Loop() {
+		String(s)
+	}
+}

@@ -43,6 +43,8 @@ type Config struct {
 	// TokenFile, when set, requires a bearer token from every client
 	// except health checks. Each line is "NAME TOKEN"; # starts a comment.
 	TokenFile string `yaml:"token_file"`
+	// Audit sends each decision with its redacted tool input to a file.
+	Audit AuditConfig `yaml:"audit"`
 	// Reflection turns on gRPC server reflection (for grpcurl).
 	Reflection bool `yaml:"reflection"`
 	// ShutdownTimeout bounds the graceful stop; after it, open calls are cut.
@@ -96,6 +98,7 @@ func DefaultConfig() Config {
 			Time:                2 * time.Hour,
 			Timeout:             20 * time.Second,
 		},
+		Audit:           AuditConfig{MaxSizeMB: 100, MaxBackups: 10},
 		Reflection:      true,
 		ShutdownTimeout: 10 * time.Second,
 	}
@@ -136,6 +139,9 @@ func (c *Config) Validate() error {
 	}
 	if c.TLS.ClientCAFile != "" && !c.TLS.Enabled() {
 		errs = append(errs, errors.New("server.tls.client_ca_file: needs cert_file and key_file"))
+	}
+	if err := c.Audit.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxStreamInFlight <= 0 {
 		errs = append(errs, fmt.Errorf("server.max_stream_in_flight: must be positive, got %d", c.MaxStreamInFlight))

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"sync/atomic"
 
@@ -38,6 +39,8 @@ type Server struct {
 	grpc   *grpc.Server
 	health *health.Server
 	svc    *Service
+
+	auditFile io.Closer // nil without an audit log
 
 	stopping atomic.Bool
 }
@@ -85,6 +88,9 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 		grpc:   grpc.NewServer(gopts...),
 		health: health.NewServer(),
 		svc:    NewService(cfg, eng, log),
+	}
+	if cfg.Audit.File != "" {
+		s.svc.audit, s.auditFile = openAudit(cfg.Audit)
 	}
 	pb.RegisterPermissionServiceServer(s.grpc, s.svc)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
@@ -138,5 +144,10 @@ func (s *Server) Shutdown(ctx context.Context) {
 		s.log.Warn("graceful stop timed out; closing remaining calls", zap.Stringer("timeout", s.cfg.ShutdownTimeout))
 		s.grpc.Stop()
 		<-done
+	}
+	if s.auditFile != nil {
+		if err := s.auditFile.Close(); err != nil {
+			s.log.Error("closing the audit log", zap.Error(err))
+		}
 	}
 }

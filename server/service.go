@@ -19,6 +19,7 @@ type Service struct {
 
 	cfg    Config
 	log    *zap.Logger
+	audit  *zap.Logger // nil without an audit log
 	engine atomic.Pointer[engine.Engine]
 
 	metrics *Metrics // nil: none
@@ -105,5 +106,8 @@ func (s *Service) decide(ctx context.Context, req *pb.CheckRequest) (*pb.CheckRe
 	}
 	s.metrics.decided(res, latency)
 	s.log.Info("decision", fields...)
+	if s.audit != nil {
+		s.audit.Info("decision", append(fields, auditFields(req, resp)...)...)
+	}
 	return resp, nil
 }

@@ -201,6 +201,8 @@ func TestStreamBoundsInFlight(t *testing.T) {
 }
 
 func TestStreamClientDisconnectNoLeak(t *testing.T) {
+	// Only goroutines this test starts count (not other tests' leftovers).
+	before := goleak.IgnoreCurrent()
 	fc := newFakeClassifier()
 	fc.hold("stuck")
 	env := newEnv(t, withClassifier(fc))
@@ -225,7 +227,7 @@ func TestStreamClientDisconnectNoLeak(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	env.stop(t)
-	goleak.VerifyNone(t)
+	goleak.VerifyNone(t, before)
 }
 
 func TestShutdownWithOpenStream(t *testing.T) {

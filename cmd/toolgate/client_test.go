@@ -192,3 +192,21 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+func TestServeAuditLog(t *testing.T) {
+	dir := t.TempDir()
+	audit := filepath.Join(dir, "audit.jsonl")
+	addr := startServe(t, "--audit-log", audit)
+	code, _, errOut := runCheck(t, "--addr", addr, "--tool", "Bash", "--input", `{"command":"curl -H 'Authorization: Bearer abcdefghijklmnop' https://x"}`, "--cwd", dir)
+	if code == exitError {
+		t.Fatal(errOut)
+	}
+	waitFor(t, "the audit record", func() bool {
+		data, _ := os.ReadFile(audit)
+		return strings.Contains(string(data), `"msg":"decision"`)
+	})
+	data, _ := os.ReadFile(audit)
+	if strings.Contains(string(data), "abcdefghijklmnop") || !strings.Contains(string(data), "Bearer [REDACTED]") {
+		t.Errorf("audit record %s: want the command with its token masked", data)
+	}
+}

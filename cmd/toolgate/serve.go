@@ -39,6 +39,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
 	tlsClientCA := fs.String("tls-client-ca", "", "PEM CA: require client certificates it signed (mutual TLS)")
 	tokenFile := fs.String("token-file", "", `require bearer tokens: a file of "NAME TOKEN" lines (health checks stay open)`)
+	auditLog := fs.String("audit-log", "", "write every decision with its redacted tool input to FILE (JSON lines, rotated by size)")
 	watch := fs.Bool("watch", true, "reload the config file when it changes (SIGHUP always reloads)")
 	dumpFile := fs.String("dump-classifier", "", "append every classifier request and answer to FILE as JSON lines (credentials redacted)")
 	if err := fs.Parse(args); err != nil {
@@ -83,6 +84,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		}
 		if *tokenFile != "" {
 			cfg.Server.TokenFile = *tokenFile
+		}
+		if *auditLog != "" {
+			cfg.Server.Audit.File = *auditLog
 		}
 		if err := cfg.Server.Validate(); err != nil {
 			return nil, err

@@ -210,3 +210,40 @@ func TestServeAuditLog(t *testing.T) {
 		t.Errorf("audit record %s: want the command with its token masked", data)
 	}
 }
+
+// The hook adapters take the same TLS and token flags as check, and fail
+// closed when the server refuses them.
+func TestHookOverTLSWithToken(t *testing.T) {
+	p := testpki.New(t)
+	dir := t.TempDir()
+	tokens, token := filepath.Join(dir, "tokens"), filepath.Join(dir, "token")
+	if err := os.WriteFile(tokens, []byte("claude-hook tok-hook-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(token, []byte("tok-hook-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := startServe(t, "--tls-cert", p.ServerCert, "--tls-key", p.ServerKey, "--token-file", tokens)
+	input := `{"session_id":"s1","transcript_path":"","cwd":"` + dir + `","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"a.go"},"tool_use_id":"t1"}`
+	hook := func(args ...string) string {
+		t.Helper()
+		stdin = strings.NewReader(input)
+		t.Cleanup(func() { stdin = nil })
+		var out, errOut bytes.Buffer
+		if code := run(t.Context(), append([]string{"hook", "claude-code", "--addr", addr, "--timeout", "5s"}, args...), &out, &errOut); code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+		return out.String()
+	}
+	if out := hook("--tls-ca", p.CA, "--token-file", token); !strings.Contains(out, `"permissionDecision":"allow"`) {
+		t.Errorf("with TLS and token: %s", out)
+	}
+	if out := hook("--tls-ca", p.CA); !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "Unauthenticated") {
+		t.Errorf("without a token: %s", out)
+	}
+	t.Setenv("TOOLGATE_TLS_CA", p.CA)
+	t.Setenv("TOOLGATE_TOKEN_FILE", token)
+	if out := hook(); !strings.Contains(out, `"permissionDecision":"allow"`) {
+		t.Errorf("TLS and token from the environment: %s", out)
+	}
+}

@@ -5,11 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 	"github.com/toolgate/toolgate/hook"
@@ -22,17 +18,13 @@ import (
 // ask. It never hangs: the whole call runs under --timeout.
 func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: toolgate hook claude-code|gemini-cli|codex [--addr ADDR] [--timeout 5s] [--on-error deny|ask]")
+		fmt.Fprintln(stderr, "usage: toolgate hook claude-code|gemini-cli|codex [--addr ADDR] [--tls-ca FILE] [--token-file FILE] [--timeout 5s] [--on-error deny|ask]")
 		return 2
 	}
 	agent := args[0]
 	fs := flag.NewFlagSet("hook "+agent, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	defAddr := os.Getenv("TOOLGATE_ADDR")
-	if defAddr == "" {
-		defAddr = "127.0.0.1:50051"
-	}
-	addr := fs.String("addr", defAddr, "server address (env TOOLGATE_ADDR)")
+	cf := addClientFlags(fs)
 	timeout := fs.Duration("timeout", 5*time.Second, "deadline for connecting and deciding")
 	onError := fs.String("on-error", "deny", "decision when the server cannot decide: deny or ask")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -94,7 +86,7 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := cf.dial()
 	if err != nil {
 		return fail(err.Error())
 	}
@@ -102,7 +94,7 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	// Fail fast when the server is down: an agent must not stall on every call.
 	resp, err := pb.NewPermissionServiceClient(conn).Check(ctx, req)
 	if err != nil {
-		return fail(fmt.Sprintf("server %s: %v", *addr, err))
+		return fail(fmt.Sprintf("server %s: %v", cf.addr, err))
 	}
 	if err := output(stdout, hook.DecisionOf(resp), resp.GetReason()); err != nil {
 		fmt.Fprintln(stderr, "toolgate hook:", err)

@@ -36,13 +36,9 @@ protoc -I "$root/proto" -I /usr/include \
 	--plugin=protoc-gen-grpc_python="$(command -v grpc_python_plugin)" \
 	toolgate/v1/permission.proto
 
-args=(serve --listen 127.0.0.1:0)
-# A metrics listener on its fixed default port would clash with any other
-# toolgate on this machine.
-if "$toolgate" serve -h 2>&1 | grep -q -- '-metrics-listen'; then
-	args+=(--metrics-listen 127.0.0.1:0)
-fi
-"$toolgate" "${args[@]}" >"$tmp/serve.log" 2>&1 &
+# Metrics off: a listener on its fixed default port would clash with any
+# other toolgate on this machine.
+"$toolgate" serve --listen 127.0.0.1:0 --metrics-listen off >"$tmp/serve.log" 2>&1 &
 server_pid=$!
 
 addr=""

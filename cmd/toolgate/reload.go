@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/classifier"
@@ -34,7 +35,7 @@ type generation struct {
 // buildGeneration builds the engine for cfg. The classifier of prev is kept
 // when its settings and rules are unchanged, so that a policy edit keeps
 // the verdict cache, the breakers and the per-session block counters.
-func buildGeneration(cfg *config.Config, prev *generation, home string, log *zap.Logger) (*generation, error) {
+func buildGeneration(cfg *config.Config, prev *generation, home string, log *zap.Logger, clsOpts ...classifier.Option) (*generation, error) {
 	g := &generation{cfg: cfg}
 	ecfg := engine.Config{Policies: cfg.EnginePolicies(), OnClassifierUnavailable: engine.Deny, Home: home}
 	if cfg.Classifier.OnUnavailable == "ask" {
@@ -45,7 +46,7 @@ func buildGeneration(cfg *config.Config, prev *generation, home string, log *zap
 			reflect.DeepEqual(prev.cfg.ClassifierRules(), cfg.ClassifierRules()) {
 			g.cls = prev.cls
 		} else {
-			cls, err := classifier.New(cfg.Classifier, cfg.ClassifierRules(), log)
+			cls, err := classifier.New(cfg.Classifier, cfg.ClassifierRules(), log, clsOpts...)
 			if err != nil {
 				return nil, err
 			}
@@ -76,6 +77,10 @@ type reloader struct {
 	home string
 	log  *zap.Logger
 	svc  *server.Service
+	// clsOpts go to every classifier built (the process's one set of
+	// classifier metrics); reloads counts reloads (nil: not counted).
+	clsOpts []classifier.Option
+	reloads *prometheus.CounterVec
 
 	mu      sync.Mutex // serialises reloads
 	cur     *generation
@@ -102,6 +107,7 @@ func (r *reloader) reload(trigger string, force bool) error {
 		return nil
 	}
 	err = r.swap(trigger, sum)
+	countReload(r.reloads, err)
 	if err != nil {
 		r.log.Error("config reload rejected; the running config stays", zap.String("trigger", trigger), zap.String("file", r.path), zap.Error(err))
 		return err
@@ -114,7 +120,7 @@ func (r *reloader) swap(trigger string, sum [sha256.Size]byte) error {
 	if err != nil {
 		return err
 	}
-	g, err := buildGeneration(cfg, r.cur, r.home, r.log)
+	g, err := buildGeneration(cfg, r.cur, r.home, r.log, r.clsOpts...)
 	if err != nil {
 		return err
 	}

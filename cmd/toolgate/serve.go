@@ -122,7 +122,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	// "~" in rules means this user's home: toolgate usually runs beside the
 	// agents it guards. Rules meant for any home use //**/ patterns.
 	home, _ := os.UserHomeDir()
-	gen, err := buildGeneration(cfg, nil, home, log)
+	metrics, err := newMetrics()
+	if err != nil {
+		return err
+	}
+	clsOpts := []classifier.Option{classifier.WithMetrics(metrics.classifier)}
+	gen, err := buildGeneration(cfg, nil, home, log, clsOpts...)
 	if err != nil {
 		return err
 	}
@@ -136,7 +141,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	if cfg.Classifier.Enabled() && cfg.Classifier.DumpFile != "" {
 		log.Warn("dumping every classifier request and answer", zap.String("file", cfg.Classifier.DumpFile))
 	}
-	rl := &reloader{path: *cfgPath, load: load, home: home, log: log, cur: gen}
+	rl := &reloader{path: *cfgPath, load: load, home: home, log: log, cur: gen, clsOpts: clsOpts, reloads: metrics.reloads}
 	if *cfgPath != "" {
 		if gen.sum, err = fingerprint(rl.files(cfg)); err != nil {
 			return err
@@ -144,7 +149,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	}
 	defer rl.close()
 	eng := gen.eng
-	srv, err := server.New(cfg.Server, eng, log)
+	srv, err := server.New(cfg.Server, eng, log, server.WithMetrics(metrics.server))
 	if err != nil {
 		return err
 	}
@@ -159,6 +164,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	watchDone := make(chan struct{})
 	go func() { watchLoop(watchCtx); close(watchDone) }()
 	defer func() { stopWatch(); <-watchDone }()
+	metricsAddr, stopMetrics, err := startMetrics(cfg.Server.MetricsListen, metrics.reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics() // runs after the gRPC server has stopped
 	lis, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return err
@@ -169,6 +179,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	}
 	log.Info("serving",
 		zap.String("addr", lis.Addr().String()),
+		zap.String("metrics_addr", addrString(metricsAddr)),
 		zap.String("version", version()),
 		zap.Strings("policies", eng.Policies()),
 		zap.Strings("classifier_backends", backends),

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/classifier"
+	"github.com/toolgate/toolgate/server"
+)
+
+// serveMetrics holds every metric of one serve process on a registry of its
+// own. They are made once: the classifiers a reload builds record into
+// the same classifier metrics.
+type serveMetrics struct {
+	reg        *prometheus.Registry
+	server     *server.Metrics
+	classifier *classifier.Metrics
+	reloads    *prometheus.CounterVec // result: success or failure
+}
+
+func newMetrics() (*serveMetrics, error) {
+	m := &serveMetrics{reg: prometheus.NewRegistry()}
+	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_policy_reloads_total",
+		Help: "Config reloads by result: success (swapped in) or failure (refused; the running config stays).",
+	}, []string{"result"})
+	// Both results from the start, so that a rate() of failures works
+	// before the first one.
+	m.reloads.WithLabelValues("success")
+	m.reloads.WithLabelValues("failure")
+	if err := m.reg.Register(m.reloads); err != nil {
+		return nil, err
+	}
+	if err := m.reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, err
+	}
+	if err := m.reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, err
+	}
+	var err error
+	if m.server, err = server.NewMetrics(m.reg); err != nil {
+		return nil, err
+	}
+	if m.classifier, err = classifier.NewMetrics(m.reg); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// metricsShutdownTimeout bounds the wait for scrapes in progress at exit.
+const metricsShutdownTimeout = 5 * time.Second
+
+// startMetrics serves /metrics from reg over HTTP on addr; an empty addr
+// serves nothing. It returns the bound address (nil when off) and a stop
+// function that shuts the listener down, waiting a bounded time for
+// scrapes in progress.
+func startMetrics(addr string, reg *prometheus.Registry, log *zap.Logger) (net.Addr, func(), error) {
+	if addr == "" {
+		return nil, func() {}, nil
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metrics listener (server.metrics_listen, --metrics-listen ADDR|off): %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog: zap.NewStdLog(log.With(zap.String("component", "metrics"))),
+		// Counts its own errors on reg; bounds concurrent scrapes.
+		Registry:            reg,
+		MaxRequestsInFlight: 4,
+		Timeout:             10 * time.Second,
+	}))
+	hs := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       time.Minute,
+		ErrorLog:          zap.NewStdLog(log.With(zap.String("component", "metrics"))),
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener stopped", zap.Error(err))
+		}
+	}()
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), metricsShutdownTimeout)
+		defer cancel()
+		if err := hs.Shutdown(ctx); err != nil {
+			_ = hs.Close()
+		}
+		<-done
+	}
+	return lis.Addr(), stop, nil
+}
+
+// addrString names a listener's address in logs; nil means off.
+func addrString(a net.Addr) string {
+	if a == nil {
+		return "off"
+	}
+	return a.String()
+}
+
+// countReload records the result of a reload; nil counts nothing.
+func countReload(c *prometheus.CounterVec, err error) {
+	if c == nil {
+		return
+	}
+	if err != nil {
+		c.WithLabelValues("failure").Inc()
+		return
+	}
+	c.WithLabelValues("success").Inc()
+}

@@ -398,7 +398,7 @@ func (e *Engine) acceptEdits(req *Request, p *policy, c *call) (Result, string, 
 		return Result{}, "no working directory given", true
 	}
 	roots := append([]string{c.cwd}, req.AdditionalDirectories...)
-	chk, err := pathcheck.New(roots, p.protected)
+	chk, err := pathcheck.NewWithPatterns(roots, p.protected)
 	if err != nil {
 		return Result{}, "project directories unusable: " + err.Error(), true
 	}
@@ -434,7 +434,7 @@ func (e *Engine) shellWrites(req *Request, p *policy, c *call) (protected, outsi
 	if c.cwd == "" {
 		return true, true, "the command writes files and no working directory was given"
 	}
-	chk, err := pathcheck.New(append([]string{c.cwd}, req.AdditionalDirectories...), p.protected)
+	chk, err := pathcheck.NewWithPatterns(append([]string{c.cwd}, req.AdditionalDirectories...), p.protected)
 	if err != nil {
 		return true, true, "project directories unusable: " + err.Error()
 	}

@@ -34,7 +34,7 @@ type policy struct {
 	warnings    []string
 	safe        map[string]bool
 	vocab       *Vocabulary
-	protected   []string
+	protected   *pathcheck.Patterns
 	acceptEdits bool
 }
 
@@ -60,9 +60,9 @@ func compilePolicy(name string, spec PolicySpec) (*policy, error) {
 		}
 		p.safe[t] = true
 	}
-	p.protected = slices.Concat(pathcheck.DefaultProtected, spec.ProtectedPaths)
-	// Compile once here so that a bad pattern fails at load, not per check.
-	if _, err := pathcheck.New([]string{"/"}, p.protected); err != nil {
+	// Compiled once here: a bad pattern fails at load, and checks do not
+	// compile them again.
+	if p.protected, err = pathcheck.CompilePatterns(slices.Concat(pathcheck.DefaultProtected, spec.ProtectedPaths)); err != nil {
 		return nil, fmt.Errorf("protected_paths: %w", err)
 	}
 	return p, nil

@@ -110,6 +110,9 @@ type walked struct {
 	// cleaned. Protected patterns are matched against them so that reaching
 	// ".git/config" through an alias of a symlinked ".git" is still caught.
 	views []string
+	// finalLink reports that the walk met a symlink as the path's last
+	// component; only then can followFinal change the result.
+	finalLink bool
 }
 
 // walk resolves an absolute path component by component like the kernel's
@@ -176,11 +179,15 @@ func walk(abs string, followFinal bool) (walked, error) {
 			curNonDir = !fi.IsDir()
 			continue
 		}
-		if !followFinal && len(todo) == 0 {
-			// Only the original last component can get here: had it come
-			// from a link's target, that link would have been the last.
-			cur = next
-			continue
+		if len(todo) == 0 {
+			w.finalLink = true
+			if !followFinal {
+				// Only the original last component can get here: had it
+				// come from a link's target, that link would have been the
+				// last.
+				cur = next
+				continue
+			}
 		}
 		hops++
 		if hops > maxHops {
@@ -254,10 +261,42 @@ type Checker struct {
 // resolution differs from that of its lexically cleaned form (a symlink
 // followed by "..") is rejected as ambiguous.
 func New(roots []string, protected []string) (*Checker, error) {
+	pats, err := CompilePatterns(protected)
+	if err != nil {
+		return nil, err
+	}
+	return NewWithPatterns(roots, pats)
+}
+
+// Patterns are compiled protected patterns, shared by the Checkers built
+// from them; immutable and safe for concurrent use. Callers that build a
+// Checker per request compile their patterns once.
+type Patterns struct{ list []pattern }
+
+// CompilePatterns compiles protected patterns as New does; errors name the
+// bad pattern.
+func CompilePatterns(protected []string) (*Patterns, error) {
+	pats := &Patterns{}
+	for _, p := range protected {
+		pat, err := compile(p)
+		if err != nil {
+			return nil, err
+		}
+		pats.list = append(pats.list, pat)
+	}
+	return pats, nil
+}
+
+// NewWithPatterns is New with patterns compiled beforehand; nil protects
+// nothing.
+func NewWithPatterns(roots []string, pats *Patterns) (*Checker, error) {
 	if len(roots) == 0 {
 		return nil, errors.New("pathcheck: at least one root is required")
 	}
 	c := &Checker{}
+	if pats != nil {
+		c.patterns = pats.list
+	}
 	for _, r := range roots {
 		switch {
 		case !filepath.IsAbs(r):
@@ -272,21 +311,18 @@ func New(roots []string, protected []string) (*Checker, error) {
 			return nil, fmt.Errorf("pathcheck: root %q: %w", r, err)
 		}
 		lex := filepath.Clean(r)
-		l, err := walk(lex, true)
-		if err != nil {
-			return nil, fmt.Errorf("pathcheck: root %q (cleaned %q): %w", r, lex, err)
+		l := k
+		if lex != r {
+			// A clean root is its own lexical reading: walking it again
+			// would only repeat the same system calls.
+			if l, err = walk(lex, true); err != nil {
+				return nil, fmt.Errorf("pathcheck: root %q (cleaned %q): %w", r, lex, err)
+			}
 		}
 		if k.path != l.path {
 			return nil, fmt.Errorf("pathcheck: root %q is ambiguous: resolves to %q, but %q resolves to %q", r, k.path, lex, l.path)
 		}
 		c.roots = append(c.roots, root{resolved: k.path, lexical: lex})
-	}
-	for _, p := range protected {
-		pat, err := compile(p)
-		if err != nil {
-			return nil, err
-		}
-		c.patterns = append(c.patterns, pat)
 	}
 	return c, nil
 }
@@ -418,6 +454,18 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 	}{{joined, true}, {joined, false}, {lexical, true}, {lexical, false}}
 	ws := make([]walked, len(readings))
 	for i, r := range readings {
+		switch {
+		case i >= 2 && lexical == joined:
+			// Already clean: the lexical readings are the first two, and
+			// walking them again would only repeat the same system calls.
+			ws[i] = ws[i-2]
+			continue
+		case !r.followFinal && !ws[i-1].finalLink:
+			// The followed walk met no symlink as the last component, so
+			// not following one walks the same way: skip the system calls.
+			ws[i] = ws[i-1]
+			continue
+		}
 		ws[i], err = walk(r.path, r.followFinal)
 		if err != nil {
 			v := Verdict{}

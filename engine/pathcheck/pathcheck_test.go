@@ -634,3 +634,40 @@ func TestCheckConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestNewWithPatterns checks that patterns compiled once protect exactly as
+// New's do, for every Checker built from them, and that a bad pattern is
+// refused when compiled.
+func TestNewWithPatterns(t *testing.T) {
+	if _, err := CompilePatterns([]string{".git/", "/abs"}); err == nil || !strings.Contains(err.Error(), `"/abs"`) {
+		t.Fatalf("CompilePatterns with an absolute pattern: %v, want an error naming it", err)
+	}
+	tr := newTree(t)
+	pats, err := CompilePatterns(DefaultProtected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, protected := range map[string]string{".git/config": ".git/", "sub/.env.local": ".env*", "src/main.go": "", "x/.GitHub/Workflows/ci.yml": ".github/workflows/"} {
+		want, werr := mustNew(t, []string{tr.app}, DefaultProtected).Check(tr.app, p)
+		if werr != nil || want.Protected != protected {
+			t.Fatalf("%s: New gives %+v, %v; want protected by %q", p, want, werr, protected)
+		}
+		for range 2 {
+			c, err := NewWithPatterns([]string{tr.app}, pats)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, gerr := c.Check(tr.app, p)
+			if got != want || (gerr == nil) != (werr == nil) {
+				t.Fatalf("%s: NewWithPatterns gives %+v, %v; New gives %+v, %v", p, got, gerr, want, werr)
+			}
+		}
+	}
+	c, err := NewWithPatterns([]string{tr.app}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Check(tr.app, ".git/config"); err != nil || v.Protected != "" || !v.Inside {
+		t.Fatalf("nil patterns: %+v, %v; want inside and unprotected", v, err)
+	}
+}

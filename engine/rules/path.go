@@ -23,6 +23,10 @@ type pathPattern struct {
 	// segs are the pattern's segments after the anchor: literal names, globs
 	// for path.Match, or "**". Empty: the anchor directory itself.
 	segs []string
+	// lower is segs in ASCII lower case; floating and floatingLower are
+	// both behind a leading "**", for deny matching when the anchor is
+	// unknown. All are computed once, at compile time.
+	lower, floating, floatingLower []string
 }
 
 // compilePath compiles a path pattern; a non-empty problem says why it
@@ -97,6 +101,18 @@ func compilePath(spec string) (*pathPattern, string) {
 	if floating && len(p.segs) > 0 && p.segs[0] != "**" {
 		p.segs = append([]string{"**"}, p.segs...)
 	}
+	p.floating = p.segs
+	if len(p.segs) == 0 || p.segs[0] != "**" {
+		p.floating = append([]string{"**"}, p.segs...)
+	}
+	lowerAll := func(ss []string) []string {
+		out := make([]string, len(ss))
+		for i, s := range ss {
+			out[i] = lowerASCII(s)
+		}
+		return out
+	}
+	p.lower, p.floatingLower = lowerAll(p.segs), lowerAll(p.floating)
 	return p, ""
 }
 
@@ -137,12 +153,25 @@ func (p *pathPattern) base(e Env) (string, bool) {
 // against Env.Cwd, and letters are also compared case-insensitively. Under
 // allow doubt resolves to no match.
 func (p *pathPattern) match(x string, e Env, deny bool) bool {
+	s, ok := newPathSubject(x, e, deny)
+	return ok && p.matchSubject(&s, e, deny)
+}
+
+// pathSubject is a path prepared once for matching against many patterns:
+// its segments, and for deny their ASCII lower-case form.
+type pathSubject struct {
+	segs, lower []string
+}
+
+// newPathSubject prepares x as match describes; false when x can never
+// match.
+func newPathSubject(x string, e Env, deny bool) (pathSubject, bool) {
 	if x == "" || strings.IndexByte(x, 0) >= 0 && !deny {
-		return false
+		return pathSubject{}, false
 	}
 	if !path.IsAbs(x) {
 		if !deny {
-			return false
+			return pathSubject{}, false
 		}
 		if path.IsAbs(e.Cwd) {
 			x = e.Cwd + "/" + x
@@ -151,28 +180,42 @@ func (p *pathPattern) match(x string, e Env, deny bool) bool {
 		}
 	}
 	x = path.Clean(x)
-	segs := p.segs
+	s := pathSubject{segs: split(x)}
+	if deny {
+		if l := lowerASCII(x); l == x {
+			s.lower = s.segs
+		} else {
+			s.lower = split(l)
+		}
+	}
+	return s, true
+}
+
+// pathSubjects prepares paths for deny matching.
+func pathSubjects(paths []string, e Env) []pathSubject {
+	out := make([]pathSubject, 0, len(paths))
+	for _, x := range paths {
+		if s, ok := newPathSubject(x, e, true); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (p *pathPattern) matchSubject(s *pathSubject, e Env, deny bool) bool {
+	segs, lower := p.segs, p.lower
 	b, ok := p.base(e)
 	if !ok {
 		if !deny {
 			return false
 		}
 		b = "/"
-		if len(segs) == 0 || segs[0] != "**" {
-			segs = append([]string{"**"}, segs...)
-		}
+		segs, lower = p.floating, p.floatingLower
 	}
-	if matchSegs(segs, split(b), split(x)) {
+	if matchSegs(segs, b, s.segs) {
 		return true
 	}
-	if deny {
-		lsegs := make([]string, len(segs))
-		for i, s := range segs {
-			lsegs[i] = lowerASCII(s)
-		}
-		return matchSegs(lsegs, split(lowerASCII(b)), split(lowerASCII(x)))
-	}
-	return false
+	return deny && matchSegs(lower, lowerASCII(b), s.lower)
 }
 
 // split returns the segments of a clean absolute path.
@@ -184,23 +227,20 @@ func split(p string) []string {
 	return strings.Split(p, "/")
 }
 
-// matchSegs reports whether the path xs lies at or below the base bs and
-// the pattern pat (relative to bs) matches it or one of its ancestors below
-// bs (gitignore: what is below a matching directory matches).
-func matchSegs(pat, bs, xs []string) bool {
-	if len(xs) < len(bs) {
+// matchSegs reports whether the path xs lies at or below the clean
+// absolute base and the pattern pat (relative to base) matches it or one of
+// its ancestors below base (gitignore: what is below a matching directory
+// matches).
+func matchSegs(pat []string, base string, xs []string) bool {
+	rest, ok := below(base, xs)
+	if !ok {
 		return false
 	}
-	for i, s := range bs {
-		if xs[i] != s {
-			return false
-		}
-	}
-	rest := xs[len(bs):]
 	if len(pat) == 0 {
 		return true
 	}
-	m := prefixMatches(pat, rest)
+	var buf [2][24]bool // no allocation for paths of up to 23 segments
+	m := prefixMatches(pat, rest, buf[0][:0], buf[1][:0])
 	for k := 1; k <= len(rest); k++ {
 		if m[k] {
 			return true
@@ -209,11 +249,27 @@ func matchSegs(pat, bs, xs []string) bool {
 	return false
 }
 
+// below returns xs's segments under base, or false when xs is not at or
+// below it.
+func below(base string, xs []string) ([]string, bool) {
+	base = strings.Trim(base, "/")
+	i := 0
+	for base != "" {
+		seg, more, _ := strings.Cut(base, "/")
+		if i >= len(xs) || xs[i] != seg {
+			return nil, false
+		}
+		i++
+		base = more
+	}
+	return xs[i:], true
+}
+
 // prefixMatches returns m with m[k] reporting whether pat matches xs[:k]
-// ("**" matches any number of segments).
-func prefixMatches(pat, xs []string) []bool {
-	prev := make([]bool, len(xs)+1)
-	cur := make([]bool, len(xs)+1)
+// ("**" matches any number of segments). prev and cur are scratch space.
+func prefixMatches(pat, xs []string, prev, cur []bool) []bool {
+	prev = append(prev[:0], make([]bool, len(xs)+1)...)
+	cur = append(cur[:0], make([]bool, len(xs)+1)...)
 	prev[0] = true
 	for _, seg := range pat {
 		cur[0] = seg == "**" && prev[0]

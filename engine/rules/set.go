@@ -183,18 +183,15 @@ func (s *Set) Allow(c Call, e Env, auto bool) Match {
 	if s == nil || c.Kind == kindShell && c.Unparsed {
 		return Match{}
 	}
-	var cands []Rule
-	for _, r := range s.allow {
-		if r.m != nil && r.m.covers(&c) && !(auto && r.m.danger(&c) != "") {
-			cands = append(cands, r)
-		}
-	}
-	if len(cands) == 0 {
-		return Match{}
+	// Eligible rules are found again for each subject rather than
+	// collected: with large policies the list cost more than the scans.
+	eligible := func(r *Rule) bool {
+		return r.m != nil && r.m.covers(&c) && !(auto && r.m.danger(&c) != "")
 	}
 	var subjects []string
 	switch {
 	case c.Kind == kindShell:
+		subjects = make([]string, 0, len(c.Commands))
 		for _, cmd := range c.Commands {
 			subj := cmd.Text
 			if len(cmd.Env) > 0 {
@@ -208,9 +205,9 @@ func (s *Set) Allow(c Call, e Env, auto bool) Match {
 		subjects = []string{c.URL}
 	}
 	if len(subjects) == 0 {
-		for _, r := range cands {
-			if r.m.any {
-				return Match{Rule: r, OK: true}
+		for i := range s.allow {
+			if r := &s.allow[i]; eligible(r) && r.m.any {
+				return Match{Rule: *r, OK: true}
 			}
 		}
 		return Match{}
@@ -218,10 +215,10 @@ func (s *Set) Allow(c Call, e Env, auto bool) Match {
 	var first Rule
 	for i, subj := range subjects {
 		found := false
-		for _, r := range cands {
-			if r.m.allowMatch(&c, subj, e) {
+		for j := range s.allow {
+			if r := &s.allow[j]; eligible(r) && r.m.allowMatch(&c, subj, e) {
 				if i == 0 {
-					first = r
+					first = *r
 				}
 				found = true
 				break
@@ -261,8 +258,17 @@ func (m *matcher) allowMatch(c *Call, subj string, e Env) bool {
 
 // firstAny returns the first rule matching any part of the call.
 func firstAny(rules []Rule, c *Call, e Env) Match {
-	var shell []subject // computed once, when a rule needs it
+	// Subjects are prepared once, when a rule first needs them.
+	var shell []subject
 	shellDone := false
+	var paths, reads, writes *[]pathSubject
+	prepared := func(cache **[]pathSubject, list []string) []pathSubject {
+		if *cache == nil {
+			s := pathSubjects(list, e)
+			*cache = &s
+		}
+		return **cache
+	}
 	for _, r := range rules {
 		m := r.m
 		if m == nil {
@@ -271,12 +277,18 @@ func firstAny(rules []Rule, c *Call, e Env) Match {
 		// Read and Edit rules see the paths a shell command reads and
 		// writes.
 		if c.Kind == kindShell && m.fam.isPathFamily() {
-			paths := c.ShellReads
+			list, cache := c.ShellReads, &reads
 			if m.fam != famRead {
-				paths = c.ShellWrites
+				list, cache = c.ShellWrites, &writes
 			}
-			for _, p := range paths {
-				if m.any || m.path.match(p, e, true) {
+			if m.any && len(list) > 0 {
+				return Match{Rule: r, OK: true}
+			}
+			if m.any || len(list) == 0 {
+				continue
+			}
+			for _, p := range prepared(cache, list) {
+				if m.path.matchSubject(&p, e, true) {
 					return Match{Rule: r, OK: true}
 				}
 			}
@@ -314,8 +326,8 @@ func firstAny(rules []Rule, c *Call, e Env) Match {
 				}
 			}
 		case read.isPathFamily() && m.path != nil:
-			for _, p := range c.Paths {
-				if m.path.match(p, e, true) {
+			for _, p := range prepared(&paths, c.Paths) {
+				if m.path.matchSubject(&p, e, true) {
 					matched = true
 					break
 				}

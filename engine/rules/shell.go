@@ -203,12 +203,17 @@ func (v *variants) add(s, lower string) {
 	v.list = append(v.list, subject{s, lower})
 }
 
+// unquote drops quotes and backslashes; built once (a Replacer is safe for
+// concurrent use, and building one per command was most of a check's
+// allocations).
+var unquote = strings.NewReplacer(`'`, "", `"`, "", `\`, "")
+
 // addCommand adds the variants of one command line.
 func (v *variants) addCommand(text string) {
 	v.add(text, lowerASCII(text)) // as given: what an allow rule would see
 	t := collapseSpace(text)
 	v.addWords(t)
-	if u := collapseSpace(strings.NewReplacer(`'`, "", `"`, "", `\`, "").Replace(t)); u != t {
+	if u := collapseSpace(unquote.Replace(t)); u != t {
 		v.addWords(u)
 	}
 }

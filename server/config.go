@@ -43,6 +43,10 @@ type Config struct {
 	// TokenFile, when set, requires a bearer token from every client
 	// except health checks. Each line is "NAME TOKEN"; # starts a comment.
 	TokenFile string `yaml:"token_file"`
+	// Tracing exports OpenTelemetry spans of RPCs; off by default.
+	Tracing TracingConfig `yaml:"tracing"`
+	// Version is reported with traces; set by the binary, not in YAML.
+	Version string `yaml:"-"`
 	// Audit sends each decision with its redacted tool input to a file.
 	Audit AuditConfig `yaml:"audit"`
 	// Reflection turns on gRPC server reflection (for grpcurl).
@@ -99,6 +103,7 @@ func DefaultConfig() Config {
 			Timeout:             20 * time.Second,
 		},
 		Audit:           AuditConfig{MaxSizeMB: 100, MaxBackups: 10},
+		Tracing:         TracingConfig{SampleRatio: 1},
 		Reflection:      true,
 		ShutdownTimeout: 10 * time.Second,
 	}
@@ -139,6 +144,9 @@ func (c *Config) Validate() error {
 	}
 	if c.TLS.ClientCAFile != "" && !c.TLS.Enabled() {
 		errs = append(errs, errors.New("server.tls.client_ca_file: needs cert_file and key_file"))
+	}
+	if err := c.Tracing.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Audit.validate(); err != nil {
 		errs = append(errs, err)

@@ -149,9 +149,16 @@ func newEnv(t *testing.T, opts ...envOption) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveEnv(t, srv)
+}
+
+// serveEnv serves srv over an in-memory connection.
+func serveEnv(t *testing.T, srv *Server) *testEnv {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	env := &testEnv{srv: srv, served: make(chan error, 1)}
 	go func() { env.served <- srv.Serve(lis) }()
+	var err error
 	env.conn, err = grpc.NewClient("passthrough:///bufconn",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -6,8 +6,11 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -23,6 +26,7 @@ type Option func(*options)
 
 type options struct {
 	metrics *Metrics
+	tracer  trace.TracerProvider
 	grpc    []grpc.ServerOption
 }
 
@@ -40,7 +44,8 @@ type Server struct {
 	health *health.Server
 	svc    *Service
 
-	auditFile io.Closer // nil without an audit log
+	auditFile io.Closer                // nil without an audit log
+	tracer    *sdktrace.TracerProvider // built from server.tracing; nil otherwise
 
 	stopping atomic.Bool
 }
@@ -78,6 +83,16 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 	if err != nil {
 		return nil, err
 	}
+	var built *sdktrace.TracerProvider
+	if o.tracer == nil && cfg.Tracing.OTLPEndpoint != "" {
+		if built, err = newTracerProvider(cfg.Tracing, cfg.Version); err != nil {
+			return nil, err
+		}
+		o.tracer = built
+	}
+	if o.tracer != nil {
+		limits = append(limits, tracingOption(o.tracer))
+	}
 	gopts := append(append([]grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
@@ -88,6 +103,7 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 		grpc:   grpc.NewServer(gopts...),
 		health: health.NewServer(),
 		svc:    NewService(cfg, eng, log),
+		tracer: built,
 	}
 	if cfg.Audit.File != "" {
 		s.svc.audit, s.auditFile = openAudit(cfg.Audit)
@@ -144,6 +160,12 @@ func (s *Server) Shutdown(ctx context.Context) {
 		s.log.Warn("graceful stop timed out; closing remaining calls", zap.Stringer("timeout", s.cfg.ShutdownTimeout))
 		s.grpc.Stop()
 		<-done
+	}
+	// Its own deadline: ctx may be spent on a slow graceful stop.
+	flushCtx, cancelFlush := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelFlush()
+	if err := shutdownTracing(flushCtx, s.tracer); err != nil {
+		s.log.Warn("tracing", zap.Error(err))
 	}
 	if s.auditFile != nil {
 		if err := s.auditFile.Close(); err != nil {

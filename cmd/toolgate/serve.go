@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"go.opentelemetry.io/otel"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -88,6 +89,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		if *auditLog != "" {
 			cfg.Server.Audit.File = *auditLog
 		}
+		cfg.Server.Version = version()
 		if err := cfg.Server.Validate(); err != nil {
 			return nil, err
 		}
@@ -118,6 +120,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	// OpenTelemetry reports export failures through a global handler; the
+	// default prints to stderr outside the log.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing", zap.Error(err)) }))
 
 	// "~" in rules means this user's home: toolgate usually runs beside the
 	// agents it guards. Rules meant for any home use //**/ patterns.

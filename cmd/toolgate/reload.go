@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -93,9 +94,13 @@ type retiree struct {
 	timer *time.Timer
 }
 
-// quiet is how long the config directory must be still before a change is
-// read: editors and Kubernetes write in several steps.
-const quiet = 100 * time.Millisecond
+// quiet is how long the config files must be still before a change is
+// read: editors and Kubernetes write in several steps. maxSettle bounds
+// the wait when they never are.
+const (
+	quiet     = 100 * time.Millisecond
+	maxSettle = time.Second
+)
 
 // reload re-reads the config. force reloads even when the files are
 // unchanged (SIGHUP).
@@ -148,11 +153,19 @@ func (r *reloader) swap(trigger string, sum [sha256.Size]byte) error {
 
 // files are the files a config was read from: the config file and the
 // Claude Code settings it imports.
+// A file reached through a symlink is watched at its target too, so that
+// editing the target reloads.
 func (r *reloader) files(cfg *config.Config) []string {
-	if f := cfg.Files(); len(f) > 0 {
-		return f
+	files := cfg.Files()
+	if len(files) == 0 {
+		files = []string{r.path}
 	}
-	return []string{r.path}
+	for _, f := range files {
+		if real, err := filepath.EvalSymlinks(f); err == nil && real != f && !slices.Contains(files, real) {
+			files = append(files, real)
+		}
+	}
+	return files
 }
 
 // fingerprint hashes the files' contents, so that events that change
@@ -200,6 +213,18 @@ func (r *reloader) watch(fileWatch bool) (func(ctx context.Context), error) {
 		timer := time.NewTimer(time.Hour)
 		timer.Stop()
 		defer timer.Stop()
+		// settle waits for quiet after a change, but no longer than
+		// maxSettle, so that a file written without pause nearby cannot
+		// hold a reload off for ever.
+		var pending time.Time
+		settle := func() {
+			if pending.IsZero() {
+				pending = time.Now()
+			} else if time.Since(pending) > maxSettle {
+				return // the timer is due; let it fire
+			}
+			timer.Reset(quiet)
+		}
 		for {
 			select {
 			case <-ctx.Done():
@@ -213,20 +238,35 @@ func (r *reloader) watch(fileWatch bool) (func(ctx context.Context), error) {
 					r.rewatch(w)
 				}
 			case ev := <-events:
-				if ev.Op != fsnotify.Chmod {
-					timer.Reset(quiet)
+				if ev.Op != fsnotify.Chmod && r.relevant(ev.Name) {
+					settle()
 				}
 			case err := <-errs:
 				// An overflow may have hidden a change: look again.
 				r.log.Warn("config watcher", zap.Error(err))
-				timer.Reset(quiet)
+				settle()
 			case <-timer.C:
+				pending = time.Time{}
 				if r.reload("file change", false) == nil {
 					r.rewatch(w)
 				}
 			}
 		}
 	}, nil
+}
+
+// relevant reports whether an event in a watched directory may change the
+// config: one of its files, or Kubernetes' ConfigMap entries ("..data" and
+// its timestamped directories), which are swapped as a whole. Other files
+// in the directory (logs, say) are ignored.
+func (r *reloader) relevant(name string) bool {
+	if strings.HasPrefix(filepath.Base(name), "..") {
+		return true
+	}
+	r.mu.Lock()
+	files := r.files(r.cur.cfg)
+	r.mu.Unlock()
+	return slices.Contains(files, filepath.Clean(name))
 }
 
 func (r *reloader) rewatch(w *fsnotify.Watcher) {

@@ -256,3 +256,46 @@ func TestReloadImportedClaudeSettings(t *testing.T) {
 	writeAtomically(t, settings, `{"permissions":{"deny":["Bash(make deploy)"]}}`)
 	waitFor(t, "the imported deny rule to apply", func() bool { return check() == exitDeny })
 }
+
+// A file written without pause next to the config (a log, say) must not
+// hold a reload off; a config reached through a symlink reloads when its
+// target is edited.
+func TestReloadBusyDirectoryAndSymlink(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	target := filepath.Join(other, "real.yaml")
+	writeAtomically(t, target, policyNoRules)
+	path := filepath.Join(dir, "toolgate.yaml")
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	addr := startServe(t, "--config", path)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		f, err := os.Create(filepath.Join(dir, "noise.log"))
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+				_, _ = f.WriteString("line\n")
+			}
+		}
+	}()
+	check := func() int {
+		code, _, errOut := runCheck(t, "--addr", addr, "--tool", "Bash", "--input", `{"command":"make deploy"}`, "--cwd", dir, "--mode", "default")
+		if code == exitError {
+			t.Fatal(errOut)
+		}
+		return code
+	}
+	if c := check(); c != exitAsk {
+		t.Fatalf("before: exit %d", c)
+	}
+	writeAtomically(t, target, policyDenyMake)
+	waitFor(t, "the edited symlink target to apply", func() bool { return check() == exitDeny })
+}

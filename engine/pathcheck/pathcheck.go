@@ -23,6 +23,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"unicode"
@@ -236,6 +237,7 @@ type root struct {
 type pattern struct {
 	raw   string   // as configured, reported in Verdict.Protected
 	comps []string // case-folded components, each a valid path.Match pattern
+	glob  []bool   // whether each component has metacharacters; others compare as strings
 }
 
 // Checker holds resolved roots and the protected-path patterns. It is
@@ -359,6 +361,7 @@ func compile(p string) (pattern, error) {
 			}
 		}
 		pat.comps = append(pat.comps, f)
+		pat.glob = append(pat.glob, strings.ContainsAny(f, `*?[\`))
 	}
 	return pat, nil
 }
@@ -371,7 +374,12 @@ func (p pattern) match(rel []string) bool {
 	for i := 0; i+n <= len(rel); i++ {
 		ok := true
 		for j, pc := range p.comps {
-			if m, _ := path.Match(pc, rel[i+j]); !m {
+			if p.glob[j] {
+				if m, _ := path.Match(pc, rel[i+j]); !m {
+					ok = false
+					break
+				}
+			} else if pc != rel[i+j] {
 				ok = false
 				break
 			}
@@ -483,12 +491,17 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 		}
 	}
 
-	// Folded relative component lists of every name the target goes by.
+	// Folded relative component lists of every name the target goes by,
+	// each once (the readings often agree).
 	var rels [][]string
+	var seen []string
 	add := func(dir, cand string) {
-		if rel, ok := within(dir, cand); ok {
-			rels = append(rels, strings.Split(fold(rel), "/"))
+		rel, ok := within(dir, cand)
+		if !ok || slices.Contains(seen, rel) {
+			return
 		}
+		seen = append(seen, rel)
+		rels = append(rels, strings.Split(fold(rel), "/"))
 	}
 	for _, r := range c.roots {
 		add(r.lexical, lexical)

@@ -133,6 +133,11 @@ func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(c.Policies) == 0 {
+		// An empty or truncated file (a write cut short, a full disk) would
+		// otherwise load, and hot reload would drop every rule.
+		return nil, fmt.Errorf("%s: policies: none defined; a config file must define its policies (toolgate config defaults prints the default ones)", path)
+	}
 	c.files = slices.Insert(c.files, 0, abs)
 	return c, nil
 }

@@ -171,3 +171,25 @@ func TestDefaultClassifierRules(t *testing.T) {
 		}
 	}
 }
+
+// A file without policies (empty, truncated, or server settings only) is
+// refused: loading it, or hot-reloading it, would drop every rule.
+func TestLoadRequiresPolicies(t *testing.T) {
+	for name, body := range map[string]string{
+		"empty":         "",
+		"blank":         "\n\n",
+		"comments only": "# nothing yet\n",
+		"server only":   "server:\n  listen: 127.0.0.1:6000\n",
+		"no policy":     "policies: {}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "toolgate.yaml")
+			if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Load(p); err == nil || !strings.Contains(err.Error(), p+": policies: none defined") {
+				t.Fatalf("got %v", err)
+			}
+		})
+	}
+}

@@ -128,6 +128,10 @@ func expand(s string, lookup func(string) (string, bool)) (string, error) {
 			v = def
 		case !ok:
 			return "", fmt.Errorf("environment variable %s is not set (write ${%s:-default} for a default)", name, name)
+		case v == "" && !hasDef:
+			// An empty token_file or tls.cert_file would turn auth or TLS
+			// off without a word; say ${NAME:-} to mean "may be empty".
+			return "", fmt.Errorf("environment variable %s is empty (write ${%s:-} if empty is meant)", name, name)
 		}
 		b.WriteString(v)
 		s = s[i+end+1:]

@@ -21,7 +21,8 @@ func TestExpand(t *testing.T) {
 	}{
 		{in: "${KEY}", want: "s3cr3t"},
 		{in: "https://bob:${KEY}@${HOST}/v1", want: "https://bob:s3cr3t@llm.internal/v1"},
-		{in: "${EMPTY}", want: ""},
+		{in: "${EMPTY}", err: []string{"EMPTY", "is empty", "${EMPTY:-}"}},
+		{in: "${EMPTY:-}", want: ""},
 		{in: "$$", want: "$"},
 		{in: "a$$b", want: "a$b"},
 		{in: "$${KEY}", want: "${KEY}"},
@@ -171,7 +172,7 @@ func TestLoadExpandErrors(t *testing.T) {
 // Load reads the process environment.
 func TestLoadEnvironment(t *testing.T) {
 	t.Setenv("TOOLGATE_TEST_LISTEN", "127.0.0.1:7001")
-	c, err := Load(write(t, "server:\n  listen: ${TOOLGATE_TEST_LISTEN}\n"))
+	c, err := Load(write(t, "server:\n  listen: ${TOOLGATE_TEST_LISTEN}\npolicies: {default: {}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,13 @@ type generation struct {
 // the verdict cache, the breakers and the per-session block counters.
 func buildGeneration(cfg *config.Config, prev *generation, home string, log *zap.Logger, clsOpts ...classifier.Option) (*generation, error) {
 	g := &generation{cfg: cfg}
-	ecfg := engine.Config{Policies: cfg.EnginePolicies(), OnClassifierUnavailable: engine.Deny, Home: home}
+	policies := cfg.EnginePolicies()
+	guard := selfProtection(cfg, log)
+	for name, p := range policies {
+		p.Permissions.Deny = append(slices.Clip(p.Permissions.Deny), guard...)
+		policies[name] = p
+	}
+	ecfg := engine.Config{Policies: policies, OnClassifierUnavailable: engine.Deny, Home: home}
 	if cfg.Classifier.OnUnavailable == "ask" {
 		ecfg.OnClassifierUnavailable = engine.Ask
 	}
@@ -67,6 +73,39 @@ func buildGeneration(cfg *config.Config, prev *generation, home string, log *zap
 		log.Warn("dangerous rule", zap.String("warning", w))
 	}
 	return g, nil
+}
+
+// selfProtection are deny rules that keep the guarded agents away from
+// toolgate's own files: no edits of the config and the files it imports
+// (hot reload would apply them), the TLS files and the token file, and no
+// reads of the secrets among them. The engine applies Edit rules to the
+// edit tools and to shell redirections and tee; other shell writes still go
+// through the usual stages.
+func selfProtection(cfg *config.Config, log *zap.Logger) []string {
+	tls := cfg.Server.TLS
+	edit := append(cfg.Files(), tls.CertFile, tls.KeyFile, tls.ClientCAFile, cfg.Server.TokenFile)
+	read := []string{tls.KeyFile, cfg.Server.TokenFile}
+	var rules []string
+	add := func(tool string, files []string) {
+		for _, f := range files {
+			if f == "" {
+				continue
+			}
+			abs, err := filepath.Abs(f)
+			if err != nil || strings.ContainsAny(abs, "*?[]{}\\()") {
+				// Not expressible as a rule pattern.
+				log.Warn("cannot protect a toolgate file from the agents by rule", zap.String("file", f))
+				continue
+			}
+			rules = append(rules, tool+"(/"+abs+")")
+			if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs && !strings.ContainsAny(real, "*?[]{}\\()") {
+				rules = append(rules, tool+"(/"+real+")")
+			}
+		}
+	}
+	add("Edit", edit)
+	add("Read", read)
+	return rules
 }
 
 // reloader re-reads the config file on change (fsnotify) or SIGHUP and

@@ -150,6 +150,14 @@ func TestReloadUnderLoad(t *testing.T) {
 	if d := onStream(); d != pb.Decision_DECISION_DENY {
 		t.Fatalf("after a rejected reload: %v, want the old policy's DENY", d)
 	}
+	// So is a truncated file, which would otherwise load as "no rules".
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the empty file to be rejected", func() bool { return strings.Count(logs(), "config reload rejected") == 2 })
+	if d := onStream(); d != pb.Decision_DECISION_DENY {
+		t.Fatalf("after an emptied config: %v, want the old policy's DENY", d)
+	}
 
 	// A good file after a bad one applies again; so does SIGHUP.
 	writeAtomically(t, path, policyNoRules)
@@ -298,4 +306,37 @@ func TestReloadBusyDirectoryAndSymlink(t *testing.T) {
 	}
 	writeAtomically(t, target, policyDenyMake)
 	waitFor(t, "the edited symlink target to apply", func() bool { return check() == exitDeny })
+}
+
+// The agents toolgate guards may not edit its config (hot reload would
+// apply the edit) nor read its token file.
+func TestSelfProtection(t *testing.T) {
+	dir, project := t.TempDir(), t.TempDir()
+	target := filepath.Join(dir, "real.yaml")
+	writeAtomically(t, target, policyNoRules)
+	path := filepath.Join(dir, "toolgate.yaml")
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("ci tok-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	token := filepath.Join(project, "token")
+	if err := os.WriteFile(token, []byte("tok-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := startServe(t, "--config", path, "--token-file", tokens)
+	for _, tt := range []struct{ tool, input string }{
+		{"Write", `{"file_path":"` + path + `","content":"policies: {default: {}}"}`},
+		{"Edit", `{"file_path":"` + target + `","old_string":"a","new_string":"b"}`},
+		{"Bash", `{"command":"echo 'policies: {}' > ` + path + `"}`},
+		{"Read", `{"file_path":"` + tokens + `"}`},
+		{"Bash", `{"command":"cat ` + tokens + `"}`},
+	} {
+		code, out, errOut := runCheck(t, "--addr", addr, "--token-file", token, "--tool", tt.tool, "--input", tt.input, "--cwd", project, "--mode", "bypass")
+		if code != exitDeny || !strings.Contains(out, "denied by rule") {
+			t.Errorf("%s %s: exit %d %s %s", tt.tool, tt.input, code, out, errOut)
+		}
+	}
 }

@@ -8,8 +8,12 @@ MAKEFLAGS += --no-builtin-rules --warn-undefined-variables
 BIN         := $(CURDIR)/bin
 BUF_VERSION := v1.75.0
 BUF         := $(BIN)/buf-$(BUF_VERSION)
+# ghz v0.93.0 drives about twice the load of later versions on these machines.
+GHZ_VERSION := v0.93.0
+GHZ         := $(BIN)/ghz-$(GHZ_VERSION)
 GO_PKGS     := ./...
 FUZZTIME    ?= 30s
+SOAK_DURATION ?= 10m
 
 .PHONY: help
 help: ## List the targets
@@ -51,8 +55,12 @@ fuzz: ## Fuzz path containment, shell analysis and the rule parser, FUZZTIME eac
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./engine/rules/
 
 .PHONY: bench
-bench: ## Run the Go benchmarks of the local decision path
-	go test -run '^$$' -bench . -benchmem ./engine/... ./classifier/
+bench: $(GHZ) ## Go benchmarks, then ghz load on toolgate and a bare server; writes bench/results.md (about 4 minutes)
+	go run ./bench/loadrun -ghz $(GHZ) -out bench/results.md
+
+.PHONY: soak
+soak: $(GHZ) ## Mixed load for SOAK_DURATION (default 10m); reports latency and memory drift in bench/soak.md
+	go run ./bench/loadrun -ghz $(GHZ) -soak $(SOAK_DURATION) -out bench/soak.md
 
 .PHONY: clients-deps
 clients-deps: ## Install the client examples' dependencies (apt packages if missing, npm ci)
@@ -61,6 +69,11 @@ clients-deps: ## Install the client examples' dependencies (apt packages if miss
 .PHONY: clients-test
 clients-test: build clients-deps ## Run the Python and Node client examples against a fresh server
 	bash clients/test.sh $(BIN)/toolgate
+
+$(GHZ):
+	@mkdir -p $(BIN)/.ghz-install
+	GOBIN=$(BIN)/.ghz-install go install github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION)
+	mv $(BIN)/.ghz-install/ghz $@
 
 $(BUF):
 	@mkdir -p $(BIN)/.buf-install

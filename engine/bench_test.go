@@ -1,8 +1,17 @@
 package engine
 
 import (
+	"context"
 	"testing"
 )
+
+// answerAllow is a classifier that allows at once: what remains is the
+// cost of every local stage and the hand-off.
+type answerAllow struct{}
+
+func (answerAllow) Classify(context.Context, *ClassifyInput) (Verdict, error) {
+	return Verdict{Decision: Allow, Reason: "allowed"}, nil
+}
 
 // BenchmarkCheck measures whole local decisions, from request to result.
 // The README quotes its figures; the target for a typical shell command is
@@ -10,8 +19,9 @@ import (
 func BenchmarkCheck(b *testing.B) {
 	e, err := New(Config{Policies: map[string]PolicySpec{DefaultPolicy: {Permissions: RuleSet{
 		Deny:  []string{"Bash(rm -rf /)", "Bash(curl * | sh)", "Read(//**/.ssh/id_*)", "Read(//**/.aws/credentials)"},
+		Ask:   []string{"Bash(git push *)"},
 		Allow: []string{"Bash(npm test)", "Bash(go test ./...)"},
-	}}}, Home: "/home/dev"})
+	}}}, Home: "/home/dev", Classifier: answerAllow{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -19,18 +29,25 @@ func BenchmarkCheck(b *testing.B) {
 	cases := []struct {
 		name string
 		tool ToolCall
+		mode Mode
 		want Source
 	}{
-		{"safe_tool", ToolCall{Name: "Read", Input: map[string]any{"file_path": cwd + "/main.go"}}, SourceSafeTool},
-		{"accept_edits", ToolCall{Name: "Edit", Input: map[string]any{"file_path": "src/main.go", "old_string": "a", "new_string": "b"}}, SourceAcceptEdits},
-		{"shell_short", ToolCall{Name: "Bash", Input: map[string]any{"command": "git status"}}, SourceCommandAnalysis},
-		{"shell_long", ToolCall{Name: "Bash", Input: map[string]any{"command": "find . -name '*.go' -type f | xargs grep -n TODO | sort | uniq -c | head -50 && git log --oneline -5 2>/dev/null"}}, SourceCommandAnalysis},
-		{"allow_rule", ToolCall{Name: "Bash", Input: map[string]any{"command": "go test ./..."}}, SourceRule},
-		{"deny_rule", ToolCall{Name: "Bash", Input: map[string]any{"command": "cat ~/.ssh/id_rsa"}}, SourceRule},
+		{"safe_tool", ToolCall{Name: "Read", Input: map[string]any{"file_path": cwd + "/main.go"}}, ModeAuto, SourceSafeTool},
+		{"accept_edits", ToolCall{Name: "Edit", Input: map[string]any{"file_path": "src/main.go", "old_string": "a", "new_string": "b"}}, ModeAuto, SourceAcceptEdits},
+		{"shell_short", ToolCall{Name: "Bash", Input: map[string]any{"command": "git status"}}, ModeAuto, SourceCommandAnalysis},
+		{"shell_long", ToolCall{Name: "Bash", Input: map[string]any{"command": "find . -name '*.go' -type f | xargs grep -n TODO | sort | uniq -c | head -50 && git log --oneline -5 2>/dev/null"}}, ModeAuto, SourceCommandAnalysis},
+		{"allow_rule", ToolCall{Name: "Bash", Input: map[string]any{"command": "go test ./..."}}, ModeAuto, SourceRule},
+		{"ask_rule", ToolCall{Name: "Bash", Input: map[string]any{"command": "git push origin main"}}, ModeAuto, SourceRule},
+		{"deny_rule", ToolCall{Name: "Bash", Input: map[string]any{"command": "cat ~/.ssh/id_rsa"}}, ModeAuto, SourceRule},
+		{"plan_mode", ToolCall{Name: "Bash", Input: map[string]any{"command": "npm install left-pad"}}, ModePlan, SourceMode},
+		{"bypass_mode", ToolCall{Name: "Bash", Input: map[string]any{"command": "npm install left-pad"}}, ModeBypass, SourceMode},
+		{"default_mode_ask", ToolCall{Name: "Bash", Input: map[string]any{"command": "npm install left-pad"}}, ModeDefault, SourceMode},
+		// Every local stage passes; an instant classifier answers.
+		{"to_classifier", ToolCall{Name: "Bash", Input: map[string]any{"command": "npm install left-pad"}}, ModeAuto, SourceClassifier},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			req := &Request{Tool: c.tool, WorkingDirectory: cwd}
+			req := &Request{Tool: c.tool, WorkingDirectory: cwd, Mode: c.mode}
 			// Measure the path named, not a cheaper one it fell off.
 			if res, err := e.Check(b.Context(), req); err != nil || res.Source != c.want {
 				b.Fatalf("decided by %s (%s), want %s", res.Source, res.Reason, c.want)

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// results is everything one make bench run measured.
+type results struct {
+	Date     time.Time
+	Machine  string
+	Pinning  string
+	Settings string
+	Latency  time.Duration // the fake model's
+	PoolSize int
+	Queue    time.Duration
+	GoBench  []goBench
+	Targets  []*targetResult
+}
+
+func (r *results) target(id string) *targetResult {
+	for _, t := range r.Targets {
+		if t.ID == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// goal is one of the issue's targets, judged.
+type goal struct {
+	What, Measured string
+	Met            bool
+}
+
+// Limits from issue 7.
+const (
+	goalUnaryRatio  = 0.80
+	goalP99         = 5 * time.Millisecond
+	goalClassifierΔ = 2 * time.Millisecond
+	goalPeakRSSKB   = 150 << 10
+)
+
+func (r *results) goals() []goal {
+	var g []goal
+	tu, bu := r.target("toolgate-unary"), r.target("bare-unary")
+	if tu != nil && bu != nil && bu.RPS > 0 {
+		ratio := tu.RPS / bu.RPS
+		g = append(g, goal{
+			What:     fmt.Sprintf("local-path unary requests/s at least %.0f%% of the bare server's, %d callers", goalUnaryRatio*100, tu.Concurrency),
+			Measured: fmt.Sprintf("%.0f%% (%s vs %s requests/s)", ratio*100, count(tu.RPS), count(bu.RPS)),
+			Met:      ratio >= goalUnaryRatio,
+		})
+	}
+	for _, id := range []string{"toolgate-unary", "toolgate-unary-light"} {
+		t := r.target(id)
+		if t == nil {
+			continue
+		}
+		m := fmt.Sprintf("p99 %s", ms(t.P99))
+		if b := r.target(strings.Replace(id, "toolgate", "bare", 1)); b != nil {
+			m += fmt.Sprintf(" (bare server: %s)", ms(b.P99))
+		}
+		g = append(g, goal{
+			What:     fmt.Sprintf("local decisions p99 under %s, %d callers", ms(goalP99), t.Concurrency),
+			Measured: m,
+			Met:      t.P99 < goalP99,
+		})
+	}
+	if t := r.target("classifier-unsaturated"); t != nil {
+		d := t.P50 - r.Latency
+		g = append(g, goal{
+			What:     fmt.Sprintf("classifier path p50 within %s of the fake's %s, pool not saturated (%d callers, pool of %d)", ms(goalClassifierΔ), ms(r.Latency), t.Concurrency, r.PoolSize),
+			Measured: fmt.Sprintf("p50 %s: %s over the model", ms(t.P50), ms(d)),
+			Met:      d <= goalClassifierΔ,
+		})
+	}
+	var errs uint64
+	var where []string
+	for _, t := range r.Targets {
+		if t.Server == serverBare {
+			continue
+		}
+		errs += t.Errors
+		if t.Errors > 0 {
+			where = append(where, fmt.Sprintf("%s: %s", t.ID, t.ErrorSummary))
+		}
+	}
+	m := fmt.Sprintf("%d errors", errs)
+	if len(where) > 0 {
+		m += " (" + strings.Join(where, "; ") + ")"
+	}
+	g = append(g, goal{What: "zero errors (every toolgate run)", Measured: m, Met: errs == 0})
+	var peak int64
+	peakID := ""
+	for _, t := range r.Targets {
+		if t.Server != serverBare && t.PeakRSSKB > peak {
+			peak, peakID = t.PeakRSSKB, t.ID
+		}
+	}
+	if peakID != "" {
+		g = append(g, goal{
+			What:     fmt.Sprintf("peak RSS under %d MB", goalPeakRSSKB>>10),
+			Measured: fmt.Sprintf("%s at most (%s)", mb(peak), peakID),
+			Met:      peak < goalPeakRSSKB,
+		})
+	}
+	return g
+}
+
+func metWord(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**missed**"
+}
+
+func ms(d time.Duration) string {
+	switch {
+	case d >= 100*time.Millisecond:
+		return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
+	case d >= 10*time.Millisecond:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	}
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
+
+func mb(kb int64) string { return fmt.Sprintf("%.0f MB", float64(kb)/1024) }
+
+// count formats n with thousands separators.
+func count(n float64) string {
+	s := fmt.Sprintf("%.0f", n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func (r *results) markdown() string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("# toolgate benchmarks\n\n")
+	p("Written by `make bench` (`bench/loadrun`) on %s. Every figure below comes from that one run; ", r.Date.Format("2006-01-02 15:04 MST"))
+	p("the machine is shared and noisy, so compare figures as ratios within the run, not across runs.\n\n")
+	p("- Machine: %s.\n", r.Machine)
+	p("- CPU placement: %s.\n", r.Pinning)
+	p("- Load: %s.\n", r.Settings)
+	p("- toolgate: `toolgate serve` with the embedded default policy in auto mode, info-level JSON logs to a file (one `rpc` and one `decision` line per check), metrics listener on; ")
+	p("the classifier targets add `--classifier-url` pointing at `cmd/fakellm --latency %s` (pool: %d calls in flight, queue time %s, the defaults).\n", r.Latency, r.PoolSize, r.Queue)
+	p("- Local mix (bench/workload): Read and Grep (safe tools), Edit and Write inside the project (accept-edits), `git status`, `ls -la src | head -20` and a six-program compound command (command analysis), cycled; every call is checked to be decided ALLOW by the expected stage before the load starts.\n")
+	p("- The bare server (bench/bareserver) serves the same proto with a constant answer: the transport's limit on this machine.\n\n")
+
+	p("## Targets (issue 7)\n\n| target | measured | |\n|---|---|---|\n")
+	for _, g := range r.goals() {
+		p("| %s | %s | %s |\n", g.What, g.Measured, metWord(g.Met))
+	}
+	p("\n")
+
+	p("## toolgate against the limit\n\n| | toolgate | bare server | toolgate / bare |\n|---|---|---|---|\n")
+	pairs := []struct{ label, tg, bare string }{
+		{"unary requests/s, %d callers", "toolgate-unary", "bare-unary"},
+		{"CheckStream checks/s, %d callers", "toolgate-stream", "bare-stream"},
+		{"unary requests/s, %d callers", "toolgate-unary-light", "bare-unary-light"},
+	}
+	for _, pr := range pairs {
+		t, bb := r.target(pr.tg), r.target(pr.bare)
+		if t == nil || bb == nil || bb.checksPerSecond() == 0 {
+			continue
+		}
+		p("| "+pr.label+" | %s | %s | %.2f |\n", t.Concurrency, count(t.checksPerSecond()), count(bb.checksPerSecond()), t.checksPerSecond()/bb.checksPerSecond())
+		p("| ... server CPU per check | %s | %s | %.2f |\n", us(t.cpuPerCheck()), us(bb.cpuPerCheck()), float64(t.cpuPerCheck())/float64(max(1, bb.cpuPerCheck())))
+		p("| ... p50 / p99 per call | %s / %s | %s / %s | |\n", ms(t.P50), ms(t.P99), ms(bb.P50), ms(bb.P99))
+	}
+	p("\n")
+
+	p("## Each target\n\n")
+	p("Latency is per call as ghz sees it; a CheckStream call is one stream of %d checks, so its latency is the stream's and its checks/s is calls/s × %d. ", r.streamCount(), r.streamCount())
+	p("Server CPU is the server process's user and system time during the measured run, per check. Peak RSS is the server's VmHWM after the run, warm-up included.\n\n")
+	for _, t := range r.Targets {
+		p("### %s: %s\n\n", t.ID, t.Title)
+		p("| calls | calls/s | checks/s | p50 | p90 | p99 | slowest | errors | server CPU / check | peak RSS |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		p("| %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n\n", count(float64(t.Count)), count(t.RPS), count(t.checksPerSecond()),
+			ms(t.P50), ms(t.P90), ms(t.P99), ms(t.Slowest), t.Errors, us(t.cpuPerCheck()), mb(t.PeakRSSKB))
+		if t.Errors > 0 {
+			p("Errors: %s.\n\n", t.ErrorSummary)
+		}
+		if len(t.Decisions) > 0 {
+			var parts []string
+			for _, k := range slices.Sorted(maps.Keys(t.Decisions)) {
+				parts = append(parts, fmt.Sprintf("%s %s", k, count(float64(t.Decisions[k]))))
+			}
+			p("Decisions in toolgate's log (validation and warm-up included): %s.\n\n", strings.Join(parts, ", "))
+		}
+		if t.Metrics != "" {
+			p("Metrics: %s.\n\n", t.Metrics)
+		}
+	}
+
+	if len(r.GoBench) > 0 {
+		p("## Go benchmarks\n\n`go test -bench . -benchmem` on %s, not pinned, run before the load.\n\n", strings.Join(goBenchPkgs, " "))
+		p("| package | benchmark | time/op | B/op | allocs/op |\n|---|---|---|---|---|\n")
+		for _, g := range r.GoBench {
+			p("| %s | %s | %s | %d | %d |\n", g.Pkg, g.Name, us(time.Duration(g.NsPerOp)), g.BytesPerOp, g.AllocsPerOp)
+		}
+		p("\n")
+	}
+	return b.String()
+}
+
+func (r *results) streamCount() int {
+	for _, t := range r.Targets {
+		if t.StreamCount > 0 {
+			return t.StreamCount
+		}
+	}
+	return 0
+}
+
+// summary is what the harness prints when it is done.
+func (r *results) summary() string {
+	var b strings.Builder
+	for _, g := range r.goals() {
+		fmt.Fprintf(&b, "%-8s %s: %s\n", strings.Trim(metWord(g.Met), "*"), g.What, g.Measured)
+	}
+	return b.String()
+}

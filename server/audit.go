@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 
@@ -31,14 +32,27 @@ func (c AuditConfig) validate() error {
 	return nil
 }
 
-// openAudit opens the audit log. The file is created on the first write.
-func openAudit(c AuditConfig) (*zap.Logger, io.Closer) {
+// openAudit opens the audit log, creating the file now so that a path the
+// server cannot write is a startup error, not records lost later. Later
+// write errors go to the main log.
+func openAudit(c AuditConfig, log *zap.Logger) (*zap.Logger, io.Closer, error) {
 	w := &lumberjack.Logger{Filename: c.File, MaxSize: c.MaxSizeMB, MaxBackups: c.MaxBackups}
+	if _, err := w.Write(nil); err != nil {
+		return nil, nil, fmt.Errorf("server.audit.file: %w", err)
+	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey = "ts"
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), zap.InfoLevel)
-	return zap.New(core), w
+	return zap.New(core, zap.ErrorOutput(zapcore.AddSync(auditErrors{log}))), w, nil
+}
+
+// auditErrors reports the audit logger's own write failures.
+type auditErrors struct{ log *zap.Logger }
+
+func (a auditErrors) Write(p []byte) (int, error) {
+	a.log.Error("audit log write failed; the decision was made but not audited", zap.ByteString("error", bytes.TrimSpace(p)))
+	return len(p), nil
 }
 
 // auditFields are what the audit log adds to the decision line: the tool

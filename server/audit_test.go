@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/redact"
 )
 
@@ -124,6 +125,21 @@ func TestAuditConfigValidation(t *testing.T) {
 	c := DefaultConfig()
 	c.Audit = AuditConfig{File: "/var/log/toolgate/audit.jsonl", MaxSizeMB: 0}
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "server.audit") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// An audit log the server cannot write is a startup error, not records
+// silently lost.
+func TestAuditLogUnwritable(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Audit.File = filepath.Join(t.TempDir(), "missing-dir", "sub", "audit.jsonl")
+	// A file where the directory should be.
+	if err := os.WriteFile(filepath.Dir(filepath.Dir(cfg.Audit.File)), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eng, _ := engine.New(engine.Config{})
+	if _, err := New(cfg, eng, zap.NewNop()); err == nil || !strings.Contains(err.Error(), "server.audit.file") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -83,9 +83,21 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 	if err != nil {
 		return nil, err
 	}
+	// The audit file first: it is the one step here that fails on a
+	// machine's state, and nothing needs undoing before it.
+	var audit *zap.Logger
+	var auditFile io.Closer
+	if cfg.Audit.File != "" {
+		if audit, auditFile, err = openAudit(cfg.Audit, log); err != nil {
+			return nil, err
+		}
+	}
 	var built *sdktrace.TracerProvider
 	if o.tracer == nil && cfg.Tracing.OTLPEndpoint != "" {
 		if built, err = newTracerProvider(cfg.Tracing, cfg.Version); err != nil {
+			if auditFile != nil {
+				_ = auditFile.Close()
+			}
 			return nil, err
 		}
 		o.tracer = built
@@ -98,16 +110,15 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 		grpc.ChainStreamInterceptor(stream...),
 	}, limits...), o.grpc...)
 	s := &Server{
-		cfg:    cfg,
-		log:    log,
-		grpc:   grpc.NewServer(gopts...),
-		health: health.NewServer(),
-		svc:    NewService(cfg, eng, log),
-		tracer: built,
+		cfg:       cfg,
+		log:       log,
+		grpc:      grpc.NewServer(gopts...),
+		health:    health.NewServer(),
+		svc:       NewService(cfg, eng, log),
+		tracer:    built,
+		auditFile: auditFile,
 	}
-	if cfg.Audit.File != "" {
-		s.svc.audit, s.auditFile = openAudit(cfg.Audit)
-	}
+	s.svc.audit = audit
 	pb.RegisterPermissionServiceServer(s.grpc, s.svc)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	if cfg.Reflection {

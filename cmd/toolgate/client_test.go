@@ -98,20 +98,28 @@ func TestClientFlagErrors(t *testing.T) {
 func TestExposureWarning(t *testing.T) {
 	public := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 5), Port: 50051}
 	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50051}
-	cfg := server.DefaultConfig()
-	if w := exposureWarning(public, cfg); !strings.Contains(w, "INSECURE") {
-		t.Errorf("public, no TLS, no tokens: %q", w)
+	tls := server.TLSConfig{CertFile: "c", KeyFile: "k"}
+	mtls := server.TLSConfig{CertFile: "c", KeyFile: "k", ClientCAFile: "ca"}
+	tests := []struct {
+		name  string
+		addr  net.Addr
+		tls   server.TLSConfig
+		token string
+		want  string
+	}{
+		{"loopback", local, server.TLSConfig{}, "", ""},
+		{"public, nothing", public, server.TLSConfig{}, "", "authenticates no client"},
+		{"public, TLS only", public, tls, "", "authenticates no client"},
+		{"public, tokens in plaintext", public, server.TLSConfig{}, "/etc/t", "plaintext"},
+		{"public, TLS and tokens", public, tls, "/etc/t", ""},
+		{"public, mutual TLS", public, mtls, "", ""},
 	}
-	if w := exposureWarning(local, cfg); w != "" {
-		t.Errorf("loopback: %q", w)
-	}
-	withTokens := cfg
-	withTokens.TokenFile = "/etc/toolgate/tokens"
-	withTLS := cfg
-	withTLS.TLS = server.TLSConfig{CertFile: "c", KeyFile: "k"}
-	for _, c := range []server.Config{withTokens, withTLS} {
-		if w := exposureWarning(public, c); w != "" {
-			t.Errorf("public with TLS or tokens: %q", w)
+	for _, tt := range tests {
+		c := server.DefaultConfig()
+		c.TLS, c.TokenFile = tt.tls, tt.token
+		w := exposureWarning(tt.addr, c)
+		if (tt.want == "") != (w == "") || !strings.Contains(w, tt.want) {
+			t.Errorf("%s: %q, want %q", tt.name, w, tt.want)
 		}
 	}
 }
@@ -246,4 +254,24 @@ func TestHookOverTLSWithToken(t *testing.T) {
 	if out := hook(); !strings.Contains(out, `"permissionDecision":"allow"`) {
 		t.Errorf("TLS and token from the environment: %s", out)
 	}
+}
+
+// failWriter fails every write, like a closed stdout.
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
+
+// When the adapter cannot print a decision it exits 2, which every agent
+// takes as a block; 1 would let the call run.
+func TestHookOutputFailureBlocks(t *testing.T) {
+	addr := startServe(t)
+	// A deny, which every adapter prints (Codex prints nothing on allow).
+	for agent, tool := range map[string]string{"claude-code": "Bash", "gemini-cli": "run_shell_command", "codex": "Bash"} {
+		stdin = strings.NewReader(`{"session_id":"s","cwd":"/p","hook_event_name":"PreToolUse","tool_name":"` + tool + `","tool_input":{"command":"rm -rf /"}}`)
+		var errOut bytes.Buffer
+		if code := run(t.Context(), []string{"hook", agent, "--addr", addr}, failWriter{}, &errOut); code != 2 {
+			t.Errorf("%s: exit %d (%s), want 2", agent, code, errOut.String())
+		}
+	}
+	stdin = nil
 }

@@ -15,11 +15,12 @@ import (
 // the agent's hook input on stdin, asks the server, and prints the agent's
 // decision format. Any failure (bad input, server unreachable, an error
 // answer) fails closed: a deny naming the problem, or ask with --on-error
-// ask. It never hangs: the whole call runs under --timeout.
+// ask. It never hangs: connecting and deciding run under --timeout, and the
+// transcript is read from its bounded tail.
 func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "usage: toolgate hook claude-code|gemini-cli|codex [--addr ADDR] [--tls-ca FILE] [--token-file FILE] [--timeout 5s] [--on-error deny|ask]")
-		return 2
+		return exitHookBlock
 	}
 	agent := args[0]
 	fs := flag.NewFlagSet("hook "+agent, flag.ContinueOnError)
@@ -31,11 +32,11 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if err == flag.ErrHelp {
 			return 0
 		}
-		return 2
+		return exitHookBlock
 	}
 	if *onError != "deny" && *onError != "ask" {
 		fmt.Fprintln(stderr, "toolgate hook: --on-error must be deny or ask")
-		return 2
+		return exitHookBlock
 	}
 	var (
 		build  func(io.Reader) (*pb.CheckRequest, error)
@@ -71,12 +72,12 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		output = hook.CodexOutput
 	default:
 		fmt.Fprintf(stderr, "toolgate hook: unknown agent %q (known: claude-code, gemini-cli, codex)\n", agent)
-		return 2
+		return exitHookBlock
 	}
 	fail := func(why string) int {
 		if err := output(stdout, *onError, "toolgate could not decide: "+why); err != nil {
 			fmt.Fprintln(stderr, "toolgate hook:", err)
-			return 1
+			return exitHookBlock
 		}
 		return 0
 	}
@@ -97,8 +98,13 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return fail(fmt.Sprintf("server %s: %v", cf.addr, err))
 	}
 	if err := output(stdout, hook.DecisionOf(resp), resp.GetReason()); err != nil {
-		fmt.Fprintln(stderr, "toolgate hook:", err)
-		return 1
+		fmt.Fprintln(stderr, "toolgate hook: could not print the decision, blocking the call:", err)
+		return exitHookBlock
 	}
 	return 0
 }
+
+// exitHookBlock is the exit code Claude Code, Gemini CLI and Codex all
+// take as "block this call, stderr says why"; any other failure code lets
+// the call run, so every failure of the adapter exits with it.
+const exitHookBlock = 2

@@ -216,13 +216,18 @@ func loadConfig(path string) (*config.Config, error) {
 	return config.Load(path)
 }
 
-// exposureWarning is the loud warning for a server anyone on the network
-// can call: a non-loopback address with neither TLS nor tokens.
+// exposureWarning is the loud warning for a server reachable from the
+// network without authenticated clients, or with tokens sent in plaintext.
 func exposureWarning(a net.Addr, c server.Config) string {
-	if isLoopback(a) || c.TLS.Enabled() || c.TokenFile != "" {
+	switch {
+	case isLoopback(a):
 		return ""
+	case c.TokenFile == "" && c.TLS.ClientCAFile == "":
+		return fmt.Sprintf("INSECURE: %s is reachable from the network and authenticates no client; anyone who can reach it may ask for decisions. Set --token-file (with --tls-cert/--tls-key) or --tls-client-ca, or listen on 127.0.0.1", a)
+	case !c.TLS.Enabled():
+		return fmt.Sprintf("INSECURE: %s takes bearer tokens over plaintext from the network; set --tls-cert/--tls-key", a)
 	}
-	return fmt.Sprintf("INSECURE: %s is reachable from the network with neither TLS nor tokens; anyone who can reach it may ask for decisions. Set --tls-cert/--tls-key and --token-file, or listen on 127.0.0.1", a)
+	return ""
 }
 
 func isLoopback(a net.Addr) bool {

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/toolgate/toolgate/engine"
@@ -143,6 +144,17 @@ func TestTokenAuth(t *testing.T) {
 		if status.Code(err) != codes.Unauthenticated {
 			t.Errorf("%s: CheckStream got %v, want Unauthenticated", name, err)
 		}
+	}
+	// Reflection lists the API: it needs a token too.
+	refl, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(t.Context())
+	if err == nil {
+		err = refl.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}})
+	}
+	if err == nil {
+		_, err = refl.Recv()
+	}
+	if status.Code(err) != codes.Unauthenticated {
+		t.Errorf("reflection without a token: %v, want Unauthenticated", err)
 	}
 	resp, err := client.Check(withToken("token-for-ci-0123456789"), readReq(t))
 	if err != nil || resp.GetDecision() != pb.Decision_DECISION_ALLOW {

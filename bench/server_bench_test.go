@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/bench/inproc"
 	"github.com/toolgate/toolgate/bench/workload"
+	"github.com/toolgate/toolgate/fakellm"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 )
 
@@ -103,6 +104,51 @@ func BenchmarkServerCheckStream(b *testing.B) {
 		}
 		if _, err := stream.Recv(); err != io.EOF {
 			b.Errorf("stream ended with %v after %d checks, want EOF", err, sent)
+		}
+	})
+}
+
+// BenchmarkServerClassified measures what toolgate adds on the classifier
+// path: a unary check that reaches a fake model answering at once, every
+// call different (no cache hit, no coalescing). Prompt building, the
+// OpenAI request and its parsing, and the pool are what remains.
+func BenchmarkServerClassified(b *testing.B) {
+	dir := b.TempDir()
+	project, err := workload.NewProject(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fake := fakellm.Start(b, fakellm.Always(fakellm.Reply{Reason: "fine"}))
+	st, err := inproc.Start(inproc.Options{ClassifierURL: fake.URL()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	conn, client, err := inproc.Dial(st.Addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = conn.Close()
+		if err := st.Stop(); err != nil {
+			b.Error(err)
+		}
+	})
+	var n atomic.Int64
+	first := workload.Classified(project, -1)
+	if resp, err := client.Check(b.Context(), first.Req); err != nil || resp.GetSource() != first.Source {
+		b.Fatalf("got %v (%s), %v; want source %v", resp.GetSource(), resp.GetReason(), err, first.Source)
+	}
+	b.SetParallelism(4) // 8 callers: the default pool's size
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(p *testing.PB) {
+		for p.Next() {
+			c := workload.Classified(project, int(n.Add(1)))
+			resp, err := client.Check(b.Context(), c.Req)
+			if err != nil || resp.GetSource() != c.Source {
+				b.Errorf("got %v (%s), %v; want source %v", resp.GetSource(), resp.GetReason(), err, c.Source)
+				return
+			}
 		}
 	})
 }

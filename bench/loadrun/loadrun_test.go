@@ -96,14 +96,21 @@ func TestCountDecisionLines(t *testing.T) {
 {"level":"info","msg":"decision","decision":"allow","source":"safe_tool","tool":"Read"}
 {"level":"info","msg":"rpc","method":"/toolgate.v1.PermissionService/Check","code":"OK"}
 {"level":"info","msg":"decision","decision":"allow","source":"safe_tool"}
-{"level":"info","msg":"decision","decision":"deny","source":"classifier_unavailable"}
+{"level":"info","msg":"decision","decision":"deny","source":"classifier_unavailable","latency_us":900,"classifier_latency_us":800}
+{"level":"info","msg":"decision","decision":"allow","source":"classifier","latency_us":52100,"classifier_latency_us":51900}
+{"level":"info","msg":"decision","decision":"allow","source":"classifier","latency_us":52000,"classifier_latency_us":51800}
+{"level":"info","msg":"decision","decision":"allow","source":"classifier","latency_us":53000,"classifier_latency_us":52800}
 `
 	got, err := countDecisionLines(strings.NewReader(log))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got["allow/safe_tool"] != 2 || got["deny/classifier_unavailable"] != 1 {
-		t.Fatalf("got %v", got)
+	if len(got.counts) != 3 || got.counts["allow/safe_tool"] != 2 || got.counts["deny/classifier_unavailable"] != 1 || got.counts["allow/classifier"] != 3 {
+		t.Fatalf("got %v", got.counts)
+	}
+	// Only the model's decisions count for the classifier path's latency.
+	if d, c := median(got.latencyUS), median(got.classifierUS); d != 52100*time.Microsecond || c != 51900*time.Microsecond {
+		t.Fatalf("medians %v and %v, want 52.1ms and 51.9ms", d, c)
 	}
 	if _, err := countDecisionLines(strings.NewReader(`{"msg":"decision",` + "\n")); err == nil {
 		t.Fatal("a broken decision line was skipped silently")
@@ -136,7 +143,7 @@ func TestGoals(t *testing.T) {
 	r := &results{Latency: 50 * time.Millisecond, PoolSize: 8, Targets: []*targetResult{
 		{ID: "bare-unary", Server: serverBare, RPS: 20000, P99: 7 * time.Millisecond, Errors: 9},
 		{ID: "toolgate-unary", Server: serverToolgate, Concurrency: 50, RPS: 17000, P99: 4 * time.Millisecond, PeakRSSKB: 40 << 10},
-		{ID: "classifier-unsaturated", Server: serverClassifier, Concurrency: 4, P50: 53 * time.Millisecond, PeakRSSKB: 160 << 10, Errors: 2, ErrorSummary: "2× DeadlineExceeded"},
+		{ID: "classifier-unsaturated", Server: serverClassifier, Concurrency: 4, P50: 53 * time.Millisecond, FakeDirectP50: 50 * time.Millisecond, PeakRSSKB: 160 << 10, Errors: 2, ErrorSummary: "2× DeadlineExceeded"},
 	}}
 	got := map[string]goal{}
 	for _, g := range r.goals() {
@@ -149,7 +156,7 @@ func TestGoals(t *testing.T) {
 	}{
 		{"local-path", true, "85% (17,000 vs 20,000 requests/s)"},
 		{"local", true, "p99 4.00 ms (bare server: 7.00 ms)"},
-		{"classifier", false, "3.00 ms over the model"},
+		{"classifier", false, "3.00 ms over the fake"},
 		// Bare server errors are not toolgate's.
 		{"zero", false, "2 errors (classifier-unsaturated: 2× DeadlineExceeded)"},
 		{"peak", false, "160 MB at most (classifier-unsaturated)"},

@@ -94,11 +94,11 @@ func (h *harness) soak(ctx context.Context, total, window time.Duration, rate in
 	if err := srv.main.stop(20 * time.Second); err != nil {
 		return err
 	}
-	decisions, err := countDecisions(srv.main.stdout)
+	dl, err := countDecisions(srv.main.stdout)
 	if err != nil {
 		return err
 	}
-	md := soakMarkdown(time.Now().UTC(), describeMachine(), h.pin.why, l, h.latency, windows, decisions)
+	md := soakMarkdown(time.Now().UTC(), describeMachine(), h.pin.why, l, h.latency, windows, dl.counts)
 	if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
 		return err
 	}

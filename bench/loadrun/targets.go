@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +19,8 @@ import (
 	"github.com/toolgate/toolgate/bench/inproc"
 	"github.com/toolgate/toolgate/bench/workload"
 	"github.com/toolgate/toolgate/classifier"
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 )
 
@@ -48,7 +51,11 @@ type targetResult struct {
 	PeakRSSKB                 int64
 	ServerCPU                 time.Duration  // the server's CPU time during the measured run
 	Decisions                 map[string]int // "allow/safe_tool" -> count, from toolgate's log
-	Metrics                   string         // what the metrics endpoint said, if any
+	// For the classifier targets: medians of toolgate's own latency for
+	// checks the model decided, of the backend call within it, and of the
+	// fake answering a plain HTTP client.
+	DecisionP50, BackendP50, FakeDirectP50 time.Duration
+	Metrics                                string // what the metrics endpoint said, if any
 }
 
 // checksPerSecond counts checks, not calls: a CheckStream call carries
@@ -196,6 +203,7 @@ type server struct {
 	helpers     []*proc // the fake model
 	addr        string
 	metricsAddr string
+	fakeURL     string // the fake model's base URL, for the classifier targets
 }
 
 func (s *server) stop() error {
@@ -234,6 +242,7 @@ func (h *harness) startServer(ctx context.Context, s targetSpec) (*server, error
 				return nil, err
 			}
 			args = append(args, "--classifier-url", url, "--classifier-model", "fake")
+			srv.fakeURL = url
 		}
 		cmd := h.pin.command(ctx, h.pin.server, h.bins.toolgate, args...)
 		cmd.Env = append(cmd.Env, "OPENAI_API_KEY=sk-loadrun")
@@ -317,14 +326,21 @@ func (h *harness) runTarget(ctx context.Context, s targetSpec) (_ *targetResult,
 	if srv.metricsAddr != "" {
 		r.Metrics = scrapeMetrics(ctx, srv.metricsAddr)
 	}
+	if srv.fakeURL != "" {
+		if r.FakeDirectP50, err = fakeDirect(ctx, srv.fakeURL, 40); err != nil {
+			return nil, err
+		}
+	}
 	if s.server != serverBare {
 		// Stopped first so that its log is complete.
 		if err := srv.main.stop(20 * time.Second); err != nil {
 			return nil, err
 		}
-		if r.Decisions, err = countDecisions(srv.main.stdout); err != nil {
+		dl, err := countDecisions(srv.main.stdout)
+		if err != nil {
 			return nil, err
 		}
+		r.Decisions, r.DecisionP50, r.BackendP50 = dl.counts, median(dl.latencyUS), median(dl.classifierUS)
 	}
 	return r, nil
 }
@@ -357,9 +373,18 @@ func scrapeMetrics(ctx context.Context, addr string) string {
 	return fmt.Sprintf("on (%d samples on /metrics after the run)", n)
 }
 
-// countDecisions counts toolgate's decision log lines by decision and
-// source: proof that the load exercised the paths it claims to.
-func countDecisions(logPath string) (map[string]int, error) {
+// decisionLog is what toolgate's decision log lines say about a run.
+type decisionLog struct {
+	counts map[string]int // "allow/safe_tool" -> count
+	// For decisions by the model: toolgate's own latency for the check
+	// and, within it, the backend call's (microseconds).
+	latencyUS, classifierUS []int64
+}
+
+// countDecisions reads toolgate's decision log lines: proof that the load
+// exercised the paths it claims to, and where a classified check's time
+// went.
+func countDecisions(logPath string) (*decisionLog, error) {
 	f, err := os.Open(logPath)
 	if err != nil {
 		return nil, err
@@ -368,8 +393,8 @@ func countDecisions(logPath string) (map[string]int, error) {
 	return countDecisionLines(f)
 }
 
-func countDecisionLines(r io.Reader) (map[string]int, error) {
-	out := map[string]int{}
+func countDecisionLines(r io.Reader) (*decisionLog, error) {
+	out := &decisionLog{counts: map[string]int{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -378,18 +403,80 @@ func countDecisionLines(r io.Reader) (map[string]int, error) {
 			continue
 		}
 		var l struct {
-			Msg      string `json:"msg"`
-			Decision string `json:"decision"`
-			Source   string `json:"source"`
+			Msg          string `json:"msg"`
+			Decision     string `json:"decision"`
+			Source       string `json:"source"`
+			LatencyUS    int64  `json:"latency_us"`
+			ClassifierUS *int64 `json:"classifier_latency_us"`
 		}
 		if err := json.Unmarshal(line, &l); err != nil {
 			return nil, fmt.Errorf("decision log line: %w", err)
 		}
-		if l.Msg == "decision" {
-			out[l.Decision+"/"+l.Source]++
+		if l.Msg != "decision" {
+			continue
+		}
+		out.counts[l.Decision+"/"+l.Source]++
+		if l.Source == "classifier" && l.ClassifierUS != nil {
+			out.latencyUS = append(out.latencyUS, l.LatencyUS)
+			out.classifierUS = append(out.classifierUS, *l.ClassifierUS)
 		}
 	}
 	return out, sc.Err()
+}
+
+// median of microsecond samples, as a duration; 0 without samples.
+func median(us []int64) time.Duration {
+	if len(us) == 0 {
+		return 0
+	}
+	s := slices.Clone(us)
+	slices.Sort(s)
+	return time.Duration(s[len(s)/2]) * time.Microsecond
+}
+
+// fakeDirect times n calls made straight to the fake model with a request
+// like toolgate's (the default policy's system prompt and a short user
+// message): the fake's latency as any client sees it, HTTP included. Its
+// median is what the classifier path is compared with.
+func fakeDirect(ctx context.Context, baseURL string, n int) (time.Duration, error) {
+	cfg, err := config.Default()
+	if err != nil {
+		return 0, err
+	}
+	p := classifier.BuildPrompt(cfg.ClassifierRules()[engine.DefaultPolicy],
+		&engine.Request{Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": "npm install left-pad"}}, WorkingDirectory: "/work/app"},
+		engine.KindShell, nil, classifier.DefaultPromptOptions())
+	body, err := json.Marshal(map[string]any{
+		"model": "fake",
+		"messages": []map[string]string{
+			{"role": "system", "content": p.System},
+			{"role": "user", "content": p.User},
+		},
+	})
+	if err != nil {
+		return 0, err
+	}
+	var us []int64
+	client := &http.Client{Timeout: 10 * time.Second}
+	for range n {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/chat/completions", strings.NewReader(string(body)))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		start := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("fake model answered %s, %v", resp.Status, err)
+		}
+		us = append(us, time.Since(start).Microseconds())
+	}
+	return median(us), nil
 }
 
 // validateLocal checks that toolgate decides every call of the local mix

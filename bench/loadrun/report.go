@@ -94,7 +94,7 @@ func (r *results) goals() []goal {
 		d := t.P50 - t.FakeDirectP50
 		m := fmt.Sprintf("p50 %s, the fake alone %s (configured %s): %s over the fake", ms(t.P50), ms(t.FakeDirectP50), ms(r.Latency), ms(d))
 		if t.BackendP50 > 0 {
-			m += fmt.Sprintf("; toolgate's log: the backend call %s (openai-go, HTTP, the fake), the whole decision %s, so gRPC and ghz add %s",
+			m += fmt.Sprintf("; toolgate's log: the classifier %s (pool, openai-go, HTTP, the fake), the whole decision %s, so gRPC and ghz add %s",
 				ms(t.BackendP50), ms(t.DecisionP50), ms(t.P50-t.DecisionP50))
 		}
 		g = append(g, goal{
@@ -234,7 +234,7 @@ func (r *results) markdown() string {
 			p("Decisions in toolgate's log (validation and warm-up included): %s.\n\n", strings.Join(parts, ", "))
 		}
 		if t.FakeDirectP50 > 0 {
-			p("Medians: the fake model answering a plain HTTP client %s; in toolgate's log, checks the model decided %s, of which the backend call %s.\n\n",
+			p("Medians: the fake model answering a plain HTTP client %s; in toolgate's log, checks the model decided %s, of which the classifier (waiting for a pool slot, then the backend call) %s.\n\n",
 				ms(t.FakeDirectP50), ms(t.DecisionP50), ms(t.BackendP50))
 		}
 		if t.Metrics != "" {

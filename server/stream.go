@@ -80,7 +80,7 @@ loop:
 	for {
 		select {
 		case <-s.draining:
-			endErr = status.Error(codes.Unavailable, "server is shutting down; checks already received were answered")
+			endErr = status.Error(codes.Unavailable, "server is shutting down: checks this stream has not answered were not decided; send them again (another replica will answer)")
 			break loop
 		case <-ctx.Done():
 			endErr = ctx.Err()

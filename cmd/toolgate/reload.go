@@ -63,7 +63,7 @@ func buildGeneration(cfg *config.Config, prev *generation, home string, log *zap
 	}
 	eng, err := engine.New(ecfg)
 	if err != nil {
-		if prev == nil || g.cls != prev.cls {
+		if g.cls != nil && (prev == nil || g.cls != prev.cls) {
 			_ = g.cls.Close()
 		}
 		return nil, err
@@ -164,14 +164,17 @@ func (r *reloader) swap(trigger string, sum [sha256.Size]byte) error {
 	if err != nil {
 		return err
 	}
+	if !reflect.DeepEqual(cfg.Server, r.cur.cfg.Server) {
+		r.log.Warn("server settings changed; they apply after a restart", zap.String("file", r.path))
+		// What runs is the running server's settings: its TLS and token
+		// files are the ones to keep from the agents.
+		cfg.Server = r.cur.cfg.Server
+	}
 	g, err := buildGeneration(cfg, r.cur, r.home, r.log, r.clsOpts...)
 	if err != nil {
 		return err
 	}
 	g.sum = sum
-	if !reflect.DeepEqual(cfg.Server, r.cur.cfg.Server) {
-		r.log.Warn("server settings changed; they apply after a restart", zap.String("file", r.path))
-	}
 	r.svc.SetEngine(g.eng)
 	old := r.cur
 	r.cur = g

@@ -49,10 +49,11 @@ gen-check: $(BUF) ## Fail when gen/ differs from what proto/ generates
 	  if ! diff -r "$$tmp/gen" gen; then echo "gen/ is stale: run make generate" >&2; exit 1; fi
 
 .PHONY: fuzz
-fuzz: ## Fuzz path containment, shell analysis and the rule parser, FUZZTIME each (default 30s)
+fuzz: ## Fuzz path containment, shell analysis, the rule parser and the tool input size, FUZZTIME each (default 30s)
 	go test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./engine/pathcheck/
 	go test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZTIME) ./engine/shell/
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./engine/rules/
+	go test -run '^$$' -fuzz '^FuzzStructSize$$' -fuzztime $(FUZZTIME) ./server/
 
 .PHONY: bench
 bench: $(GHZ) ## Go benchmarks, then ghz load on toolgate and a bare server; writes bench/results.md (about 4 minutes)

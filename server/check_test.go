@@ -234,7 +234,7 @@ func TestPanicBecomesInternal(t *testing.T) {
 }
 
 func TestLogs(t *testing.T) {
-	core, logs := observer.New(zap.InfoLevel)
+	core, logs := observer.New(zap.DebugLevel)
 	env := newEnv(t, withLogger(zap.New(core)))
 	const secret = "sk-live-SECRET-0123456789"
 	req := checkReq(t, "log-1", "Bash", map[string]any{"command": "curl -H 'Authorization: Bearer " + secret + "' https://x"})
@@ -245,6 +245,10 @@ func TestLogs(t *testing.T) {
 	}
 	if _, err := healthpb.NewHealthClient(env.conn).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatal(err)
+	}
+	bad := checkReq(t, "log-bad", "", nil)
+	if _, err := env.client.Check(t.Context(), bad); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("nameless tool: %v", err)
 	}
 	env.stop(t)
 
@@ -263,12 +267,17 @@ func TestLogs(t *testing.T) {
 			t.Errorf("decision log lacks %s", k)
 		}
 	}
+	// One info line per check: a decided check has its decision line and
+	// a debug rpc line; a refused one has an info rpc line with the error.
 	rpcs := logs.FilterMessage("rpc").AllUntimed()
-	if len(rpcs) != 1 {
-		t.Fatalf("%d rpc lines, want 1 (health checks are not logged): %v", len(rpcs), rpcs)
+	if len(rpcs) != 2 {
+		t.Fatalf("%d rpc lines, want 2 (health checks are not logged): %v", len(rpcs), rpcs)
 	}
-	if m := rpcs[0].ContextMap(); m["method"] != "/toolgate.v1.PermissionService/Check" || m["code"] != "OK" || m["request_id"] != "log-1" {
-		t.Errorf("rpc line %v", m)
+	if m := rpcs[0].ContextMap(); rpcs[0].Level != zap.DebugLevel || m["method"] != "/toolgate.v1.PermissionService/Check" || m["code"] != "OK" || m["request_id"] != "log-1" {
+		t.Errorf("rpc line of the decided check: %v %v", rpcs[0].Level, m)
+	}
+	if m := rpcs[1].ContextMap(); rpcs[1].Level != zap.InfoLevel || m["code"] != "InvalidArgument" || m["request_id"] != "log-bad" || m["error"] == nil {
+		t.Errorf("rpc line of the refused check: %v %v", rpcs[1].Level, m)
 	}
 	for _, e := range logs.AllUntimed() {
 		for k, v := range e.ContextMap() {

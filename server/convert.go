@@ -33,7 +33,7 @@ func (s *Service) toEngine(req *pb.CheckRequest) (*engine.Request, error) {
 	if len(req.GetRequestId()) > maxIDBytes || len(req.GetSessionId()) > maxIDBytes || len(req.GetPolicy()) > maxIDBytes {
 		return nil, invalid("request_id, session_id and policy are limited to %d bytes", maxIDBytes)
 	}
-	if n := proto.Size(req.GetTool().GetInput()); n > s.cfg.MaxToolInputBytes {
+	if n := structSize(req.GetTool().GetInput()); n > s.cfg.MaxToolInputBytes {
 		return nil, invalid("tool.input is %d bytes, over the limit of %d", n, s.cfg.MaxToolInputBytes)
 	}
 	if wd := req.GetWorkingDirectory(); wd != "" && !filepath.IsAbs(wd) {

@@ -29,12 +29,21 @@ func quiet(method string) bool {
 	return strings.HasPrefix(method, "/grpc.health.v1.Health/")
 }
 
-// accessLogUnary logs one line per unary RPC.
+// accessLogUnary logs one line per unary RPC. A Check that succeeded has
+// its decision line already, so its rpc line is debug: one line per check.
 func accessLogUnary(log *zap.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		start := time.Now()
 		resp, err := handler(ctx, req)
 		if quiet(info.FullMethod) {
+			return resp, err
+		}
+		level := zap.InfoLevel
+		if err == nil && info.FullMethod == pb.PermissionService_Check_FullMethodName {
+			level = zap.DebugLevel
+		}
+		ce := log.Check(level, "rpc")
+		if ce == nil {
 			return resp, err
 		}
 		fields := []zap.Field{
@@ -49,7 +58,7 @@ func accessLogUnary(log *zap.Logger) grpc.UnaryServerInterceptor {
 		if err != nil {
 			fields = append(fields, zap.String("error", status.Convert(err).Message()))
 		}
-		log.Info("rpc", fields...)
+		ce.Write(fields...)
 		return resp, err
 	}
 }

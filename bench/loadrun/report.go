@@ -58,7 +58,7 @@ func (r *results) goals() []goal {
 				"the bare server spends %s per call on gRPC alone, toolgate %s, a ratio of %.2f. "+
 				"Reaching %.0f%% would leave toolgate %s per check above the transport, less than one path resolution "+
 				"(a few lstat calls) or one bash parse takes. toolgate's extra cost is the decision itself (resolving target paths "+
-				"through symlinks, parsing bash, matching rules), two JSON log lines per check, the stack growth of a fresh goroutine "+
+				"through symlinks, parsing bash, matching rules), the JSON log line, the stack growth of a fresh goroutine "+
 				"per RPC, and garbage collection; `go run ./bench/loadrun -profile DIR` shows the split.",
 				tu.Concurrency, us(bu.cpuPerCheck()), us(tu.cpuPerCheck()), float64(bu.cpuPerCheck())/float64(max(1, tu.cpuPerCheck())),
 				goalUnaryRatio*100, us(time.Duration(float64(bu.cpuPerCheck())/goalUnaryRatio)-bu.cpuPerCheck())),
@@ -180,7 +180,7 @@ func (r *results) markdown() string {
 	p("- Machine: %s.\n", r.Machine)
 	p("- CPU placement: %s.\n", r.Pinning)
 	p("- Load: %s.\n", r.Settings)
-	p("- toolgate: `toolgate serve` with the embedded default policy in auto mode, info-level JSON logs to a file (one `rpc` and one `decision` line per check), metrics listener on; ")
+	p("- toolgate: `toolgate serve` with the embedded default policy in auto mode, info-level JSON logs to a file (one `decision` line per check), metrics listener on; ")
 	p("the classifier targets add `--classifier-url` pointing at `cmd/fakellm --latency %s` (pool: %d calls in flight, queue time %s, the defaults).\n", r.Latency, r.PoolSize, r.Queue)
 	p("- Local mix (bench/workload): Read and Grep (safe tools), Edit and Write inside the project (accept-edits), `git status`, `ls -la src | head -20` and a six-program compound command (command analysis), cycled; every call is checked to be decided ALLOW by the expected stage before the load starts.\n")
 	p("- The bare server (bench/bareserver) serves the same proto with a constant answer: the transport's limit on this machine.\n\n")

@@ -179,7 +179,7 @@ func (s *Service) runCheck(ctx context.Context, sess *session, req *pb.CheckRequ
 		defer workers.Done()
 		defer func() { <-sem }()
 		id := req.GetRequestId()
-		resp, err := s.decide(ctx, req)
+		resp, err := s.decideRecovered(ctx, req)
 		sess.mu.Lock()
 		delete(sess.inFlight, id)
 		sess.mu.Unlock()
@@ -192,6 +192,18 @@ func (s *Service) runCheck(ctx context.Context, sess *session, req *pb.CheckRequ
 		}
 		out <- m
 	}()
+}
+
+// decideRecovered is decide with a panic turned into Internal, as the
+// recovery interceptor does for unary calls: a stream's checks run on
+// goroutines of their own, which the interceptor does not cover.
+func (s *Service) decideRecovered(ctx context.Context, req *pb.CheckRequest) (resp *pb.CheckResponse, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, recoveryHandler(s.log)(ctx, p)
+		}
+	}()
+	return s.decide(ctx, req)
 }
 
 // mergeSession fills what a check leaves empty from the session context.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -287,5 +289,27 @@ func TestShutdownTimeoutCutsStuckStream(t *testing.T) {
 	}
 	if _, err := s.Recv(); err == nil {
 		t.Fatal("stream still delivering after a forced stop")
+	}
+}
+
+func TestStreamPanicBecomesInternal(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	env := newEnv(t, withClassifier(newFakeClassifier()), withLogger(zap.New(core)))
+	s := openStream(t, env)
+	sendCheck(t, s, checkReq(t, "boom", "mcp__test__panic", nil))
+	if m := recv(t, s); m.GetRequestId() != "boom" || m.GetError().GetCode() != int32(codes.Internal) {
+		t.Fatalf("panicking check answered %v, want an Internal error", m)
+	}
+	if logs.FilterMessage("panic in handler").Len() != 1 {
+		t.Errorf("panic not logged once")
+	}
+	// The stream, and the server, carry on.
+	sendCheck(t, s, checkReq(t, "after", "Read", map[string]any{"file_path": "/x"}))
+	if m := recv(t, s); m.GetRequestId() != "after" || m.GetResponse().GetDecision() != pb.Decision_DECISION_ALLOW {
+		t.Fatalf("after the panic: %v", m)
+	}
+	_ = s.CloseSend()
+	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after CloseSend: %v", err)
 	}
 }

@@ -83,8 +83,11 @@ type poolMember struct {
 }
 
 // Pool routes calls to backends by priority, capacity and breaker state.
-// It starts no goroutines and keeps no queue of its own: a waiting call is
-// the caller's goroutine blocked on a channel, bounded by QueueTimeout.
+// It starts no goroutines: a waiting call is the caller's goroutine blocked
+// on a channel, bounded by QueueTimeout. Calls waiting for their first
+// slot are served in arrival order: under overload, the calls that fail
+// closed are those that arrived behind too long a queue, not a random few
+// that kept losing the race for a freed slot.
 //
 // Every call into a breaker is made with mu held, so a breaker's state and
 // counts read together under mu are consistent with each other and with the
@@ -95,9 +98,14 @@ type Pool struct {
 	// order lists member indices by priority, highest first, then config
 	// order; selection scans it.
 	order []int
-	// freed is closed and replaced on every slot release, waking all
-	// waiters to re-check; a closed channel cannot lose a wake-up.
+	// freed is closed and replaced on every slot release and every change
+	// of queue's head, waking all waiters to re-check; a closed channel
+	// cannot lose a wake-up.
 	freed chan struct{}
+	// queue lists the calls waiting for their first slot, oldest first.
+	// While it is not empty, only its head may take a slot for a first
+	// attempt. A failover attempt does not queue: its call has had its turn.
+	queue []*poolWaiter
 
 	queueTimeout time.Duration
 	cooldown     time.Duration
@@ -106,6 +114,10 @@ type Pool struct {
 	// to block for capacity.
 	onWait func()
 }
+
+// poolWaiter is one call's place in Pool.queue (not zero-sized, so each
+// is a distinct pointer).
+type poolWaiter struct{ _ byte }
 
 // MemberState is a snapshot of one backend for metrics and tests.
 type MemberState struct {
@@ -185,8 +197,9 @@ func NewPool(members []MemberConfig, cfg PoolConfig) (*Pool, error) {
 // one with fewer calls in flight, then the first in config order. fn gets
 // the caller's ctx and the member index, and should honour ctx.
 //
-// If every such backend is busy, Do waits for a slot, at most QueueTimeout
-// in total and never past ctx, and then returns ErrSaturated. If every
+// If every such backend is busy, or other calls are already waiting, Do
+// waits for a slot behind them, at most QueueTimeout in total and never
+// past ctx, and then returns ErrSaturated. If every
 // backend's breaker is open (or a half-open one already has its probe in
 // flight) it returns ErrNoBackend at once, as waiting cannot help.
 //
@@ -218,14 +231,30 @@ func (p *Pool) Do(ctx context.Context, fn func(ctx context.Context, member int) 
 		}
 	}()
 
+	// me is this call's place in the queue while it waits for a first slot.
+	var me *poolWaiter
+	defer func() {
+		if me != nil {
+			p.mu.Lock()
+			p.leaveQueueLocked(me)
+			p.mu.Unlock()
+		}
+	}()
+
 	for {
 		if err := ctx.Err(); err != nil {
 			return last, p.wrapLast(err, last, lastErr)
 		}
 
 		p.mu.Lock()
-		i, done, waitable, recheck := p.acquireLocked(tried)
+		first := last < 0
+		myTurn := !first || len(p.queue) == 0 || p.queue[0] == me
+		i, done, waitable, recheck := p.acquireLocked(tried, myTurn)
 		if i >= 0 {
+			if me != nil {
+				p.leaveQueueLocked(me)
+				me = nil
+			}
 			p.mu.Unlock()
 			tried[i] = true
 			last = i
@@ -239,6 +268,10 @@ func (p *Pool) Do(ctx context.Context, fn func(ctx context.Context, member int) 
 		if !waitable {
 			p.mu.Unlock()
 			return last, p.wrapLast(ErrNoBackend, last, lastErr)
+		}
+		if first && me == nil {
+			me = &poolWaiter{}
+			p.queue = append(p.queue, me)
 		}
 		// Capture the channel under the lock before blocking, so a release
 		// after this check cannot be missed.
@@ -280,10 +313,11 @@ func (p *Pool) Do(ctx context.Context, fn func(ctx context.Context, member int) 
 
 // acquireLocked picks a member, takes a slot and a breaker ticket on it and
 // returns its index and the breaker's done callback. With no member to take
-// it returns -1, whether a usable member is merely full (worth waiting for),
-// and how soon an open breaker among the untried members will half-open
-// (0 if none). p.mu must be held.
-func (p *Pool) acquireLocked(tried []bool) (idx int, done func(error), waitable bool, recheck time.Duration) {
+// it returns -1, whether a usable member is merely full or, if !mayTake,
+// free for a call ahead in the queue (worth waiting for either way), and
+// how soon an open breaker among the untried members will half-open (0 if
+// none). p.mu must be held.
+func (p *Pool) acquireLocked(tried []bool, mayTake bool) (idx int, done func(error), waitable bool, recheck time.Duration) {
 	var refused []bool
 	for {
 		best := -1
@@ -315,6 +349,9 @@ func (p *Pool) acquireLocked(tried []bool) (idx int, done func(error), waitable 
 		}
 		if best < 0 {
 			return -1, nil, waitable, recheck
+		}
+		if !mayTake {
+			return -1, nil, true, 0
 		}
 		done, err := p.members[best].breaker.Allow()
 		if err != nil {
@@ -394,8 +431,26 @@ func (p *Pool) release(i int, done func(error), report error) {
 	defer p.mu.Unlock()
 	done(report)
 	p.members[i].inFlight--
+	p.wakeLocked()
+}
+
+// wakeLocked wakes every waiter to re-check. p.mu must be held.
+func (p *Pool) wakeLocked() {
 	close(p.freed)
 	p.freed = make(chan struct{})
+}
+
+// leaveQueueLocked takes w out of the queue; if w was its head, the next
+// call may now take a free slot, so waiters re-check. p.mu must be held.
+func (p *Pool) leaveQueueLocked(w *poolWaiter) {
+	at := slices.Index(p.queue, w)
+	if at < 0 {
+		return
+	}
+	p.queue = slices.Delete(p.queue, at, at+1)
+	if at == 0 {
+		p.wakeLocked()
+	}
 }
 
 // wrapLast adds the last backend error, if any, to the sentinel so logs say

@@ -414,6 +414,98 @@ func TestPoolTwoReleasesWakeTwoWaiters(t *testing.T) {
 	}
 }
 
+// TestPoolServesWaitersInOrder: calls waiting for a first slot get one in
+// arrival order, and a call arriving while they wait does not jump ahead
+// even when it finds a slot free.
+func TestPoolServesWaitersInOrder(t *testing.T) {
+	p := newTestPool(t, []MemberConfig{{Name: "a", MaxConcurrent: 1}}, PoolConfig{QueueTimeout: time.Minute})
+	// Waiters park in the hook, between queueing and blocking, until the
+	// gate opens: the slot is free then, and only the queue keeps order.
+	waits := make(chan struct{}, 256)
+	gate := make(chan struct{})
+	var openGate sync.Once
+	defer openGate.Do(func() { close(gate) })
+	p.onWait = func() {
+		select {
+		case waits <- struct{}{}:
+		default:
+		}
+		<-gate
+	}
+	h := startHeld(t, p, context.Background(), nil)
+
+	var order callLog
+	logAs := func(k int) func(context.Context, int) error {
+		return func(context.Context, int) error { order.add(k); return nil }
+	}
+	var results []<-chan doResult
+	for k := range 5 {
+		results = append(results, goDo(p, context.Background(), logAs(k)))
+		awaitWaits(t, waits, 1) // k is queued before k+1 arrives
+	}
+	if r := h.finish(t, returns(nil)); r.err != nil {
+		t.Fatalf("held call: %v", r.err)
+	}
+	// The slot is free and every waiter is parked: a newcomer must queue.
+	results = append(results, goDo(p, context.Background(), logAs(99)))
+	awaitWaits(t, waits, 1)
+	openGate.Do(func() { close(gate) })
+	for _, res := range results {
+		if r := waitResult(t, res); r.err != nil {
+			t.Fatalf("waiter: %v", r.err)
+		}
+	}
+	if got := order.get(); !slices.Equal(got, []int{0, 1, 2, 3, 4, 99}) {
+		t.Fatalf("served in order %v, want arrival order [0 1 2 3 4 99]", got)
+	}
+	if n := len(p.queue); n != 0 {
+		t.Fatalf("%d calls left in the queue", n)
+	}
+}
+
+// TestPoolQueueHeadLeaving: when the call at the head of the queue gives up
+// while a slot is free, the next one takes it at once rather than at the
+// next release.
+func TestPoolQueueHeadLeaving(t *testing.T) {
+	p := newTestPool(t, []MemberConfig{{Name: "a", MaxConcurrent: 1}}, PoolConfig{QueueTimeout: time.Minute})
+	// The first wait (the head's) parks in the hook until the gate opens,
+	// so the head cannot take the slot when it frees.
+	waits := make(chan struct{}, 256)
+	gate := make(chan struct{})
+	var openGate sync.Once
+	defer openGate.Do(func() { close(gate) })
+	var n atomic.Int32
+	p.onWait = func() {
+		waits <- struct{}{}
+		if n.Add(1) == 1 {
+			<-gate
+		}
+	}
+	h := startHeld(t, p, context.Background(), nil)
+	headCtx, cancelHead := context.WithCancel(context.Background())
+	defer cancelHead()
+	head := goDo(p, headCtx, func(context.Context, int) error { return nil })
+	awaitWaits(t, waits, 1)
+	var log callLog
+	next := goDo(p, context.Background(), succeeding(&log))
+	awaitWaits(t, waits, 1)
+
+	// The release wakes the next call, which finds it is not its turn and
+	// waits again; only then does the head give up.
+	if r := h.finish(t, returns(nil)); r.err != nil {
+		t.Fatalf("held call: %v", r.err)
+	}
+	awaitWaits(t, waits, 1)
+	cancelHead()
+	openGate.Do(func() { close(gate) })
+	if r := waitResult(t, head); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("cancelled head = %v, want context.Canceled", r.err)
+	}
+	if r := waitResult(t, next); r.err != nil || !slices.Equal(log.get(), []int{0}) {
+		t.Fatalf("next waiter = %v, calls %v", r.err, log.get())
+	}
+}
+
 func TestPoolContextEndsWait(t *testing.T) {
 	p := newTestPool(t, []MemberConfig{{Name: "a", MaxConcurrent: 1}}, PoolConfig{QueueTimeout: time.Minute})
 	startHeld(t, p, context.Background(), nil)

@@ -186,3 +186,37 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+func TestUnaryRatioWhy(t *testing.T) {
+	// 10 s runs: toolgate 199,540 calls at 45 µs each (90% of one core).
+	tu := &targetResult{Count: 199540, RPS: 19954, ServerCPU: 199540 * 45 * time.Microsecond}
+	cases := []struct {
+		name string
+		bare *targetResult
+		want []string
+	}{
+		{"bare server not busy", &targetResult{Count: 376580, RPS: 37658, ServerCPU: 376580 * 13 * time.Microsecond},
+			[]string{"kept its CPU 90% busy at 45 µs", "used 49% of its CPU (13 µs per call): ghz", "allows at most 33 µs per check, 12 µs less"}},
+		{"bare server busy", &targetResult{Count: 400000, RPS: 40000, ServerCPU: 400000 * 24 * time.Microsecond},
+			[]string{"96% busy too, at 24 µs per call", "allows at most 31 µs per check, 14 µs less"}},
+	}
+	for _, c := range cases {
+		why := unaryRatioWhy(tu, c.bare, 1)
+		for _, w := range c.want {
+			if !strings.Contains(why, w) {
+				t.Errorf("%s: %q lacks %q", c.name, why, w)
+			}
+		}
+	}
+}
+
+func TestUnaryRatioWhyCores(t *testing.T) {
+	tu := &targetResult{Count: 100000, RPS: 10000, ServerCPU: 100000 * 150 * time.Microsecond}
+	bu := &targetResult{Count: 400000, RPS: 40000, ServerCPU: 400000 * 45 * time.Microsecond}
+	why := unaryRatioWhy(tu, bu, 2)
+	for _, w := range []string{"kept its 2 CPUs 75% busy at 150 µs", "was 90% busy too", "allows at most 62 µs per check, 88 µs less"} {
+		if !strings.Contains(why, w) {
+			t.Errorf("%q lacks %q", why, w)
+		}
+	}
+}

@@ -123,7 +123,10 @@ func run() error {
 		return h.soak(ctx, *soak, *window, *rate, *out)
 	}
 
-	res := &results{Date: time.Now().UTC(), Machine: describeMachine(), Pinning: h.pin.why, Settings: h.settings(), Latency: h.latency}
+	res := &results{Date: time.Now().UTC(), Machine: describeMachine(), Pinning: h.pin.why, ServerCores: runtime.NumCPU(), Settings: h.settings(), Latency: h.latency}
+	if h.pin.enabled {
+		res.ServerCores = len(h.pin.server)
+	}
 	res.PoolSize, res.Queue = poolShape()
 	if *goBench {
 		logf("Go benchmarks (-benchtime %s)", *benchtime)

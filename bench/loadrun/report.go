@@ -10,15 +10,17 @@ import (
 
 // results is everything one make bench run measured.
 type results struct {
-	Date     time.Time
-	Machine  string
-	Pinning  string
-	Settings string
-	Latency  time.Duration // the fake model's
-	PoolSize int
-	Queue    time.Duration
-	GoBench  []goBench
-	Targets  []*targetResult
+	Date    time.Time
+	Machine string
+	Pinning string
+	// ServerCores is how many CPUs the server under test may use.
+	ServerCores int
+	Settings    string
+	Latency     time.Duration // the fake model's
+	PoolSize    int
+	Queue       time.Duration
+	GoBench     []goBench
+	Targets     []*targetResult
 }
 
 func (r *results) target(id string) *targetResult {
@@ -45,6 +47,33 @@ const (
 	goalPeakRSSKB   = 150 << 10
 )
 
+// unaryRatioWhy explains a missed throughput ratio from the run's own
+// figures: how busy each server's CPUs were, and what CPU per check the
+// goal would allow.
+func unaryRatioWhy(tu, bu *targetResult, cores int) string {
+	cores = max(cores, 1)
+	busyT := tu.RPS * tu.cpuPerCheck().Seconds() / float64(cores)
+	busyB := bu.RPS * bu.cpuPerCheck().Seconds() / float64(cores)
+	allowed := time.Duration(float64(cores) * float64(time.Second) / (goalUnaryRatio * bu.RPS))
+	cpus := "its CPU"
+	if cores > 1 {
+		cpus = fmt.Sprintf("its %d CPUs", cores)
+	}
+	why := fmt.Sprintf("toolgate kept %s %.0f%% busy at %s of CPU per check, so CPU per check sets its throughput. ",
+		cpus, busyT*100, us(tu.cpuPerCheck()))
+	if busyB < 0.9 {
+		why += fmt.Sprintf("The bare server used %.0f%% of its CPU (%s per call): ghz, on the load's CPUs, set its pace. ",
+			busyB*100, us(bu.cpuPerCheck()))
+	} else {
+		why += fmt.Sprintf("The bare server's CPU was %.0f%% busy too, at %s per call for gRPC alone. ", busyB*100, us(bu.cpuPerCheck()))
+	}
+	why += fmt.Sprintf("%.0f%% of the bare server's rate allows at most %s per check, %s less than toolgate spends. ",
+		goalUnaryRatio*100, us(allowed), us(tu.cpuPerCheck()-allowed))
+	return why + "Beyond the transport, toolgate's cost is the decision itself (resolving target paths through symlinks, parsing bash, " +
+		"matching rules), the JSON log line, the stack growth of a fresh goroutine per RPC (bash parsing recurses deeply) " +
+		"and garbage collection; `go run ./bench/loadrun -profile DIR` shows the split."
+}
+
 func (r *results) goals() []goal {
 	var g []goal
 	tu, bu := r.target("toolgate-unary"), r.target("bare-unary")
@@ -54,14 +83,7 @@ func (r *results) goals() []goal {
 			What:     fmt.Sprintf("local-path unary requests/s at least %.0f%% of the bare server's, %d callers", goalUnaryRatio*100, tu.Concurrency),
 			Measured: fmt.Sprintf("%.0f%% (%s vs %s requests/s)", ratio*100, count(tu.RPS), count(bu.RPS)),
 			Met:      ratio >= goalUnaryRatio,
-			Why: fmt.Sprintf("At %d callers the server's CPU is saturated in both runs, so throughput is set by CPU per check: "+
-				"the bare server spends %s per call on gRPC alone, toolgate %s, a ratio of %.2f. "+
-				"Reaching %.0f%% would leave toolgate %s per check above the transport, less than one path resolution "+
-				"(a few lstat calls) or one bash parse takes. toolgate's extra cost is the decision itself (resolving target paths "+
-				"through symlinks, parsing bash, matching rules), the JSON log line, the stack growth of a fresh goroutine "+
-				"per RPC, and garbage collection; `go run ./bench/loadrun -profile DIR` shows the split.",
-				tu.Concurrency, us(bu.cpuPerCheck()), us(tu.cpuPerCheck()), float64(bu.cpuPerCheck())/float64(max(1, tu.cpuPerCheck())),
-				goalUnaryRatio*100, us(time.Duration(float64(bu.cpuPerCheck())/goalUnaryRatio)-bu.cpuPerCheck())),
+			Why:      unaryRatioWhy(tu, bu, r.ServerCores),
 		})
 	}
 	for _, id := range []string{"toolgate-unary", "toolgate-unary-light"} {

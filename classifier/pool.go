@@ -98,13 +98,15 @@ type Pool struct {
 	// order lists member indices by priority, highest first, then config
 	// order; selection scans it.
 	order []int
-	// freed is closed and replaced on every slot release and every change
-	// of queue's head, waking all waiters to re-check; a closed channel
-	// cannot lose a wake-up.
+	// freed is closed and replaced on every slot release, waking the
+	// failover attempts that wait (they do not queue: their call has had
+	// its turn); a closed channel cannot lose a wake-up.
 	freed chan struct{}
 	// queue lists the calls waiting for their first slot, oldest first.
 	// While it is not empty, only its head may take a slot for a first
-	// attempt. A failover attempt does not queue: its call has had its turn.
+	// attempt, and only the head is woken: by a release, or on becoming
+	// the head. Waking every waiter for one slot only the head may take
+	// would cost each release a stampede through mu.
 	queue []*poolWaiter
 
 	queueTimeout time.Duration
@@ -115,9 +117,12 @@ type Pool struct {
 	onWait func()
 }
 
-// poolWaiter is one call's place in Pool.queue (not zero-sized, so each
-// is a distinct pointer).
-type poolWaiter struct{ _ byte }
+// poolWaiter is one call's place in Pool.queue.
+type poolWaiter struct {
+	// ready (buffer 1) is signalled when the waiter should look again; a
+	// signal sent while it is not yet blocked waits in the buffer.
+	ready chan struct{}
+}
 
 // MemberState is a snapshot of one backend for metrics and tests.
 type MemberState struct {
@@ -270,12 +275,18 @@ func (p *Pool) Do(ctx context.Context, fn func(ctx context.Context, member int) 
 			return last, p.wrapLast(ErrNoBackend, last, lastErr)
 		}
 		if first && me == nil {
-			me = &poolWaiter{}
+			me = &poolWaiter{ready: make(chan struct{}, 1)}
 			p.queue = append(p.queue, me)
 		}
-		// Capture the channel under the lock before blocking, so a release
+		// What wakes this call: its own signal if it queues, else the
+		// release broadcast, captured under the lock so that a release
 		// after this check cannot be missed.
-		freed := p.freed
+		var wake <-chan struct{}
+		if me != nil {
+			wake = me.ready
+		} else {
+			wake = p.freed
+		}
 		p.mu.Unlock()
 
 		now := time.Now()
@@ -300,7 +311,7 @@ func (p *Pool) Do(ctx context.Context, fn func(ctx context.Context, member int) 
 			p.onWait()
 		}
 		select {
-		case <-freed:
+		case <-wake:
 		case <-timer.C:
 			// Look once more before giving up: a slot may have freed as
 			// the time ran out.
@@ -431,17 +442,25 @@ func (p *Pool) release(i int, done func(error), report error) {
 	defer p.mu.Unlock()
 	done(report)
 	p.members[i].inFlight--
-	p.wakeLocked()
-}
-
-// wakeLocked wakes every waiter to re-check. p.mu must be held.
-func (p *Pool) wakeLocked() {
 	close(p.freed)
 	p.freed = make(chan struct{})
+	p.wakeHeadLocked()
 }
 
-// leaveQueueLocked takes w out of the queue; if w was its head, the next
-// call may now take a free slot, so waiters re-check. p.mu must be held.
+// wakeHeadLocked signals the queue's head, if any, to look again. p.mu
+// must be held.
+func (p *Pool) wakeHeadLocked() {
+	if len(p.queue) > 0 {
+		select {
+		case p.queue[0].ready <- struct{}{}:
+		default: // already signalled
+		}
+	}
+}
+
+// leaveQueueLocked takes w out of the queue. If w was its head, the next
+// call is the head now and may take a free slot (w may have just taken one
+// of several), so it is woken. p.mu must be held.
 func (p *Pool) leaveQueueLocked(w *poolWaiter) {
 	at := slices.Index(p.queue, w)
 	if at < 0 {
@@ -449,7 +468,7 @@ func (p *Pool) leaveQueueLocked(w *poolWaiter) {
 	}
 	p.queue = slices.Delete(p.queue, at, at+1)
 	if at == 0 {
-		p.wakeLocked()
+		p.wakeHeadLocked()
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/toolgate/toolgate/engine"
@@ -344,5 +345,25 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("got %v, want an error naming %s", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestToProtoMakesTextUTF8(t *testing.T) {
+	bad := "target /tmp/\xff\xfe is outside"
+	resp, err := toProto("r", "d", engine.Result{
+		Decision: engine.Deny, Reason: bad, MatchedRule: "Edit(/tmp/\xff)", Policy: "p\xff",
+		Classifier: &engine.ClassifierDetails{Backend: "b\xff", Model: "m", Stage: "s"},
+	}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := proto.Marshal(resp); err != nil {
+		t.Fatalf("response does not encode: %v", err)
+	}
+	if resp.GetReason() != "target /tmp/\uFFFD is outside" || resp.GetMatchedRule() != "Edit(/tmp/\uFFFD)" || resp.GetPolicy() != "p\uFFFD" || resp.GetClassifier().GetBackend() != "b\uFFFD" {
+		t.Fatalf("got %v", resp)
+	}
+	if ok := "plain é"; validUTF8(ok) != ok {
+		t.Fatalf("valid text changed: %q", validUTF8(ok))
 	}
 }

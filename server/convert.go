@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
@@ -158,7 +160,7 @@ func toProto(requestID, decisionID string, r engine.Result, latencyMicros int64)
 	var ci *pb.ClassifierInfo
 	if c := r.Classifier; c != nil {
 		ci = &pb.ClassifierInfo{
-			Backend: c.Backend, Model: c.Model, Stage: c.Stage, LatencyMicros: c.LatencyMicro,
+			Backend: validUTF8(c.Backend), Model: validUTF8(c.Model), Stage: validUTF8(c.Stage), LatencyMicros: c.LatencyMicro,
 			InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, Cached: c.Cached,
 		}
 	}
@@ -166,12 +168,23 @@ func toProto(requestID, decisionID string, r engine.Result, latencyMicros int64)
 		Classifier:    ci,
 		RequestId:     requestID,
 		Decision:      d,
-		Reason:        r.Reason,
+		Reason:        validUTF8(r.Reason),
 		Source:        sourceToProto[r.Source],
-		MatchedRule:   r.MatchedRule,
+		MatchedRule:   validUTF8(r.MatchedRule),
 		DecisionId:    decisionID,
-		ToolKind:      string(r.Kind),
-		Policy:        r.Policy,
+		ToolKind:      validUTF8(string(r.Kind)),
+		Policy:        validUTF8(r.Policy),
 		LatencyMicros: latencyMicros,
 	}, nil
+}
+
+// validUTF8 makes s sendable: protobuf refuses to encode a string that is
+// not UTF-8, and a reason can quote what the client did not send (a
+// symlink's target read from disk, say), so a decided check would
+// otherwise reach its client as an Internal error.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }

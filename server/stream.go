@@ -101,8 +101,15 @@ loop:
 	}
 	workers.Wait()
 	close(out)
-	if err := <-sendDone; err != nil && endErr == nil {
-		endErr = err
+	if err := <-sendDone; err != nil {
+		if stream.Context().Err() == nil {
+			// The server failed to send, and cancelled ctx itself: that,
+			// not a departed client, is what ended the stream.
+			return err
+		}
+		if endErr == nil {
+			endErr = err
+		}
 	}
 	if endErr != nil && ctx.Err() != nil {
 		// The client is gone; there is nobody to tell.

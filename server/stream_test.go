@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
@@ -307,6 +308,48 @@ func TestStreamPanicBecomesInternal(t *testing.T) {
 	sendCheck(t, s, checkReq(t, "after", "Read", map[string]any{"file_path": "/x"}))
 	if m := recv(t, s); m.GetRequestId() != "after" || m.GetResponse().GetDecision() != pb.Decision_DECISION_ALLOW {
 		t.Fatalf("after the panic: %v", m)
+	}
+	_ = s.CloseSend()
+	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after CloseSend: %v", err)
+	}
+}
+
+// TestReasonNotUTF8 sends a check whose reason quotes a path cut near a
+// character: cut inside it, protobuf could not encode the text, which
+// turned a decided check into an Internal error and, on a stream, ended
+// the stream with every other check unanswered.
+func TestReasonNotUTF8(t *testing.T) {
+	env := newEnv(t)
+	long := "/" + strings.Repeat("a", 62) + "é" + strings.Repeat("/b", 2100)
+	in := map[string]any{"file_path": long, "content": "x"}
+	write := func(id string) *pb.CheckRequest {
+		r := checkReq(t, id, "Write", in)
+		r.WorkingDirectory = t.TempDir()
+		return r
+	}
+
+	resp, err := env.client.Check(t.Context(), write("u1"))
+	if err != nil {
+		t.Fatalf("unary: %v", err)
+	}
+	if resp.GetDecision() == pb.Decision_DECISION_ALLOW || !utf8.ValidString(resp.GetReason()) || !strings.Contains(resp.GetReason(), "file name too long") {
+		t.Fatalf("unary answer %v", resp)
+	}
+
+	s := openStream(t, env)
+	sendCheck(t, s, write("bad"))
+	sendCheck(t, s, checkReq(t, "ok", "Read", map[string]any{"file_path": "/x"}))
+	got := map[string]*pb.CheckResponse{}
+	for range 2 {
+		m := recv(t, s)
+		if m.GetResponse() == nil {
+			t.Fatalf("stream answer %v", m)
+		}
+		got[m.GetRequestId()] = m.GetResponse()
+	}
+	if got["bad"].GetDecision() == pb.Decision_DECISION_ALLOW || got["ok"].GetDecision() != pb.Decision_DECISION_ALLOW {
+		t.Fatalf("stream answers %v", got)
 	}
 	_ = s.CloseSend()
 	if _, err := s.Recv(); !errors.Is(err, io.EOF) {

@@ -92,9 +92,9 @@ func join(base, p string) (string, error) {
 	case !filepath.IsAbs(base):
 		return "", fmt.Errorf("pathcheck: base %q is not absolute", base)
 	case len(p) >= pathMax:
-		return "", &fs.PathError{Op: "resolve", Path: p[:64] + "...", Err: syscall.ENAMETOOLONG}
+		return "", &fs.PathError{Op: "resolve", Path: head(p, 64) + "...", Err: syscall.ENAMETOOLONG}
 	case len(base) >= pathMax:
-		return "", &fs.PathError{Op: "resolve", Path: base[:64] + "...", Err: syscall.ENAMETOOLONG}
+		return "", &fs.PathError{Op: "resolve", Path: head(base, 64) + "...", Err: syscall.ENAMETOOLONG}
 	}
 	if filepath.IsAbs(p) {
 		return p, nil
@@ -532,4 +532,16 @@ func (c *Checker) container(p string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// head returns at most the first n bytes of s, cut on a character boundary:
+// it ends up in error text that must stay UTF-8.
+func head(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 )
 
 // tree is a scratch filesystem shared by the tests and the fuzz target. All
@@ -669,5 +670,22 @@ func TestNewWithPatterns(t *testing.T) {
 	}
 	if v, err := c.Check(tr.app, ".git/config"); err != nil || v.Protected != "" || !v.Inside {
 		t.Fatalf("nil patterns: %+v, %v; want inside and unprotected", v, err)
+	}
+}
+
+// TestTooLongErrorIsUTF8: the error quotes the start of an over-long path,
+// cut on a character boundary; a reason that is not UTF-8 cannot be sent.
+func TestTooLongErrorIsUTF8(t *testing.T) {
+	for _, p := range []string{
+		"/" + strings.Repeat("a", 62) + "é" + strings.Repeat("/b", 2100),
+		"/" + strings.Repeat("€", 2000),
+	} {
+		_, err := Resolve("/", p)
+		if err == nil || !strings.Contains(err.Error(), "file name too long") || !utf8.ValidString(err.Error()) {
+			t.Errorf("Resolve(%.20q...) = %q", p, err)
+		}
+	}
+	if _, err := Resolve("/"+strings.Repeat("é", 3000), "x"); err == nil || !strings.Contains(err.Error(), "file name too long") || !utf8.ValidString(err.Error()) {
+		t.Errorf("long base: %q", err)
 	}
 }

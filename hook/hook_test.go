@@ -3,12 +3,16 @@ package hook
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 const claudeSample = `{
@@ -390,3 +394,76 @@ func TestReadTail(t *testing.T) {
 		}
 	}
 }
+
+// TestTranscriptToolCallsBounded: a large write earlier in the session
+// must not put a transcript entry over the server's per-entry limit (which
+// refuses the whole check): long strings are cut, and an input too large
+// even then is left out, keeping the tool's name.
+func TestTranscriptToolCallsBounded(t *testing.T) {
+	big := strings.Repeat("x", 70<<10)
+	many := map[string]any{}
+	for i := range 200 {
+		many[fmt.Sprintf("k%03d", i)] = strings.Repeat("y", 200)
+	}
+	line := func(input map[string]any) string {
+		b, err := json.Marshal(map[string]any{"type": "assistant", "message": map[string]any{"role": "assistant",
+			"content": []any{map[string]any{"type": "tool_use", "id": "t", "name": "Write", "input": input}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	path := writeTranscript(t, []string{
+		line(map[string]any{"file_path": "/w/a.txt", "content": big}),
+		line(many),
+	})
+	req, err := ClaudeRequest(&ClaudeInput{ToolName: "Read", ToolInput: map[string]any{}, TranscriptPath: path}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := req.GetTranscript()
+	if len(entries) != 2 {
+		t.Fatalf("%d entries", len(entries))
+	}
+	for i, e := range entries {
+		if n := proto.Size(e); n > MaxEntryText+1024 || e.GetToolCall().GetName() != "Write" {
+			t.Errorf("entry %d: %d bytes, tool %q", i, n, e.GetToolCall().GetName())
+		}
+	}
+	f := entries[0].GetToolCall().GetInput().GetFields()
+	if f["file_path"].GetStringValue() != "/w/a.txt" || !strings.HasSuffix(f["content"].GetStringValue(), clipMarker) || len(f["content"].GetStringValue()) > maxCallString+len(clipMarker) {
+		t.Errorf("large write: file_path %q, content of %d bytes ending %q", f["file_path"].GetStringValue(), len(f["content"].GetStringValue()), tail(f["content"].GetStringValue()))
+	}
+	if entries[1].GetToolCall().GetInput() != nil {
+		t.Errorf("an input over the limit after cutting strings was kept")
+	}
+	// Codex's calls go the same way.
+	if e := callEntry("apply_patch", map[string]any{"input": big}); proto.Size(e) > MaxEntryText {
+		t.Errorf("codex call entry is %d bytes", proto.Size(e))
+	}
+}
+
+// TestReadTailFIFO: a FIFO at transcript_path gives no transcript at once
+// rather than blocking the hook until a writer appears.
+func TestReadTailFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skipf("cannot make a FIFO here: %v", err)
+	}
+	done := make(chan []byte, 1)
+	go func() { done <- readTail(path, 1<<20) }()
+	select {
+	case b := <-done:
+		if b != nil {
+			t.Fatalf("read %q from a FIFO", b)
+		}
+	case <-time.After(10 * time.Second):
+		// Unblock the reader so the test binary can exit.
+		if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("readTail blocked on a FIFO")
+	}
+}
+
+func tail(s string) string { return s[max(len(s)-20, 0):] }

@@ -6,18 +6,21 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // readTail returns the last maxBytes of the regular file at path, starting
 // at a line boundary: when the window starts inside a line, that partial
-// line is dropped. Errors and non-regular files (a FIFO would block) give
-// nil.
+// line is dropped. Errors and non-regular files give nil. The file is opened
+// non-blocking, as opening a FIFO for reading would otherwise wait for a
+// writer before the check below could refuse it.
 func readTail(path string, maxBytes int64) []byte {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
 	}
@@ -139,10 +142,7 @@ func claudeEntries(line []byte) []*toolgatev1.TranscriptEntry {
 			if b.Name == "" {
 				continue
 			}
-			call := &toolgatev1.ToolCall{Name: b.Name}
-			if in, err := structpb.NewStruct(b.Input); err == nil {
-				call.Input = in
-			}
+			call := &toolgatev1.ToolCall{Name: b.Name, Input: callInput(b.Input)}
 			out = append(out, &toolgatev1.TranscriptEntry{Role: toolgatev1.Role_ROLE_ASSISTANT, ToolCall: call})
 		case "tool_result":
 			out = append(out, &toolgatev1.TranscriptEntry{
@@ -294,13 +294,56 @@ func callEntry(name string, input map[string]any) *toolgatev1.TranscriptEntry {
 	if name == "" {
 		return nil
 	}
-	call := &toolgatev1.ToolCall{Name: name}
-	if input != nil {
-		if s, err := structpb.NewStruct(input); err == nil {
-			call.Input = s
-		}
-	}
+	call := &toolgatev1.ToolCall{Name: name, Input: callInput(input)}
 	return &toolgatev1.TranscriptEntry{Role: toolgatev1.Role_ROLE_ASSISTANT, ToolCall: call}
+}
+
+// maxCallString caps each string in a transcript tool call's input.
+const maxCallString = 2 << 10
+
+// callInput converts a transcript tool call's input within MaxEntryText:
+// long strings (a written file's content, a patch) are cut and marked, and
+// an input still over the limit after that is left out; the tool's name
+// stays. The server refuses a transcript entry over its own limit, so one
+// large write in the session would otherwise fail every check after it.
+func callInput(input map[string]any) *structpb.Struct {
+	if input == nil {
+		return nil
+	}
+	s, err := structpb.NewStruct(clipStrings(input).(map[string]any))
+	if err != nil || proto.Size(s) > MaxEntryText {
+		return nil
+	}
+	return s
+}
+
+// clipStrings returns v with every string longer than maxCallString cut
+// on a character boundary and marked; maps and lists are copied.
+func clipStrings(v any) any {
+	switch v := v.(type) {
+	case string:
+		if len(v) <= maxCallString {
+			return v
+		}
+		cut := maxCallString
+		for cut > 0 && !utf8.RuneStart(v[cut]) {
+			cut--
+		}
+		return v[:cut] + clipMarker
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[k] = clipStrings(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(v))
+		for i, e := range v {
+			l[i] = clipStrings(e)
+		}
+		return l
+	}
+	return v
 }
 
 // jsonString returns raw as a string when it is a JSON string, else "".

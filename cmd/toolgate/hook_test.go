@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/fakellm"
 )
@@ -174,6 +177,8 @@ func TestHookUsage(t *testing.T) {
 		{"unknown agent", []string{"cursor"}, 2, `unknown agent "cursor" (known: claude-code, gemini-cli, codex)`},
 		{"bad on-error", []string{"codex", "--on-error", "allow"}, 2, "--on-error must be deny or ask"},
 		{"bad flag", []string{"codex", "--no-such-flag"}, 2, "flag provided but not defined: -no-such-flag"},
+		// An agent takes exit 0 with nothing printed as "go ahead".
+		{"help", []string{"codex", "-h"}, 2, "Usage of hook codex"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,5 +187,42 @@ func TestHookUsage(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and %q", code, stdout, stderr, tc.code, tc.want)
 			}
 		})
+	}
+}
+
+// TestHookSlowInput: an agent that never closes stdin, or a transcript_path
+// that blocks on read (a FIFO), gets the on-error decision when --timeout
+// passes, instead of a hook that hangs (Codex runs the call when its hook
+// times out).
+func TestHookSlowInput(t *testing.T) {
+	r, w := io.Pipe()
+	t.Cleanup(func() { w.Close() })
+	go func() { _, _ = w.Write([]byte(`{"session_id":"s",`)) }() // and nothing more
+	stdin = r
+	defer func() { stdin = nil }()
+	var out, errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(t.Context(), []string{"hook", "claude-code", "--addr", "127.0.0.1:1", "--timeout", "300ms"}, &out, &errOut)
+	}()
+	select {
+	case code := <-done:
+		if code != 0 || !strings.Contains(out.String(), `"permissionDecision":"deny"`) || !strings.Contains(out.String(), "reading the hook input") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		w.Close() // let the read end
+		<-done
+		t.Fatal("the hook waited for stdin past its 300ms timeout")
+	}
+
+	fifo := filepath.Join(t.TempDir(), "transcript.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("cannot make a FIFO here: %v", err)
+	}
+	in := `{"session_id":"s","transcript_path":"` + fifo + `","cwd":"/p","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/p/x"}}`
+	code, stdout, stderr := runHookCmd(t, []byte(in), "claude-code", "--addr", "127.0.0.1:1", "--timeout", "300ms")
+	if code != 0 || !strings.Contains(stdout, `"permissionDecision":"deny"`) {
+		t.Fatalf("FIFO transcript: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }

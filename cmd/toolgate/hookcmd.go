@@ -15,8 +15,9 @@ import (
 // the agent's hook input on stdin, asks the server, and prints the agent's
 // decision format. Any failure (bad input, server unreachable, an error
 // answer) fails closed: a deny naming the problem, or ask with --on-error
-// ask. It never hangs: connecting and deciding run under --timeout, and the
-// transcript is read from its bounded tail.
+// ask. It never hangs: reading the input and the transcript, connecting and
+// deciding all run under --timeout, and the transcript is read from its
+// bounded tail.
 func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "usage: toolgate hook claude-code|gemini-cli|codex [--addr ADDR] [--tls-ca FILE] [--token-file FILE] [--timeout 5s] [--on-error deny|ask]")
@@ -29,9 +30,7 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	timeout := fs.Duration("timeout", 5*time.Second, "deadline for connecting and deciding")
 	onError := fs.String("on-error", "deny", "decision when the server cannot decide: deny or ask")
 	if err := fs.Parse(args[1:]); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
+		// -h too: an agent takes exit 0 with no decision as "go ahead".
 		return exitHookBlock
 	}
 	if *onError != "deny" && *onError != "ask" {
@@ -81,12 +80,12 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		return 0
 	}
-	req, err := build(stdin)
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	req, err := buildWithin(ctx, build, stdin)
 	if err != nil {
 		return fail(err.Error())
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
 	conn, err := cf.dial()
 	if err != nil {
 		return fail(err.Error())
@@ -102,6 +101,27 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return exitHookBlock
 	}
 	return 0
+}
+
+// buildWithin runs build until ctx ends. An agent that never closes stdin,
+// or a transcript_path that blocks on read, must not stall the call: the
+// read is left behind, and the process exits after deciding.
+func buildWithin(ctx context.Context, build func(io.Reader) (*pb.CheckRequest, error), r io.Reader) (*pb.CheckRequest, error) {
+	type built struct {
+		req *pb.CheckRequest
+		err error
+	}
+	done := make(chan built, 1)
+	go func() {
+		req, err := build(r)
+		done <- built{req, err}
+	}()
+	select {
+	case b := <-done:
+		return b.req, b.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("reading the hook input and transcript: %w", context.Cause(ctx))
+	}
 }
 
 // exitHookBlock is the exit code Claude Code, Gemini CLI and Codex all

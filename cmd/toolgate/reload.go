@@ -198,9 +198,14 @@ func (r *reloader) swap(trigger string, sum [sha256.Size]byte) error {
 // A file reached through a symlink is watched at its target too, so that
 // editing the target reloads.
 func (r *reloader) files(cfg *config.Config) []string {
+	return configFiles(r.path, cfg)
+}
+
+// configFiles is reloader.files for the config file at path.
+func configFiles(path string, cfg *config.Config) []string {
 	files := cfg.Files()
 	if len(files) == 0 {
-		files = []string{r.path}
+		files = []string{path}
 	}
 	for _, f := range files {
 		if real, err := filepath.EvalSymlinks(f); err == nil && real != f && !slices.Contains(files, real) {

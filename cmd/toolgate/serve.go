@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"flag"
 	"fmt"
 	"io"
@@ -115,6 +116,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	if err != nil {
 		return err
 	}
+	// The fingerprint is taken before the config that runs is read, as a
+	// reload does: a change in between shows as a difference later, never
+	// as a sum of content that is not running.
+	var sum [sha256.Size]byte
+	if *cfgPath != "" {
+		if sum, err = fingerprint(configFiles(*cfgPath, cfg)); err != nil {
+			return err
+		}
+		if cfg, err = load(); err != nil {
+			return err
+		}
+	}
 	log, err := newLogger(*level, stdout)
 	if err != nil {
 		return err
@@ -146,12 +159,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	if cfg.Classifier.Enabled() && cfg.Classifier.DumpFile != "" {
 		log.Warn("dumping every classifier request and answer", zap.String("file", cfg.Classifier.DumpFile))
 	}
+	gen.sum = sum
 	rl := &reloader{path: *cfgPath, load: load, home: home, log: log, cur: gen, clsOpts: clsOpts, reloads: metrics.reloads}
-	if *cfgPath != "" {
-		if gen.sum, err = fingerprint(rl.files(cfg)); err != nil {
-			return err
-		}
-	}
 	defer rl.close()
 	eng := gen.eng
 	srv, err := server.New(cfg.Server, eng, log, server.WithMetrics(metrics.server))
@@ -169,6 +178,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	watchDone := make(chan struct{})
 	go func() { watchLoop(watchCtx); close(watchDone) }()
 	defer func() { stopWatch(); <-watchDone }()
+	if *cfgPath != "" && *watch {
+		// A change made before the watcher started sent no event: look
+		// once now (nothing happens if the files are as they were read).
+		_ = rl.reload("start", false)
+	}
 	metricsAddr, stopMetrics, err := startMetrics(cfg.Server.MetricsListen, metrics.reg, log)
 	if err != nil {
 		return err

@@ -56,8 +56,16 @@ func readTail(path string, maxBytes int64) []byte {
 
 // claudeLine is one line of a Claude Code transcript (JSON lines).
 type claudeLine struct {
-	Type    string `json:"type"`
-	Message *struct {
+	Type string `json:"type"`
+	// Lines Claude Code writes with the user's role that the user did not
+	// type: meta lines (a skill's instructions, caveats), a compaction's
+	// summary, prompts from the system (scheduled tasks, notifications),
+	// and a subagent's own conversation.
+	IsMeta           bool   `json:"isMeta"`
+	IsCompactSummary bool   `json:"isCompactSummary"`
+	IsSidechain      bool   `json:"isSidechain"`
+	PromptSource     string `json:"promptSource"`
+	Message          *struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"message"`
@@ -107,10 +115,18 @@ func claudeEntries(line []byte) []*toolgatev1.TranscriptEntry {
 		}
 		kind = l.Message.Role
 	}
+	if l.IsSidechain {
+		return nil
+	}
 	var textRole toolgatev1.Role
 	switch kind {
 	case "user":
 		textRole = toolgatev1.Role_ROLE_USER
+		if l.IsMeta || l.IsCompactSummary || l.PromptSource == "system" {
+			// Text the classifier must not take for the user's words;
+			// what it says can come from the repository.
+			textRole = toolgatev1.Role_ROLE_UNSPECIFIED
+		}
 	case "assistant":
 		textRole = toolgatev1.Role_ROLE_ASSISTANT
 	default:
@@ -122,10 +138,13 @@ func claudeEntries(line []byte) []*toolgatev1.TranscriptEntry {
 	}
 	if content[0] == '"' {
 		var s string
-		if json.Unmarshal(content, &s) != nil || strings.TrimSpace(s) == "" {
+		if json.Unmarshal(content, &s) != nil {
 			return nil
 		}
-		return []*toolgatev1.TranscriptEntry{{Role: textRole, Text: clip(s)}}
+		if e := claudeText(textRole, s); e != nil {
+			return []*toolgatev1.TranscriptEntry{e}
+		}
+		return nil
 	}
 	var blocks []claudeBlock
 	if json.Unmarshal(content, &blocks) != nil {
@@ -135,8 +154,8 @@ func claudeEntries(line []byte) []*toolgatev1.TranscriptEntry {
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":
-			if strings.TrimSpace(b.Text) != "" {
-				out = append(out, &toolgatev1.TranscriptEntry{Role: textRole, Text: clip(b.Text)})
+			if e := claudeText(textRole, b.Text); e != nil {
+				out = append(out, e)
 			}
 		case "tool_use":
 			if b.Name == "" {
@@ -152,6 +171,48 @@ func claudeEntries(line []byte) []*toolgatev1.TranscriptEntry {
 		}
 	}
 	return out
+}
+
+// claudeText is the entry for a text block, or nil. In a user message,
+// what Claude Code adds itself is not the user's words: system reminders
+// inside the text are dropped, and the output of a command the user ran
+// locally (! or a slash command) is a tool result, data rather than a
+// request.
+func claudeText(role toolgatev1.Role, s string) *toolgatev1.TranscriptEntry {
+	switch role {
+	case toolgatev1.Role_ROLE_UNSPECIFIED:
+		return nil
+	case toolgatev1.Role_ROLE_USER:
+		s = stripTagged(s, "system-reminder")
+		t := strings.TrimSpace(s)
+		for _, tag := range []string{"<local-command-stdout>", "<local-command-stderr>", "<bash-stdout>", "<bash-stderr>", "<task-notification>"} {
+			if strings.HasPrefix(t, tag) {
+				role = toolgatev1.Role_ROLE_TOOL_RESULT
+				break
+			}
+		}
+	}
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	return &toolgatev1.TranscriptEntry{Role: role, Text: clip(s)}
+}
+
+// stripTagged removes every <tag>...</tag> span from s; an unclosed one
+// runs to the end.
+func stripTagged(s, tag string) string {
+	open, end := "<"+tag+">", "</"+tag+">"
+	for {
+		i := strings.Index(s, open)
+		if i < 0 {
+			return s
+		}
+		j := strings.Index(s[i:], end)
+		if j < 0 {
+			return s[:i]
+		}
+		s = s[:i] + s[i+j+len(end):]
+	}
 }
 
 // resultText flattens tool_result content: a string, or a list of blocks

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 
+	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -122,6 +123,7 @@ loop:
 // client went away while the check waited for a free slot.
 func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.CheckStreamRequest, sem chan struct{}, workers *sync.WaitGroup, out chan<- *pb.CheckStreamResponse) bool {
 	itemErr := func(id string, code codes.Code, msg string) {
+		s.logItemError(id, code, msg)
 		out <- &pb.CheckStreamResponse{RequestId: id, Result: &pb.CheckStreamResponse_Error{Error: &pb.CheckError{Code: int32(code), Message: msg}}}
 	}
 	switch k := m.GetKind().(type) {
@@ -193,12 +195,20 @@ func (s *Service) runCheck(ctx context.Context, sess *session, req *pb.CheckRequ
 		m := &pb.CheckStreamResponse{RequestId: id}
 		if err != nil {
 			st := statusFromError(err)
+			s.logItemError(id, st.Code(), st.Message())
 			m.Result = &pb.CheckStreamResponse_Error{Error: &pb.CheckError{Code: int32(st.Code()), Message: st.Message()}}
 		} else {
 			m.Result = &pb.CheckStreamResponse_Response{Response: resp}
 		}
 		out <- m
 	}()
+}
+
+// logItemError logs a stream message answered with an error, as the
+// access log does for a unary call: a check that got no decision has no
+// decision line.
+func (s *Service) logItemError(id string, code codes.Code, msg string) {
+	s.log.Info("stream item refused", zap.String("request_id", id), zap.Stringer("code", code), zap.String("error", msg))
 }
 
 // decideRecovered is decide with a panic turned into Internal, as the

@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,7 +91,8 @@ func TestStreamOutOfOrder(t *testing.T) {
 func TestStreamSessionAndErrors(t *testing.T) {
 	project := t.TempDir()
 	fc := newFakeClassifier()
-	env := newEnv(t, withClassifier(fc))
+	core, logs := observer.New(zap.InfoLevel)
+	env := newEnv(t, withClassifier(fc), withLogger(zap.New(core)))
 	s := openStream(t, env)
 	send := func(m *pb.CheckStreamRequest) {
 		if err := s.Send(m); err != nil {
@@ -136,6 +139,15 @@ func TestStreamSessionAndErrors(t *testing.T) {
 	last := in[len(in)-1].Request
 	if last.SessionID != "sess" || len(last.Transcript) != 1 || last.Transcript[0].Text != "please file an issue" {
 		t.Fatalf("classifier saw session %q transcript %v", last.SessionID, last.Transcript)
+	}
+	// Each refused message has its log line, as a refused unary call does.
+	var refused []string
+	for _, e := range logs.FilterMessage("stream item refused").AllUntimed() {
+		m := e.ContextMap()
+		refused = append(refused, fmt.Sprint(m["request_id"], "/", m["code"]))
+	}
+	if want := []string{"bad/InvalidArgument", "/FailedPrecondition", "/InvalidArgument"}; !slices.Equal(refused, want) {
+		t.Errorf("refused items logged %v, want %v", refused, want)
 	}
 	if err := s.CloseSend(); err != nil {
 		t.Fatal(err)

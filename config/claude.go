@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,9 +92,30 @@ func readClaudeSettings(path string) (Permissions, AutoMode, error) {
 	if err != nil {
 		return fail(err)
 	}
+	if top == nil {
+		return fail(errors.New("(top level): want an object, got null"))
+	}
+	// A misspelt key would import no rules without a word: keys that
+	// differ from the ones read only in case are refused, and so is a file
+	// that has neither.
+	for k := range top {
+		for _, want := range []string{"permissions", "autoMode"} {
+			if k != want && strings.EqualFold(k, want) {
+				return fail(fmt.Errorf("%s: not a key Claude Code reads; did you mean %s?", k, want))
+			}
+		}
+	}
+	if _, ok := top["permissions"]; !ok {
+		if _, ok := top["autoMode"]; !ok {
+			return fail(errors.New("neither permissions nor autoMode is set: nothing to import"))
+		}
+	}
 	if raw, ok := top["permissions"]; ok {
 		lists, err := object(raw, "permissions")
 		if err != nil {
+			return fail(err)
+		}
+		if err := knownKeys(lists, "permissions", claudePermissionKeys); err != nil {
 			return fail(err)
 		}
 		for _, l := range []struct {
@@ -116,6 +138,9 @@ func readClaudeSettings(path string) (Permissions, AutoMode, error) {
 		if err != nil {
 			return fail(err)
 		}
+		if err := knownKeys(lists, "autoMode", claudeAutoModeKeys); err != nil {
+			return fail(err)
+		}
 		for _, l := range []struct {
 			key string
 			out *[]string
@@ -128,6 +153,26 @@ func readClaudeSettings(path string) (Permissions, AutoMode, error) {
 		}
 	}
 	return perms, auto, nil
+}
+
+// The keys Claude Code defines under permissions and autoMode. Only the
+// rule lists are imported; the rest are known so that they pass, and any
+// other key is refused: "denny" must not drop the deny rules unnoticed.
+var (
+	claudePermissionKeys = []string{"allow", "ask", "deny", "defaultMode", "additionalDirectories",
+		"disableBypassPermissionsMode", "disableAutoMode", "blockReadsOutsideWorkingDirectories",
+		"blockWritesOutsideWorkingDirectories", "denyInsteadOfPrompting"}
+	claudeAutoModeKeys = []string{"allow", "soft_deny", "hard_deny", "environment", "classify_all_shell", "classifyAllShell"}
+)
+
+// knownKeys refuses a key of obj that is not in known, naming it.
+func knownKeys(obj map[string]json.RawMessage, field string, known []string) error {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if !slices.Contains(known, k) {
+			return fmt.Errorf("%s.%s: not a key Claude Code reads (known: %s)", field, k, strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
 
 // object decodes a JSON object (null counts as empty).

@@ -29,7 +29,6 @@ const teamSettings = `{
     "allow": ["Bash(npm run test:*)", "Read(./src/**)", "mcp__github__get_issue"],
     "ask": ["Bash(git push *)"],
     "deny": ["Read(./.env)", "Bash(make deploy)", "WebFetch(domain:paste.example)"],
-    "Allow": ["Bash(*)"],
     "defaultMode": "acceptEdits",
     "additionalDirectories": ["../docs"]
   },
@@ -38,7 +37,7 @@ const teamSettings = `{
     "soft_deny": ["Dropping the staging database."],
     "hard_deny": ["Pushing to the release branch."],
     "allow": ["$defaults", "Deploying to the dev cluster."],
-    "classifyAllShell": true
+    "classify_all_shell": true
   },
   "env": {"FOO": "bar"},
   "hooks": {"PreToolUse": []},
@@ -74,8 +73,7 @@ policies:
 			t.Errorf("%s = %q, want %q", what, got, want)
 		}
 	}
-	// The policy's own rules first, then the imported ones; keys that are
-	// not exactly Claude Code's ("Allow") are not read.
+	// The policy's own rules first, then the imported ones.
 	check("allow", p.Permissions.Allow, []string{"Bash(make build)", "Bash(npm run test:*)", "Read(./src/**)", "mcp__github__get_issue"})
 	check("ask", p.Permissions.Ask, []string{"Bash(git push *)"})
 	check("deny", p.Permissions.Deny, []string{"Bash(rm -rf *)", "Read(./.env)", "Bash(make deploy)", "WebFetch(domain:paste.example)"})
@@ -176,6 +174,13 @@ func TestClaudeSettingsErrors(t *testing.T) {
 		{"environment object", `{"autoMode": {"environment": {"a": 1}}}`, []string{"autoMode.environment: want a list of strings, got an object"}},
 		{"bad rule", `{"permissions": {"deny": ["Bash(rm -rf /)", "Bash(rm -rf"]}}`, []string{"permissions.deny[1]", `rule "Bash(rm -rf"`, "missing closing parenthesis"}},
 		{"empty rule", `{"permissions": {"allow": [" "]}}`, []string{"permissions.allow[0]", "empty rule"}},
+		// A misspelling must not drop rules unnoticed.
+		{"misspelt deny", `{"permissions": {"denny": ["Bash(rm -rf /)"]}}`, []string{"permissions.denny: not a key Claude Code reads"}},
+		{"capital Deny", `{"permissions": {"Deny": ["Bash(rm -rf /)"]}}`, []string{"permissions.Deny: not a key Claude Code reads"}},
+		{"misspelt soft_deny", `{"autoMode": {"softDeny": ["x"]}}`, []string{"autoMode.softDeny: not a key Claude Code reads"}},
+		{"capital Permissions", `{"Permissions": {"deny": ["Bash(rm -rf /)"]}}`, []string{"Permissions: not a key Claude Code reads; did you mean permissions?"}},
+		{"top level null", `null`, []string{"(top level): want an object, got null"}},
+		{"nothing to import", `{"env": {"A": "b"}, "model": "opus"}`, []string{"neither permissions nor autoMode is set"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

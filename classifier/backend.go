@@ -1,15 +1,16 @@
 package classifier
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -66,13 +67,18 @@ type outcome struct {
 // backend calls one OpenAI-compatible endpoint.
 type backend struct {
 	cfg       BackendConfig
-	client    openai.Client
+	chat      openai.ChatCompletionService
+	responses responses.ResponseService
 	twoStage  bool
 	maxTokens int
 }
 
 func newBackend(cfg BackendConfig, twoStage bool, maxTokens int, hc option.HTTPClient) *backend {
+	if hc == nil {
+		hc = &http.Client{}
+	}
 	opts := []option.RequestOption{
+		option.WithHTTPClient(hc),
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithAPIKey(os.Getenv(cfg.APIKeyEnv)),
 		// openai-go has no timeout and retries twice by default; we retry
@@ -80,10 +86,14 @@ func newBackend(cfg BackendConfig, twoStage bool, maxTokens int, hc option.HTTPC
 		option.WithMaxRetries(0),
 		option.WithRequestTimeout(cfg.Timeout),
 	}
-	if hc != nil {
-		opts = append(opts, option.WithHTTPClient(hc))
+	// The services are built without openai.NewClient, which would add
+	// what the environment holds (OPENAI_ORG_ID, OPENAI_CUSTOM_HEADERS and
+	// others) to every request, whichever backend it goes to.
+	return &backend{
+		cfg: cfg, twoStage: twoStage, maxTokens: maxTokens,
+		chat:      openai.NewChatCompletionService(opts...),
+		responses: responses.NewResponseService(opts...),
 	}
-	return &backend{cfg: cfg, client: openai.NewClient(opts...), twoStage: twoStage, maxTokens: maxTokens}
 }
 
 // classify runs the side-query: one stage, or stage 1 then, only on a
@@ -254,10 +264,11 @@ func retryAfter(h http.Header) time.Duration {
 var (
 	errNoToolCall   = errors.New("the answer has no " + fullTool + " call")
 	errBadArguments = errors.New("the function arguments do not match the schema")
+	errBadAnswer    = errors.New("the answer is not one complete tool call")
 )
 
 func (b *backend) callChat(ctx context.Context, p Prompt, tool string, schema map[string]any, maxTokens int64) (string, int64, int64, error) {
-	resp, err := b.client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+	resp, err := b.chat.New(ctx, openai.ChatCompletionNewParams{
 		Model: b.cfg.Model,
 		Messages: []openai.ChatCompletionMessageParamUnion{
 			openai.SystemMessage(p.System),
@@ -276,18 +287,32 @@ func (b *backend) callChat(ctx context.Context, p Prompt, tool string, schema ma
 		return "", 0, 0, err
 	}
 	in, out := resp.Usage.PromptTokens, resp.Usage.CompletionTokens
-	for _, ch := range resp.Choices {
-		for _, tc := range ch.Message.ToolCalls {
-			if tc.Function.Name == tool {
-				return tc.Function.Arguments, in, out, nil
-			}
-		}
+	// One answer holding one call: with several, which one counts would be
+	// a guess, and a guess must not allow.
+	if len(resp.Choices) != 1 {
+		return "", in, out, fmt.Errorf("%w: %d choices, want 1", errBadAnswer, len(resp.Choices))
 	}
-	return "", in, out, fmt.Errorf("%w (tool %s)", errNoToolCall, tool)
+	ch := resp.Choices[0]
+	switch ch.FinishReason {
+	case "tool_calls", "stop", "":
+	default:
+		// "length", "content_filter": the arguments may be cut short.
+		return "", in, out, fmt.Errorf("%w: finish reason %q", errBadAnswer, ch.FinishReason)
+	}
+	calls := ch.Message.ToolCalls
+	switch {
+	case len(calls) == 0:
+		return "", in, out, fmt.Errorf("%w (tool %s)", errNoToolCall, tool)
+	case len(calls) > 1:
+		return "", in, out, fmt.Errorf("%w: %d tool calls, want 1", errBadAnswer, len(calls))
+	case calls[0].Function.Name != tool:
+		return "", in, out, fmt.Errorf("%w (tool %s, got a call of another tool)", errNoToolCall, tool)
+	}
+	return calls[0].Function.Arguments, in, out, nil
 }
 
 func (b *backend) callResponses(ctx context.Context, p Prompt, tool string, schema map[string]any, maxTokens int64) (string, int64, int64, error) {
-	resp, err := b.client.Responses.New(ctx, responses.ResponseNewParams{
+	resp, err := b.responses.New(ctx, responses.ResponseNewParams{
 		Model:           b.cfg.Model,
 		Instructions:    openai.String(p.System),
 		Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String(p.User)},
@@ -301,12 +326,28 @@ func (b *backend) callResponses(ctx context.Context, p Prompt, tool string, sche
 		return "", 0, 0, err
 	}
 	in, out := resp.Usage.InputTokens, resp.Usage.OutputTokens
-	for _, item := range resp.Output {
-		if item.Type == "function_call" && item.Name == tool {
-			return item.Arguments.OfString, in, out, nil
-		}
+	if resp.Status != responses.ResponseStatusCompleted {
+		// "incomplete" (max tokens, content filter): the arguments may be
+		// cut short.
+		return "", in, out, fmt.Errorf("%w: status %q", errBadAnswer, resp.Status)
 	}
-	return "", in, out, fmt.Errorf("%w (tool %s)", errNoToolCall, tool)
+	var args []string
+	for _, item := range resp.Output {
+		if item.Type != "function_call" {
+			continue // reasoning, messages
+		}
+		if item.Name != tool {
+			return "", in, out, fmt.Errorf("%w (tool %s, got a call of another tool)", errNoToolCall, tool)
+		}
+		args = append(args, item.Arguments.OfString)
+	}
+	switch len(args) {
+	case 0:
+		return "", in, out, fmt.Errorf("%w (tool %s)", errNoToolCall, tool)
+	case 1:
+		return args[0], in, out, nil
+	}
+	return "", in, out, fmt.Errorf("%w: %d tool calls, want 1", errBadAnswer, len(args))
 }
 
 // parseFull validates classify_result arguments strictly: compatible
@@ -348,14 +389,38 @@ func parseFast(raw string) (verdict, error) {
 	return v, nil
 }
 
+// decodeStrict reads one JSON object and nothing after it. A key given
+// twice is an error: which of the two counts differs between parsers, and
+// {"should_block":true,"should_block":false} must not allow.
 func decodeStrict(raw string, m *map[string]json.RawMessage) error {
-	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
-	if err := dec.Decode(m); err != nil || *m == nil {
-		return fmt.Errorf("%w: not a JSON object", errBadArguments)
+	dec := json.NewDecoder(strings.NewReader(raw))
+	notObject := fmt.Errorf("%w: not a JSON object", errBadArguments)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return notObject
 	}
-	if dec.More() {
+	out := map[string]json.RawMessage{}
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			return notObject
+		}
+		if _, dup := out[key]; dup {
+			return fmt.Errorf("%w: %s is given twice", errBadArguments, key)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return notObject
+		}
+		out[key] = v
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return notObject
+	}
+	if _, err := dec.Token(); err != io.EOF {
 		return fmt.Errorf("%w: trailing data after the object", errBadArguments)
 	}
+	*m = out
 	return nil
 }
 

@@ -1,0 +1,135 @@
+package classifier
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// cannedServer answers every request with body, and keeps the request
+// headers it saw.
+func cannedServer(t *testing.T, body string) (url string, headers func() []http.Header) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Clone())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1", func() []http.Header {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]http.Header(nil), seen...)
+	}
+}
+
+func args(block bool) string {
+	b, _ := json.Marshal(map[string]any{"thinking": "t", "should_block": block, "reason": "r"})
+	return string(b)
+}
+
+func chatAnswer(finish string, calls ...string) string {
+	var tcs []map[string]any
+	for i, a := range calls {
+		tcs = append(tcs, map[string]any{"id": "c" + string(rune('0'+i)), "type": "function",
+			"function": map[string]any{"name": "classify_result", "arguments": a}})
+	}
+	b, _ := json.Marshal(map[string]any{"id": "x", "object": "chat.completion", "model": "m", "choices": []any{
+		map[string]any{"index": 0, "finish_reason": finish, "message": map[string]any{"role": "assistant", "tool_calls": tcs}},
+	}, "usage": map[string]any{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+	return string(b)
+}
+
+func responsesAnswer(status string, calls ...string) string {
+	var out []any
+	for i, a := range calls {
+		out = append(out, map[string]any{"type": "function_call", "id": "f" + string(rune('0'+i)), "call_id": "c", "name": "classify_result", "arguments": a, "status": "completed"})
+	}
+	b, _ := json.Marshal(map[string]any{"id": "r", "object": "response", "model": "m", "status": status, "output": out,
+		"usage": map[string]any{"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}})
+	return string(b)
+}
+
+// TestAmbiguousAnswersFailClosed: an answer that is not exactly one
+// complete classify_result call is an error, whatever verdict it seems to
+// carry; with an allow first and a block after, reading the first would
+// allow.
+func TestAmbiguousAnswersFailClosed(t *testing.T) {
+	twoChoices := strings.Replace(chatAnswer("tool_calls", args(false)), `"choices":[`, `"choices":[{"index":1,"finish_reason":"tool_calls","message":{"role":"assistant","tool_calls":[{"id":"z","type":"function","function":{"name":"classify_result","arguments":`+jsonString(args(true))+`}}]}},`, 1)
+	tests := []struct {
+		name, api, body string
+	}{
+		{"chat: two calls", APIChat, chatAnswer("tool_calls", args(false), args(true))},
+		{"chat: two choices", APIChat, twoChoices},
+		{"chat: cut at max tokens", APIChat, chatAnswer("length", args(false))},
+		{"chat: content filter", APIChat, chatAnswer("content_filter", args(false))},
+		{"chat: key given twice", APIChat, chatAnswer("tool_calls", `{"thinking":"t","should_block":true,"reason":"r","should_block":false}`)},
+		{"chat: data after the object", APIChat, chatAnswer("tool_calls", `{"thinking":"t","should_block":false,"reason":"r"}]]} "should_block":true`)},
+		{"responses: two calls", APIResponses, responsesAnswer("completed", args(false), args(true))},
+		{"responses: incomplete", APIResponses, responsesAnswer("incomplete", args(false))},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			url, _ := cannedServer(t, tc.body)
+			cfg := testConfig(url)
+			cfg.API = tc.api
+			c := newTestClassifier(t, cfg)
+			v, err := c.Classify(t.Context(), input("Bash", "make deploy", ""))
+			if err == nil {
+				t.Fatalf("accepted as %+v", v)
+			}
+		})
+	}
+	// The same servers with one clean call do answer.
+	for _, api := range []string{APIChat, APIResponses} {
+		body := chatAnswer("tool_calls", args(false))
+		if api == APIResponses {
+			body = responsesAnswer("completed", args(false))
+		}
+		url, _ := cannedServer(t, body)
+		cfg := testConfig(url)
+		cfg.API = api
+		if v, err := newTestClassifier(t, cfg).Classify(t.Context(), input("Bash", "make deploy", "")); err != nil {
+			t.Fatalf("%s: clean answer refused: %v (%+v)", api, err, v)
+		}
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// TestNoAmbientOpenAIEnvironment: what the environment holds for openai-go
+// (organisation, custom headers, a base URL) goes to no backend.
+func TestNoAmbientOpenAIEnvironment(t *testing.T) {
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Gateway-Secret: hdr-secret")
+	t.Setenv("OPENAI_ORG_ID", "org-ambient")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-ambient")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/elsewhere")
+	t.Setenv("TOOLGATE_TEST_KEY", "sk-test-123")
+	url, headers := cannedServer(t, chatAnswer("tool_calls", args(false)))
+	c := newTestClassifier(t, testConfig(url))
+	if _, err := c.Classify(t.Context(), input("Bash", "make deploy", "")); err != nil {
+		t.Fatal(err)
+	}
+	h := headers()
+	if len(h) != 1 {
+		t.Fatalf("%d requests", len(h))
+	}
+	for _, k := range []string{"X-Gateway-Secret", "Openai-Organization", "Openai-Project"} {
+		if v := h[0].Get(k); v != "" {
+			t.Errorf("the backend received %s: %q", k, v)
+		}
+	}
+	if got := h[0].Get("Authorization"); got != "Bearer sk-test-123" {
+		t.Errorf("Authorization %q", got)
+	}
+}

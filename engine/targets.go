@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -131,6 +132,11 @@ func patchTargets(patch string) ([]string, error) {
 	}
 	var targets []string
 	for i, line := range lines[1 : len(lines)-1] {
+		// Codex matches headers on the trimmed line, so " *** Add File: x"
+		// adds x: every line that starts "***" after its leading space is a
+		// header to us too (a context line of that shape is refused, never
+		// skipped).
+		line = strings.TrimLeftFunc(line, unicode.IsSpace)
 		if !strings.HasPrefix(line, "***") {
 			continue // hunk content: +, -, space or @@ lines
 		}

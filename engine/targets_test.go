@@ -171,7 +171,12 @@ func TestPatchTargets(t *testing.T) {
 		{"paths trimmed", patch("*** Add File:  a b.txt  "), []string{"a b.txt"}, ""},
 		{"CRLF", "*** Begin Patch\r\n*** Add File: a\r\n+x\r\n*** End Patch\r\n", []string{"a"}, ""},
 		{"surrounding blank lines", "\n\n*** Begin Patch\n*** Delete File: a\n*** End Patch\n\n", []string{"a"}, ""},
-		{"content lines starting with stars are hunk lines", patch("*** Add File: a", "+*** Move to: /etc/x", " *** Delete File: /etc/y"), []string{"a"}, ""},
+		{"added lines starting with stars are content", patch("*** Add File: a", "+*** Move to: /etc/x", "+ *** Delete File: /etc/y"), []string{"a"}, ""},
+		// Codex trims a line before reading it as a hunk header: an indented
+		// header after an added file is one.
+		{"indented header", patch("*** Add File: ok.txt", "+hi", " *** Add File: .git/hooks/pre-commit", "+pwned"), []string{"ok.txt", ".git/hooks/pre-commit"}, ""},
+		{"tab-indented header", patch("*** Delete File: a", "\t*** Add File: ../../evil.sh", "+x"), []string{"a", "../../evil.sh"}, ""},
+		{"indented unknown header", patch("*** Add File: a", "+x", "  *** Copy File: b"), nil, "unrecognised header"},
 		{"no envelope", "*** Add File: a\n+x\n", nil, "not enclosed"},
 		{"no end", "*** Begin Patch\n*** Add File: a\n", nil, "not enclosed"},
 		{"no begin", "*** Add File: a\n*** End Patch", nil, "not enclosed"},

@@ -125,7 +125,7 @@ func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
 		for _, t := range targets {
 			abs := e.absPath(c.cwd, t)
 			c.rc.Paths = append(c.rc.Paths, abs)
-			if c.sensitive == "" && (e.sensitive(t, abs, c.cwd) || c.kind == KindSearch && broadSearch(abs, e.home)) {
+			if c.sensitive == "" && (e.sensitive(t, abs, c.cwd) || c.kind == KindSearch && e.broad(abs, c.cwd)) {
 				c.sensitive = t
 			}
 		}
@@ -170,7 +170,9 @@ func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
 				dir = e.absPath(c.cwd, wd)
 			}
 		}
-		if a.ReadOnly && c.cwd != "" && broadSearch(filepath.Clean(c.cwd), e.home) {
+		// The working directory as the agent reports it (its physical
+		// path); a workdir field is resolved, as it may name a link.
+		if a.ReadOnly && c.cwd != "" && (broadSearch(filepath.Clean(c.cwd), e.home) || dir != c.cwd && e.broad(dir, c.cwd)) {
 			a.ReadOnly, a.Reason = false, "the working directory is a home directory or above, where relative reads reach credential stores"
 		}
 		for _, r := range a.Reads {
@@ -199,7 +201,9 @@ func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
 
 // sensitive reports a read target that may hold secrets, as written, made
 // absolute, or after symlinks are resolved (a project link to ~/.ssh/id_rsa
-// is the key itself).
+// is the key itself, a link to the home directory reaches every store). A
+// target that cannot be resolved (a link through /proc, a loop, no
+// permission) may lead anywhere, so it counts as sensitive.
 func (e *Engine) sensitive(raw, abs, dir string) bool {
 	if sensitivePath(raw, e.home) || sensitivePath(abs, e.home) {
 		return true
@@ -208,7 +212,40 @@ func (e *Engine) sensitive(raw, abs, dir string) bool {
 		return false
 	}
 	resolved, err := pathcheck.Resolve(dir, abs)
-	return err == nil && resolved != abs && sensitivePath(resolved, e.home)
+	return err != nil || resolved != abs && (sensitivePath(resolved, e.home) || broadSearch(resolved, e.home))
+}
+
+// broad is broadSearch on a search root as written and after symlinks are
+// resolved: a project link to the home directory searches the home
+// directory. A root that cannot be resolved counts as broad, and so does a
+// relative one with no working directory to place it.
+func (e *Engine) broad(abs, dir string) bool {
+	if broadSearch(abs, e.home) {
+		return true
+	}
+	if !filepath.IsAbs(abs) {
+		return true
+	}
+	if dir == "" {
+		dir = "/"
+	}
+	resolved, err := pathcheck.Resolve(dir, abs)
+	return err != nil || resolved != abs && broadSearch(resolved, e.home)
+}
+
+// broadRoot returns the first project directory that is a home directory,
+// one above it, a credential store or a store's ancestor (as given or
+// resolved), or "": everything under it would count as inside the
+// project, shell startup files and keys included.
+func (e *Engine) broadRoot(chk *pathcheck.Checker) string {
+	lexical, resolved := chk.Roots()
+	for i := range lexical {
+		if broadSearch(lexical[i], e.home) || broadSearch(resolved[i], e.home) ||
+			sensitivePath(lexical[i], e.home) || sensitivePath(resolved[i], e.home) {
+			return lexical[i]
+		}
+	}
+	return ""
 }
 
 // absPath makes a path absolute and clean for rule matching, expanding a
@@ -402,6 +439,9 @@ func (e *Engine) acceptEdits(req *Request, p *policy, c *call) (Result, string, 
 	if err != nil {
 		return Result{}, "project directories unusable: " + err.Error(), true
 	}
+	if r := e.broadRoot(chk); r != "" {
+		return Result{}, fmt.Sprintf("the project directory %s is a home directory or above; edits there are not accepted without asking", truncate(r, 200)), false
+	}
 	var outside []string
 	resolved := make([]string, 0, len(c.rawTargets))
 	for _, t := range c.rawTargets {
@@ -437,6 +477,9 @@ func (e *Engine) shellWrites(req *Request, p *policy, c *call) (protected, outsi
 	chk, err := pathcheck.NewWithPatterns(append([]string{c.cwd}, req.AdditionalDirectories...), p.protected)
 	if err != nil {
 		return true, true, "project directories unusable: " + err.Error()
+	}
+	if r := e.broadRoot(chk); r != "" {
+		return false, true, fmt.Sprintf("the project directory %s is a home directory or above", truncate(r, 200))
 	}
 	for _, w := range c.shellWrites {
 		v, err := chk.Check(c.shellDir, w)

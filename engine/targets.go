@@ -85,7 +85,7 @@ func readTargets(input map[string]any) (targets []string, ok bool) {
 // broadSearch reports a search rooted at the filesystem root, a home
 // directory or above one: it would sweep credential stores along.
 func broadSearch(abs, home string) bool {
-	if shell.IsCredentialAncestor(abs) {
+	if shell.IsCredentialAncestor(abs) || procReach(abs) {
 		return true
 	}
 	switch abs {
@@ -273,7 +273,7 @@ func sensitivePath(p, home string) bool {
 	if slices.Contains(historyFiles, base) {
 		return true
 	}
-	if strings.HasPrefix(p, "/proc/") && (base == "environ" || base == "cmdline") {
+	if procReach(p) || strings.HasPrefix(p, "/proc/") && (base == "environ" || base == "cmdline") {
 		return true
 	}
 	// Browser profiles: saved passwords and session cookies.
@@ -307,4 +307,26 @@ func shellWorkdir(input map[string]any) (dir string, present, ok bool) {
 		dir, present = s, true
 	}
 	return dir, present, true
+}
+
+// procReach reports a path through a process's view of the file system
+// (/proc/PID/root, cwd, fd, map_files, or its mem): it can reach any file
+// the process can, the home directory and its credential stores included,
+// under a name no rule or check knows. The path is read as written, never
+// cleaned: /proc/self/cwd/.. is the parent of the agent's directory, not
+// /proc.
+func procReach(p string) bool {
+	comps := strings.Split(p, "/")
+	for i, c := range comps {
+		if c != "proc" {
+			continue
+		}
+		for _, d := range comps[i+1:] {
+			switch d {
+			case "root", "cwd", "fd", "map_files", "mem":
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -513,6 +513,16 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 			}
 		}
 	}
+	// And, for a target inside the project, from the top: a root inside a
+	// protected directory (a working directory of .git, an additional
+	// directory of ~/.claude) must not make what is under it fair game.
+	// Outside the project, protection stays relative to the roots.
+	if v.Inside {
+		add("/", lexical)
+		for _, w := range ws {
+			add("/", w.path)
+		}
+	}
 	for _, pat := range c.patterns {
 		for _, rel := range rels {
 			if pat.match(rel) {
@@ -522,6 +532,15 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 		}
 	}
 	return v, nil
+}
+
+// Roots returns each root as configured (cleaned) and resolved, in order.
+func (c *Checker) Roots() (lexical, resolved []string) {
+	for _, r := range c.roots {
+		lexical = append(lexical, r.lexical)
+		resolved = append(resolved, r.resolved)
+	}
+	return lexical, resolved
 }
 
 // container returns the first resolved root strictly containing p.

@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestReachBeyondTheProject covers reads, searches and edits that reach a
+// home directory, a credential store or a protected directory through a
+// symlink, /proc, or a project directory that is itself too broad. None may
+// be allowed locally; each case was a false allow once.
+func TestReachBeyondTheProject(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(root, "home", "dev")
+	app := filepath.Join(home, "app")
+	for _, d := range []string{filepath.Join(home, ".aws"), filepath.Join(app, ".git", "hooks"), filepath.Join(home, ".ssh")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(target, name string) {
+		if err := os.Symlink(target, filepath.Join(app, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link(home, "homelink")
+	link("/proc/self/root"+filepath.Join(home, ".aws", "credentials"), "creds")
+
+	e, err := New(Config{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(cwd string, extra []string, name string, in map[string]any) *Request {
+		return &Request{Tool: tool(name, in), WorkingDirectory: cwd, AdditionalDirectories: extra, Mode: ModeAuto}
+	}
+	cases := []struct {
+		name string
+		req  *Request
+	}{
+		{"read through a /proc link", at(app, nil, "Read", map[string]any{"file_path": filepath.Join(app, "creds")})},
+		{"cat through a /proc link", at(app, nil, "Bash", map[string]any{"command": "cat creds"})},
+		{"grep under /proc/self/root", at(app, nil, "Grep", map[string]any{"pattern": "aws_secret", "path": "/proc/self/root" + home})},
+		{"grep -r under /proc/self/root", at(app, nil, "Bash", map[string]any{"command": "grep -r aws_secret /proc/self/root" + home})},
+		{"grep /proc/self/cwd/..", at(app, nil, "Grep", map[string]any{"pattern": "x", "path": "/proc/self/cwd/../.."})},
+		{"search a link to home", at(app, nil, "Grep", map[string]any{"pattern": "AKIA", "path": "homelink"})},
+		{"rg a link to home", at(app, nil, "Bash", map[string]any{"command": "rg AKIA homelink"})},
+		{"codex workdir through a link to home", at(app, nil, "shell", map[string]any{"command": []any{"grep", "-r", "AKIA", "."}, "workdir": "homelink"})},
+		{"edit with home as the project", at(home, nil, "Write", map[string]any{"file_path": ".ssh/authorized_keys", "content": "ssh-ed25519 x"})},
+		{"edit with / as the project", at("/", nil, "Write", map[string]any{"file_path": "/etc/cron.d/x", "content": "x"})},
+		{"shell write with home as the project", at(home, nil, "Bash", map[string]any{"command": "echo x > .bashrc"})},
+		{"edit with .git as the project", at(filepath.Join(app, ".git"), nil, "Write", map[string]any{"file_path": "hooks/pre-commit", "content": "x"})},
+		{"edit in a .git additional directory", at(filepath.Join(root, "elsewhere"), []string{filepath.Join(app, ".git")}, "Write", map[string]any{"file_path": filepath.Join(app, ".git", "hooks", "pre-commit"), "content": "x"})},
+		{"edit in ~/.ssh as an additional directory", at(app, []string{filepath.Join(home, ".ssh")}, "Write", map[string]any{"file_path": filepath.Join(home, ".ssh", "authorized_keys"), "content": "x"})},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mustCheck(t, e, tc.req)
+			if res.Decision == Allow {
+				t.Fatalf("allowed by %s: %s", res.Source, res.Reason)
+			}
+		})
+	}
+	// The same shapes without the reach are still allowed locally.
+	for _, req := range []*Request{
+		at(app, nil, "Read", map[string]any{"file_path": filepath.Join(app, "main.go")}),
+		at(app, nil, "Grep", map[string]any{"pattern": "x", "path": "src"}),
+		at(app, nil, "Bash", map[string]any{"command": "grep -r TODO src"}),
+		at(app, nil, "Write", map[string]any{"file_path": "notes.txt", "content": "x"}),
+		at(app, []string{filepath.Join(root, "docs")}, "Write", map[string]any{"file_path": filepath.Join(root, "docs", "a.md"), "content": "x"}),
+	} {
+		if res := mustCheck(t, e, req); res.Decision != Allow {
+			t.Errorf("%s %v: %s by %s (%s), want allow", req.Tool.Name, req.Tool.Input, res.Decision, res.Source, res.Reason)
+		}
+	}
+}

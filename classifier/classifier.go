@@ -136,7 +136,7 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (en
 		if o, ok := c.cached(key); ok {
 			c.metrics.cacheHit()
 			sess.record(o.Block)
-			v := c.verdict(o, 0)
+			v := c.verdict(o, 0, p.InputCut)
 			v.Cached, v.Details.Cached = true, true
 			return v, nil
 		}
@@ -159,10 +159,13 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (en
 		c.cache.Add(key, cached{o: o, expires: time.Now().Add(c.cfg.Cache.TTL)})
 	}
 	sess.record(o.Block)
-	return c.verdict(o, latency), nil
+	return c.verdict(o, latency, p.InputCut), nil
 }
 
-func (c *Classifier) verdict(o outcome, latency time.Duration) engine.Verdict {
+// verdict turns the model's answer into a decision. An allow of an input
+// the model saw only in part becomes ask: what it did not see (the end of
+// a long command, say) may be what matters.
+func (c *Classifier) verdict(o outcome, latency time.Duration, inputCut bool) engine.Verdict {
 	reason := SanitizeReason(o.Reason, maxReasonChars)
 	switch {
 	case reason == "" && o.Block:
@@ -171,8 +174,12 @@ func (c *Classifier) verdict(o outcome, latency time.Duration) engine.Verdict {
 		reason = "the classifier allowed this action"
 	}
 	d := engine.Allow
-	if o.Block {
+	switch {
+	case o.Block:
 		d = engine.Deny
+	case inputCut:
+		d = engine.Ask
+		reason = "the classifier saw only the first part of this call's input and allowed that; asking, as the rest was not judged"
 	}
 	return engine.Verdict{Decision: d, Reason: reason, Details: details(o, latency)}
 }

@@ -67,6 +67,9 @@ func (o PromptOptions) withDefaults() PromptOptions {
 type Prompt struct {
 	System string
 	User   string
+	// InputCut is set when the action's input was cut to fit: the model
+	// judged the first part only, so its allow is not enough.
+	InputCut bool
 }
 
 // promptKeyDomain versions the key so a change of framing never reuses old
@@ -139,10 +142,8 @@ func BuildPrompt(rules Rules, req *engine.Request, kind engine.Kind, notes []str
 		// Defensive: an empty request still yields a well-formed prompt.
 		req = &engine.Request{}
 	}
-	return Prompt{
-		System: buildPromptSystem(rules),
-		User:   buildPromptUser(req, kind, notes, opt),
-	}
+	user, cut := buildPromptUser(req, kind, notes, opt)
+	return Prompt{System: buildPromptSystem(rules), User: user, InputCut: cut}
 }
 
 func buildPromptSystem(r Rules) string {
@@ -198,7 +199,7 @@ func writePromptRuleList(b *strings.Builder, heading string, rules []string) {
 	}
 }
 
-func buildPromptUser(req *engine.Request, kind engine.Kind, notes []string, opt PromptOptions) string {
+func buildPromptUser(req *engine.Request, kind engine.Kind, notes []string, opt PromptOptions) (string, bool) {
 	action, full, shown := encodePromptAction(req, kind, opt.MaxActionBytes)
 
 	var b strings.Builder
@@ -233,7 +234,7 @@ func buildPromptUser(req *engine.Request, kind engine.Kind, notes []string, opt 
 	}
 
 	b.WriteString("\nDecide whether to block the ACTION and answer by calling the function you are given.\n")
-	return b.String()
+	return b.String(), shown < full
 }
 
 func writePromptSection(b *strings.Builder, name string, body []byte) {

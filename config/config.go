@@ -42,6 +42,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -137,6 +138,12 @@ func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 		// An empty or truncated file (a write cut short, a full disk) would
 		// otherwise load, and hot reload would drop every rule.
 		return nil, fmt.Errorf("%s: policies: none defined; a config file must define its policies (toolgate config defaults prints the default ones)", path)
+	}
+	if _, ok := c.Policies[engine.DefaultPolicy]; !ok {
+		// Requests that name no policy get it; an unnoticed typo in its
+		// name ("defualt") would leave them with no rules at all.
+		return nil, fmt.Errorf("%s: policies.%s: missing; requests that name no policy use it (define it, if only as %s: {}; policies defined: %s)",
+			path, engine.DefaultPolicy, engine.DefaultPolicy, strings.Join(c.PolicyNames(), ", "))
 	}
 	c.files = slices.Insert(c.files, 0, abs)
 	return c, nil

@@ -42,6 +42,7 @@ server:
   listen: 0.0.0.0:6000
   shutdown_timeout: 3s
 policies:
+  default: {}
   strict:
     permissions:
       deny: [Bash]
@@ -66,7 +67,7 @@ policies:
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The file names no default policy, so an empty one is used, not the embedded one.
+	// The file's default policy is empty, and that is what is used, not the embedded one.
 	res, err := eng.Check(t.Context(), &engine.Request{Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": "rm -rf /"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +95,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unsafe safe tool", "policies:\n  p:\n    safe_tools: [Bash]\n", []string{"policies.p.safe_tools[0]"}},
 		{"bad protected path", "policies:\n  p:\n    protected_paths: [\"/abs\"]\n", []string{"policies.p.protected_paths"}},
 		{"not yaml", "server: [\n", []string{"yaml"}},
+		{"no default policy", "policies:\n  defualt:\n    permissions:\n      deny: [Bash]\n", []string{"policies.default: missing", "policies defined: defualt"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

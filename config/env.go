@@ -79,9 +79,12 @@ func expandNode(n *yaml.Node, path string, lookup func(string) (string, bool), w
 			// Still a string, whatever the value looks like ("true", "1").
 			n.Value, n.Tag = v, "!!str"
 		}
+	case yaml.AliasNode:
+		// The anchored value would show up here expanded, while config
+		// show knows it by the anchor's path only; and an anchor could
+		// carry a secret's value out of these sections.
+		*errs = append(*errs, fmt.Errorf("line %d: %s: YAML aliases are not supported in server and classifier; write the value again", n.Line, path))
 	}
-	// Aliases are not followed: the anchored value is expanded where it is
-	// written, if that is in an expanded section.
 }
 
 // expand replaces ${NAME} with the variable's value and ${NAME:-default}
@@ -162,6 +165,10 @@ func scrub(err error, used map[string]string) error {
 	for _, name := range names {
 		if v := used[name]; len(v) >= 4 {
 			msg = strings.ReplaceAll(msg, v, "${"+name+"}")
+			// Errors quote values with %q, which escapes " and \.
+			if q := strconv.Quote(v); q[1:len(q)-1] != v {
+				msg = strings.ReplaceAll(msg, q[1:len(q)-1], "${"+name+"}")
+			}
 		}
 	}
 	if msg == err.Error() {

@@ -119,7 +119,7 @@ policies:
 }
 
 func TestLoadExpandErrors(t *testing.T) {
-	vars := env(map[string]string{"USER_NAME": "s3cr3t-user", "BAD_URL": "ftp://svc:s3cr3t@llm.internal/v1"})
+	vars := env(map[string]string{"USER_NAME": "s3cr3t-user", "BAD_URL": "ftp://svc:s3cr3t@llm.internal/v1", "QUOTED_URL": `ftp://svc:s3cr3t"q\x@llm.internal/v1`})
 	tests := []struct {
 		name string
 		body string
@@ -133,6 +133,11 @@ func TestLoadExpandErrors(t *testing.T) {
 		{"bad value from the environment", "classifier:\n  backends:\n    - {model: m, base_url: \"${BAD_URL}\"}\n",
 			[]string{"classifier.backends[0].base_url", "must be an http(s) URL", "${BAD_URL}"}},
 		{"number field", "classifier:\n  max_tokens: ${MAX_TOKENS}\n", []string{"line 2", "cannot unmarshal"}},
+		{"bad value with quotes from the environment", "classifier:\n  backends:\n    - {model: m, base_url: \"${QUOTED_URL}\"}\n",
+			[]string{"classifier.backends[0].base_url", "${QUOTED_URL}"}},
+		// config show knows an expanded value by the anchor's path only.
+		{"alias", "classifier:\n  backends:\n    - {name: a, model: m, base_url: &u \"${BAD_URL}\"}\n    - {name: b, model: m, base_url: *u}\n",
+			[]string{"line 4", "classifier.backends[1].base_url", "aliases are not supported"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

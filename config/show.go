@@ -35,16 +35,14 @@ func (c *Config) MarshalShow() ([]byte, error) {
 	if err := root.Encode(&shown); err != nil {
 		return nil, err
 	}
-	urls := map[string]bool{}
-	for i := range c.Classifier.Backends {
-		urls["classifier.backends["+strconv.Itoa(i)+"].base_url"] = true
-	}
 	walkScalars(&root, "", func(n *yaml.Node, path string) {
 		if w, ok := c.written[path]; ok {
 			n.Value, n.Tag, n.Style = w, "!!str", 0
 		}
-		if urls[path] {
-			n.Value = maskUserinfo(n.Value)
+		// Any URL in server or classifier (a backend, a tracing endpoint)
+		// may carry credentials in its user info or query.
+		if strings.HasPrefix(path, "server.") || strings.HasPrefix(path, "classifier.") {
+			n.Value = maskQuerySecrets(maskUserinfo(n.Value))
 		}
 	})
 	if pol := mappingValue(&root, "policies"); pol != nil {
@@ -127,4 +125,36 @@ func maskUserinfo(s string) string {
 		return s[:start+colon+1] + urlMask + s[at:]
 	}
 	return s[:start] + urlMask + s[at:]
+}
+
+// secretQueryKeys are query parameter names (lowercased, without - and _)
+// whose values are credentials.
+var secretQueryKeys = []string{"key", "apikey", "token", "accesstoken", "secret", "password", "passwd", "pwd", "sig", "signature", "auth", "code", "credential", "credentials"}
+
+// maskQuerySecrets masks the values of a URL's query parameters whose names
+// say they are credentials (?api-key=..., ?token=...).
+func maskQuerySecrets(s string) string {
+	q := strings.IndexByte(s, '?')
+	if q < 0 || !strings.Contains(s[:q], "://") {
+		return s
+	}
+	end := len(s)
+	if h := strings.IndexByte(s[q:], '#'); h >= 0 {
+		end = q + h
+	}
+	params := strings.Split(s[q+1:end], "&")
+	for i, p := range params {
+		name, _, ok := strings.Cut(p, "=")
+		if !ok {
+			continue
+		}
+		norm := strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(name))
+		for _, k := range secretQueryKeys {
+			if norm == k || strings.HasSuffix(norm, k) {
+				params[i] = name + "=" + urlMask
+				break
+			}
+		}
+	}
+	return s[:q+1] + strings.Join(params, "&") + s[end:]
 }

@@ -24,6 +24,10 @@ classifier:
     - {name: env-password, base_url: "https://bob:${PROXY_PASSWORD}@proxy.internal/v1", model: "${MODEL}"}
     - {name: written-password, base_url: "https://bob:hunter2@llm.example/v1", model: m}
     - {name: token-user, base_url: "https://ghp_abcdefghijklmnopqrstuvwxyz@llm.example/v1", model: m}
+    - {name: query-key, base_url: "https://llm.example/v1?api-version=2&api-key=topsecret-4", model: m}
+server:
+  tracing:
+    otlp_endpoint: "https://u:topsecret-5@otel.example:4318"
 policies:
   default:
     claude_settings: claude.json
@@ -49,6 +53,8 @@ policies:
 		"model: ${MODEL}",
 		"base_url: https://bob:xxxxx@llm.example/v1",
 		"base_url: https://xxxxx@llm.example/v1",
+		"base_url: https://llm.example/v1?api-version=2&api-key=xxxxx",
+		"otlp_endpoint: https://u:xxxxx@otel.example:4318",
 		"dump_file: /tmp/$$dump.jsonl",
 		"Bash(echo $$ ${HOME})",
 		"# permissions and auto_mode include the rules imported from " + settings,

@@ -125,9 +125,13 @@ func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
 		for _, t := range targets {
 			abs := e.absPath(c.cwd, t)
 			c.rc.Paths = append(c.rc.Paths, abs)
-			if c.sensitive == "" && (e.sensitive(t, abs, c.cwd) || c.kind == KindSearch && e.broad(abs, c.cwd)) {
+			// Gemini CLI's read_many_files takes globs in paths.
+			if c.sensitive == "" && (e.sensitive(t, abs, c.cwd) || globPicksSecret(t) || c.kind == KindSearch && e.broad(abs, c.cwd)) {
 				c.sensitive = t
 			}
+		}
+		if c.sensitive == "" {
+			c.sensitive = sensitiveFilter(in, e.home)
 		}
 	case c.kind == KindShell:
 		cmd, ok, raw := shellCommand(in)

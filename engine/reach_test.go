@@ -77,3 +77,38 @@ func TestReachBeyondTheProject(t *testing.T) {
 		}
 	}
 }
+
+// TestFiltersThatPickSecrets: a search or multi-read whose file filter (or
+// glob path) picks .env files or keys reads them, gitignored or not.
+func TestFiltersThatPickSecrets(t *testing.T) {
+	e, err := New(Config{Home: "/home/dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := func(name string, in map[string]any) *Request {
+		return &Request{Tool: tool(name, in), WorkingDirectory: "/home/dev/app", Mode: ModeAuto}
+	}
+	for _, r := range []*Request{
+		req("Grep", map[string]any{"pattern": ".", "glob": ".env*", "output_mode": "content"}),
+		req("Grep", map[string]any{"pattern": ".", "glob": "*"}),
+		req("Grep", map[string]any{"pattern": ".", "glob": "{.env,x}"}),
+		req("search_file_content", map[string]any{"pattern": ".", "include": ".env.local"}),
+		req("read_many_files", map[string]any{"paths": []any{"src"}, "include": []any{".env"}}),
+		req("read_many_files", map[string]any{"paths": []any{".en[v]"}}),
+		req("read_many_files", map[string]any{"paths": []any{"**/id_*"}}),
+		req("Grep", map[string]any{"pattern": ".", "glob": 7}),
+	} {
+		if res := mustCheck(t, e, r); res.Decision == Allow {
+			t.Errorf("%s %v: allowed by %s (%s)", r.Tool.Name, r.Tool.Input, res.Source, res.Reason)
+		}
+	}
+	for _, r := range []*Request{
+		req("Grep", map[string]any{"pattern": "TODO", "glob": "*.go"}),
+		req("search_file_content", map[string]any{"pattern": "x", "include": "src/**/*.ts"}),
+		req("read_many_files", map[string]any{"paths": []any{"src/*.md"}, "include": []any{"*.md"}}),
+	} {
+		if res := mustCheck(t, e, r); res.Decision != Allow {
+			t.Errorf("%s %v: %s by %s (%s), want allow", r.Tool.Name, r.Tool.Input, res.Decision, res.Source, res.Reason)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -329,4 +330,64 @@ func procReach(p string) bool {
 		}
 	}
 	return false
+}
+
+// filterFields name the file filters of search and multi-read tools
+// (Claude Code Grep's glob, Gemini CLI's include): a filter that picks
+// secret files makes the tool read them, even ones it would skip by
+// default.
+var filterFields = []string{"glob", "include"}
+
+// secretSamples are names a filter is tried against, so that a pattern
+// such as ".en[v]" or "*" is seen to pick a secret file.
+var secretSamples = append([]string{".env", ".env.local", ".env.production", ".envrc", ".netrc", ".npmrc", ".pypirc", ".git-credentials", "credentials", "id_rsa", "id_ed25519"}, historyFiles...)
+
+// sensitiveFilter returns the first file filter in input that may pick a
+// secret file, or a note when a filter field is not a string or a list of
+// strings, or "".
+func sensitiveFilter(input map[string]any, home string) string {
+	var pats []string
+	for _, f := range filterFields {
+		switch v := input[f].(type) {
+		case nil:
+		case string:
+			pats = append(pats, v)
+		case []any:
+			for _, e := range v {
+				s, ok := e.(string)
+				if !ok {
+					return "a " + f + " field that is not a list of strings"
+				}
+				pats = append(pats, s)
+			}
+		default:
+			return "a " + f + " field that is not a string"
+		}
+	}
+	for _, p := range pats {
+		// ripgrep-style negation: "!*.env" excludes, but judge it as a
+		// pattern all the same (it errs towards asking).
+		if g := strings.TrimPrefix(p, "!"); g != "" && (sensitivePath(g, home) || globPicksSecret(g)) {
+			return p
+		}
+	}
+	return ""
+}
+
+// globPicksSecret reports a glob whose last element matches one of the
+// secret sample names.
+func globPicksSecret(g string) bool {
+	if !strings.ContainsAny(g, "*?[{") {
+		return false
+	}
+	base := path.Base(g)
+	for _, name := range secretSamples {
+		if m, _ := path.Match(base, name); m {
+			return true
+		}
+	}
+	// Brace sets ({.env,x}) are not path.Match syntax: a brace with a
+	// secret-looking name inside counts.
+	lower := strings.ToLower(g)
+	return strings.Contains(g, "{") && (strings.Contains(lower, ".env") || strings.Contains(lower, "credential") || strings.Contains(lower, "id_"))
 }

@@ -97,6 +97,7 @@ func TestFiltersThatPickSecrets(t *testing.T) {
 		req("read_many_files", map[string]any{"paths": []any{".en[v]"}}),
 		req("read_many_files", map[string]any{"paths": []any{"**/id_*"}}),
 		req("Grep", map[string]any{"pattern": ".", "glob": 7}),
+		req("LSP", map[string]any{"operation": "hover", "filePath": "/home/dev/.ssh/id_rsa", "line": 1, "character": 1}),
 	} {
 		if res := mustCheck(t, e, r); res.Decision == Allow {
 			t.Errorf("%s %v: allowed by %s (%s)", r.Tool.Name, r.Tool.Input, res.Source, res.Reason)

@@ -104,8 +104,9 @@ func broadSearch(abs, home string) bool {
 }
 
 // readPathFields are the input fields that name what a read or search tool
-// reads: the edit fields plus Gemini CLI's dir_path and paths.
-var readPathFields = append(slices.Clone(pathFields), "dir_path", "paths")
+// reads: the edit fields plus Gemini CLI's dir_path and paths and Claude
+// Code LSP's filePath.
+var readPathFields = append(slices.Clone(pathFields), "dir_path", "paths", "filePath")
 
 func patchText(input map[string]any) (string, error) {
 	for _, f := range []string{"input", "patch"} {

@@ -34,7 +34,7 @@ var rules = []rule{
 	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*:(?:\\?/){2})[A-Za-z0-9_.~-]{20,}@`), "${1}" + Mask + "@", []string{"@"}},
 	{regexp.MustCompile(`(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=-]{8,}`), "${1}${2}" + Mask, []string{"bearer", "basic", "token"}},
 	// Header values that are credentials whatever their scheme.
-	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|cookie|set-cookie|x-api-key|api-key|x-auth-token)(\\*["'])?\s*:\s*(\\*["'])?([^"'\\\n]+)`), "${1}${2}: ${3}" + Mask, []string{"authorization", "cookie", "api-key", "auth-token"}},
+	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|cookie|set-cookie|x-api-key|api-key|x-auth-token)(\\*["'])?\s*:\s*(\\*["'])?((?:bearer|basic|token|digest)\s+)?([^"'\\\n]+)`), "${1}${2}: ${3}${4}" + Mask, []string{"authorization", "cookie", "api-key", "auth-token"}},
 	{regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`), Mask, []string{"sk-"}},                                                     // OpenAI, Anthropic
 	{regexp.MustCompile(`\b(AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b`), Mask, []string{"akia", "asia", "agpa", "aida", "aroa"}}, // AWS access key ids
 	{regexp.MustCompile(`\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}`), Mask, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},   // GitHub tokens

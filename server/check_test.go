@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,6 +186,33 @@ func TestCheckValidation(t *testing.T) {
 			return r
 		}(), "rules.deny[0]"},
 		{"huge tool name", checkReq(t, "", strings.Repeat("T", 300), nil), "tool.name is over"},
+		{"huge working directory", func() *pb.CheckRequest {
+			r := checkReq(t, "", "Read", nil)
+			r.WorkingDirectory = "/" + strings.Repeat("d", 5000)
+			return r
+		}(), "working_directory is 5001 bytes, over the limit of 4096"},
+		{"too many additional directories", func() *pb.CheckRequest {
+			r := checkReq(t, "", "Read", nil)
+			for i := range 65 {
+				r.AdditionalDirectories = append(r.AdditionalDirectories, fmt.Sprintf("/d%d", i))
+			}
+			return r
+		}(), "65 entries, over the limit of 64"},
+		{"huge additional directory", func() *pb.CheckRequest {
+			r := checkReq(t, "", "Read", nil)
+			r.AdditionalDirectories = []string{"/" + strings.Repeat("d", 5000)}
+			return r
+		}(), "additional_directories[0] is 5001 bytes"},
+		{"too many rules", func() *pb.CheckRequest {
+			r := checkReq(t, "", "Read", nil)
+			r.Rules = &pb.Rules{Allow: make([]string, 200), Deny: make([]string, 57)}
+			return r
+		}(), "rules has 257 entries, over the limit of 256"},
+		{"huge rule", func() *pb.CheckRequest {
+			r := checkReq(t, "", "Read", nil)
+			r.Rules = &pb.Rules{Deny: []string{"Bash(" + strings.Repeat("x", 5000) + ")"}}
+			return r
+		}(), "a rule is 5006 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

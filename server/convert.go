@@ -15,6 +15,15 @@ import (
 // maxIDBytes caps names and ids that end up in logs.
 const maxIDBytes = 256
 
+// Caps on what a request names beyond its tool input: every directory is
+// resolved and every rule compiled per check, and all of them may reach the
+// classifier's prompt. PATH_MAX bounds a path anyway.
+const (
+	maxPathBytes    = 4096
+	maxDirectories  = 64
+	maxRequestRules = 256
+)
+
 // validationError is a request the server refuses before the engine sees it.
 type validationError struct{ msg string }
 
@@ -38,12 +47,30 @@ func (s *Service) toEngine(req *pb.CheckRequest) (*engine.Request, error) {
 	if n := structSize(req.GetTool().GetInput()); n > s.cfg.MaxToolInputBytes {
 		return nil, invalid("tool.input is %d bytes, over the limit of %d", n, s.cfg.MaxToolInputBytes)
 	}
-	if wd := req.GetWorkingDirectory(); wd != "" && !filepath.IsAbs(wd) {
+	if wd := req.GetWorkingDirectory(); len(wd) > maxPathBytes {
+		return nil, invalid("working_directory is %d bytes, over the limit of %d", len(wd), maxPathBytes)
+	} else if wd != "" && !filepath.IsAbs(wd) {
 		return nil, invalid("working_directory %q is not an absolute path", wd)
 	}
+	if n := len(req.GetAdditionalDirectories()); n > maxDirectories {
+		return nil, invalid("additional_directories has %d entries, over the limit of %d", n, maxDirectories)
+	}
 	for i, d := range req.GetAdditionalDirectories() {
-		if !filepath.IsAbs(d) {
+		switch {
+		case len(d) > maxPathBytes:
+			return nil, invalid("additional_directories[%d] is %d bytes, over the limit of %d", i, len(d), maxPathBytes)
+		case !filepath.IsAbs(d):
 			return nil, invalid("additional_directories[%d] %q is not an absolute path", i, d)
+		}
+	}
+	if r := req.GetRules(); len(r.GetAllow())+len(r.GetAsk())+len(r.GetDeny()) > maxRequestRules {
+		return nil, invalid("rules has %d entries, over the limit of %d", len(r.GetAllow())+len(r.GetAsk())+len(r.GetDeny()), maxRequestRules)
+	}
+	for _, list := range [][]string{req.GetRules().GetAllow(), req.GetRules().GetAsk(), req.GetRules().GetDeny()} {
+		for _, rule := range list {
+			if len(rule) > maxPathBytes {
+				return nil, invalid("a rule is %d bytes, over the limit of %d", len(rule), maxPathBytes)
+			}
 		}
 	}
 	if n := len(req.GetTranscript()); n > s.cfg.MaxTranscriptEntries {

@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -160,5 +161,27 @@ func TestCutInputAllowAsks(t *testing.T) {
 				t.Fatalf("%.30q...: %+v %v, want %s", tc.command, v, err, tc.want)
 			}
 		}
+	}
+}
+
+// TestFailureReasonHidesSecrets: the reason the agent sees for a failed
+// call does not quote the API key, even when the backend's error echoes it.
+func TestFailureReasonHidesSecrets(t *testing.T) {
+	const key = "zq-test-secret-0123456789"
+	t.Setenv("TOOLGATE_TEST_KEY", key)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":{"message":"Incorrect API key provided: ` + key + `","type":"invalid_request_error","code":"invalid_api_key"}}`))
+	}))
+	t.Cleanup(srv.Close)
+	c := newTestClassifier(t, testConfig(srv.URL+"/v1"))
+	_, err := c.Classify(t.Context(), input("Bash", "make deploy", ""))
+	var ce *engine.ClassifierError
+	if !errors.As(err, &ce) {
+		t.Fatalf("got %v, want a ClassifierError", err)
+	}
+	if strings.Contains(ce.Reason, key) || !strings.Contains(ce.Reason, "Incorrect API key provided") {
+		t.Fatalf("reason %q: want the backend's message without the key", ce.Reason)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/redact"
 )
 
 // maxReasonChars caps the reason shown to the agent.
@@ -36,6 +37,7 @@ type Classifier struct {
 	sessions   *lru.Cache[string, *sessionState]
 	dump       *dumper
 	metrics    *Metrics // nil: none
+	keys       []string // the backends' API keys, masked in what the agent sees
 }
 
 // Option adjusts a Classifier.
@@ -84,14 +86,13 @@ func New(cfg Config, rules map[string]Rules, log *zap.Logger, opts ...Option) (*
 	if c.sessions, err = lru.New[string, *sessionState](maxSessions); err != nil {
 		return nil, err
 	}
-	if cfg.DumpFile != "" {
-		var keys []string
-		for _, b := range cfg.Backends {
-			if k := os.Getenv(b.APIKeyEnv); k != "" {
-				keys = append(keys, k)
-			}
+	for _, b := range cfg.Backends {
+		if k := os.Getenv(b.APIKeyEnv); k != "" {
+			c.keys = append(c.keys, k)
 		}
-		if c.dump, err = openDump(cfg.DumpFile, keys); err != nil {
+	}
+	if cfg.DumpFile != "" {
+		if c.dump, err = openDump(cfg.DumpFile, c.keys); err != nil {
 			return nil, err
 		}
 	}
@@ -152,8 +153,9 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (en
 			return engine.Verdict{}, ctx.Err()
 		}
 		// The agent sees a cleaned, capped reason: upstream error text can
-		// echo parts of the prompt or name internal hosts.
-		return engine.Verdict{}, &engine.ClassifierError{Err: err, Reason: SanitizeReason(err.Error(), maxReasonChars), Details: details(o, latency)}
+		// echo parts of the prompt, name internal hosts or quote a URL
+		// with a key in it.
+		return engine.Verdict{}, &engine.ClassifierError{Err: err, Reason: SanitizeReason(redact.String(err.Error(), c.keys...), maxReasonChars), Details: details(o, latency)}
 	}
 	if c.cache != nil {
 		c.cache.Add(key, cached{o: o, expires: time.Now().Add(c.cfg.Cache.TTL)})

@@ -443,9 +443,6 @@ func (e *Engine) acceptEdits(req *Request, p *policy, c *call) (Result, string, 
 	if err != nil {
 		return Result{}, "project directories unusable: " + err.Error(), true
 	}
-	if r := e.broadRoot(chk); r != "" {
-		return Result{}, fmt.Sprintf("the project directory %s is a home directory or above; edits there are not accepted without asking", truncate(r, 200)), false
-	}
 	var outside []string
 	resolved := make([]string, 0, len(c.rawTargets))
 	for _, t := range c.rawTargets {
@@ -460,9 +457,14 @@ func (e *Engine) acceptEdits(req *Request, p *policy, c *call) (Result, string, 
 		}
 		resolved = append(resolved, v.Resolved)
 	}
+	// Checked after the targets, so that a protected one still counts as
+	// protected (bypass mode asks, allow rules stay out).
+	broad := e.broadRoot(chk)
 	switch {
 	case len(outside) > 0:
 		return Result{}, strings.Join(outside, "; "), false
+	case broad != "":
+		return Result{}, fmt.Sprintf("the project directory %s is a home directory or above; edits there are not accepted without asking", truncate(broad, 200)), false
 	case req.Mode != ModeUnspecified && req.Mode != ModeAuto && req.Mode != ModeAcceptEdits:
 		return Result{}, fmt.Sprintf("%s mode does not accept edits", req.Mode), false
 	case !p.acceptEdits:
@@ -482,9 +484,6 @@ func (e *Engine) shellWrites(req *Request, p *policy, c *call) (protected, outsi
 	if err != nil {
 		return true, true, "project directories unusable: " + err.Error()
 	}
-	if r := e.broadRoot(chk); r != "" {
-		return false, true, fmt.Sprintf("the project directory %s is a home directory or above", truncate(r, 200))
-	}
 	for _, w := range c.shellWrites {
 		v, err := chk.Check(c.shellDir, w)
 		switch {
@@ -495,6 +494,10 @@ func (e *Engine) shellWrites(req *Request, p *policy, c *call) (protected, outsi
 		case v.Protected != "":
 			return true, true, fmt.Sprintf("the command writes %s, a protected path (%s)", truncate(v.Resolved, 200), v.Protected)
 		}
+	}
+	if r := e.broadRoot(chk); r != "" && !outside {
+		// Inside a project that is home or above is nowhere in particular.
+		return false, true, fmt.Sprintf("the project directory %s is a home directory or above", truncate(r, 200))
 	}
 	return false, outside, note
 }

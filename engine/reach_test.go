@@ -97,6 +97,12 @@ func TestFiltersThatPickSecrets(t *testing.T) {
 		req("read_many_files", map[string]any{"paths": []any{".en[v]"}}),
 		req("read_many_files", map[string]any{"paths": []any{"**/id_*"}}),
 		req("Grep", map[string]any{"pattern": ".", "glob": 7}),
+		req("Grep", map[string]any{"pattern": ".", "glob": "[!x]env"}),
+		req("Grep", map[string]any{"pattern": ".", "glob": "{.en?,x}"}),
+		req("Grep", map[string]any{"pattern": ".", "glob": "**/[!a]env*"}),
+		req("Grep", map[string]any{"pattern": ".", "glob": "{i?_rsa,zz}"}),
+		req("Grep", map[string]any{"pattern": ".", "glob": "{a,{b,.e{n,x}v}}"}),
+		req("search_file_content", map[string]any{"pattern": ".", "include": "[!x]env"}),
 		req("LSP", map[string]any{"operation": "hover", "filePath": "/home/dev/.ssh/id_rsa", "line": 1, "character": 1}),
 	} {
 		if res := mustCheck(t, e, r); res.Decision == Allow {
@@ -105,11 +111,45 @@ func TestFiltersThatPickSecrets(t *testing.T) {
 	}
 	for _, r := range []*Request{
 		req("Grep", map[string]any{"pattern": "TODO", "glob": "*.go"}),
+		req("Grep", map[string]any{"pattern": "TODO", "glob": "*.{ts,tsx}"}),
+		req("Grep", map[string]any{"pattern": "TODO", "glob": "src/[!_]*.py"}),
 		req("search_file_content", map[string]any{"pattern": "x", "include": "src/**/*.ts"}),
 		req("read_many_files", map[string]any{"paths": []any{"src/*.md"}, "include": []any{"*.md"}}),
 	} {
 		if res := mustCheck(t, e, r); res.Decision != Allow {
 			t.Errorf("%s %v: %s by %s (%s), want allow", r.Tool.Name, r.Tool.Input, res.Decision, res.Source, res.Reason)
+		}
+	}
+}
+
+// TestBroadRootKeepsProtection: with the home directory as the project,
+// a protected target is still protected: bypass mode asks and an allow
+// rule does not open it.
+func TestBroadRootKeepsProtection(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(root, "home", "dev")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Config{Home: home, Policies: policyOf(PolicySpec{Permissions: RuleSet{Allow: []string{"Write(~/.claude/**)", "Bash(echo *)"}}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mode Mode
+		call ToolCall
+	}{
+		{ModeBypass, tool("Write", map[string]any{"file_path": ".claude/settings.json", "content": "{}"})},
+		{ModeBypass, tool("Bash", map[string]any{"command": "echo '{}' > .claude/settings.json"})},
+		{ModeDefault, tool("Write", map[string]any{"file_path": ".claude/settings.json", "content": "{}"})},
+		{ModeAuto, tool("Bash", map[string]any{"command": "echo x > .claude/settings.json"})},
+	} {
+		res := mustCheck(t, e, &Request{Tool: tc.call, WorkingDirectory: home, Mode: tc.mode})
+		if res.Decision == Allow {
+			t.Errorf("%s %s %v: allowed by %s (%s)", tc.mode, tc.call.Name, tc.call.Input, res.Source, res.Reason)
 		}
 	}
 }

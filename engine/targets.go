@@ -376,19 +376,75 @@ func sensitiveFilter(input map[string]any, home string) string {
 }
 
 // globPicksSecret reports a glob whose last element matches one of the
-// secret sample names.
+// secret sample names, read as ripgrep and Gemini CLI read globs: braces
+// expand ({.env,x}) and [!x] is a negated set. A pattern too large to
+// expand counts as picking one.
 func globPicksSecret(g string) bool {
 	if !strings.ContainsAny(g, "*?[{") {
 		return false
 	}
-	base := path.Base(g)
-	for _, name := range secretSamples {
-		if m, _ := path.Match(base, name); m {
-			return true
+	alts, ok := expandBraces(g, 64)
+	if !ok {
+		return true
+	}
+	for _, a := range alts {
+		base := path.Base(strings.ReplaceAll(a, "[!", "[^"))
+		for _, name := range secretSamples {
+			m, err := path.Match(base, name)
+			if m || err != nil {
+				// A pattern Go cannot read may still be one ripgrep can.
+				return true
+			}
 		}
 	}
-	// Brace sets ({.env,x}) are not path.Match syntax: a brace with a
-	// secret-looking name inside counts.
-	lower := strings.ToLower(g)
-	return strings.Contains(g, "{") && (strings.Contains(lower, ".env") || strings.Contains(lower, "credential") || strings.Contains(lower, "id_"))
+	return false
+}
+
+// expandBraces returns the alternatives of a glob's brace sets, nested
+// ones included, at most limit of them (ok false beyond that, or for an
+// unclosed brace).
+func expandBraces(g string, limit int) ([]string, bool) {
+	open := strings.IndexByte(g, '{')
+	if open < 0 {
+		return []string{g}, true
+	}
+	depth, end := 0, -1
+	var cuts []int
+	for i := open; i < len(g) && end < 0; i++ {
+		switch g[i] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+			if depth == 0 {
+				end = i
+			}
+		case ',':
+			if depth == 1 {
+				cuts = append(cuts, i)
+			}
+		}
+	}
+	if end < 0 {
+		return nil, false
+	}
+	var parts []string
+	prev := open + 1
+	for _, c := range cuts {
+		parts = append(parts, g[prev:c])
+		prev = c + 1
+	}
+	parts = append(parts, g[prev:end])
+	var out []string
+	for _, p := range parts {
+		alts, ok := expandBraces(g[:open]+p+g[end+1:], limit-len(out))
+		if !ok {
+			return nil, false
+		}
+		out = append(out, alts...)
+		if len(out) > limit {
+			return nil, false
+		}
+	}
+	return out, true
 }

@@ -326,9 +326,10 @@ func (b *backend) callResponses(ctx context.Context, p Prompt, tool string, sche
 		return "", 0, 0, err
 	}
 	in, out := resp.Usage.InputTokens, resp.Usage.OutputTokens
-	if resp.Status != responses.ResponseStatusCompleted {
-		// "incomplete" (max tokens, content filter): the arguments may be
-		// cut short.
+	if resp.Status != responses.ResponseStatusCompleted && resp.Status != "" {
+		// An empty status is a compatible server that does not set it (as
+		// with an empty finish reason in chat); "incomplete" (max tokens,
+		// content filter) and the rest may have cut the arguments short.
 		return "", in, out, fmt.Errorf("%w: status %q", errBadAnswer, resp.Status)
 	}
 	var args []string

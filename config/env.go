@@ -54,6 +54,12 @@ func expandDoc(doc *yaml.Node, lookup func(string) (string, bool), written, used
 }
 
 func expandNode(n *yaml.Node, path string, lookup func(string) (string, bool), written map[string]string, errs *[]error) {
+	if n.Anchor != "" {
+		// An alias elsewhere (a policy rule) would carry the expanded
+		// value out of these sections, past config show's masking.
+		*errs = append(*errs, fmt.Errorf("line %d: %s: YAML anchors are not supported in server and classifier", n.Line, path))
+		return
+	}
 	switch n.Kind {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {

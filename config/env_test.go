@@ -136,8 +136,10 @@ func TestLoadExpandErrors(t *testing.T) {
 		{"bad value with quotes from the environment", "classifier:\n  backends:\n    - {model: m, base_url: \"${QUOTED_URL}\"}\n",
 			[]string{"classifier.backends[0].base_url", "${QUOTED_URL}"}},
 		// config show knows an expanded value by the anchor's path only.
-		{"alias", "classifier:\n  backends:\n    - {name: a, model: m, base_url: &u \"${BAD_URL}\"}\n    - {name: b, model: m, base_url: *u}\n",
-			[]string{"line 4", "classifier.backends[1].base_url", "aliases are not supported"}},
+		{"anchor used in a policy", "classifier:\n  backends:\n    - {name: a, base_url: \"https://h/v1\", model: &m \"Bash(echo ${USER_NAME})\"}\npolicies:\n  default:\n    permissions: {deny: [*m]}\n",
+			[]string{"line 3", "classifier.backends[0].model", "anchors are not supported"}},
+		{"alias in classifier", "policies:\n  default:\n    permissions: {deny: [&m \"Bash(x)\"]}\nclassifier:\n  backends:\n    - {name: a, base_url: \"https://h/v1\", model: *m}\n",
+			[]string{"line 6", "classifier.backends[0].model", "aliases are not supported"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -153,3 +153,21 @@ func TestBroadRootKeepsProtection(t *testing.T) {
 		}
 	}
 }
+
+func TestProcReach(t *testing.T) {
+	for p, want := range map[string]bool{
+		"/proc/self/root/home/dev":    true,
+		"/proc/1234/cwd":              true,
+		"/proc/self/fd/3":             true,
+		"/x/../proc/self/root/etc":    true,
+		"/proc/self/cwd/../..":        true,
+		"/proc/cpuinfo":               false,
+		"/proc/self/status":           false,
+		"/srv/proc/app/src/root/x.go": false,
+		"proc/self/root":              false,
+	} {
+		if got := procReach(p); got != want {
+			t.Errorf("procReach(%q) = %v, want %v", p, got, want)
+		}
+	}
+}

@@ -320,7 +320,9 @@ func shellWorkdir(input map[string]any) (dir string, present, ok bool) {
 func procReach(p string) bool {
 	comps := strings.Split(p, "/")
 	for i, c := range comps {
-		if c != "proc" {
+		// The /proc directory itself, however it is reached (/x/../proc),
+		// not a project folder named proc.
+		if c != "proc" || filepath.Clean(strings.Join(comps[:i+1], "/")) != "/proc" {
 			continue
 		}
 		for _, d := range comps[i+1:] {

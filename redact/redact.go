@@ -48,8 +48,10 @@ var rules = []rule{
 	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), Mask, []string{"eyj"}},                // JWTs
 	// curl -u user:pass, --user, -U and --proxy-user.
 	{regexp.MustCompile(`((?:^|\s)(?:-[uU]\s*|--(?:proxy-)?user[=\s]\s*)["']?[^:\s"']+):([^\s"'\\]+)`), "${1}:" + Mask, []string{"-u", "-user"}},
-	// mysql -pSECRET (no space: the password itself).
+	// mysql -pSECRET (no space: the password itself), in a command line
+	// or as an element of a JSON argv list.
 	{regexp.MustCompile(`(?i)(\b(?:mysql|mariadb|mysqldump|mysqladmin)\b[^\n"]*?\s-p)([^\s"'\\]+)`), "${1}" + Mask, []string{"mysql", "mariadb"}},
+	{regexp.MustCompile(`(?i)(\b(?:mysql|mariadb|mysqldump|mysqladmin)\b[^\n]*?(?:\\*")\s*,\s*(?:\\*")-p)([^"\\]+)`), "${1}" + Mask, []string{"mysql", "mariadb"}},
 	// --password value, --token value: after a space, or as the next
 	// element of a JSON list (["--password","value"]).
 	{regexp.MustCompile(`(?i)(--?(?:password|passwd|passphrase|pass|token|api-key|apikey|secret|access-token)(?:\s+|(?:\\*")\s*,\s*(?:\\*")))([^\s"'\\-][^\s"'\\]*)`), "${1}" + Mask, []string{"pass", "token", "api", "secret"}},
@@ -59,9 +61,11 @@ var rules = []rule{
 	{regexp.MustCompile(`("auth"\s*:\s*")([^"\\]+)`), "${1}" + Mask, []string{"\"auth\""}},
 	// KEY=value and "key": "value" for names that say secret, also when the
 	// quotes are escaped once or more (JSON inside JSON) and when the value
-	// is a list. A quoted value is hidden to its closing quote, an
-	// unquoted one to the end of its line or string: errs towards hiding.
-	{regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*` + secretName + `[A-Za-z0-9_.-]*(?:\\*["'])?\s*[:=]\s*(?:\[\s*)?(?:\\*["'])?)([^"'\\\n]+)`), "${1}" + Mask,
+	// is a list. The value runs to an unescaped double quote or the end of
+	// the line (a real or a JSON-escaped newline): escaped quotes,
+	// backslashes and apostrophes inside it are hidden too, and an unquoted
+	// value loses the rest of its line. Errs towards hiding.
+	{regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*` + secretName + `[A-Za-z0-9_.-]*(?:\\*["'])?\s*[:=]\s*(?:\[\s*)?(?:\\*["'])?)((?:[^"\\\n]|\\[^n])+)`), "${1}" + Mask,
 		[]string{"pass", "pwd", "secret", "token", "apikey", "api_key", "api-key", "accesskey", "access_key", "access-key", "privatekey", "private_key", "private-key", "credential", "authkey", "auth_key", "auth-key"}},
 }
 

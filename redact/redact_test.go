@@ -26,6 +26,7 @@ func TestString(t *testing.T) {
 		{"password assignment", "mysql -u root --password=Sup3rS3cret!", "Sup3rS3cret!", "mysql -u root"},
 		{"json secret field", `{"api_key": "abc123def456"}`, "abc123def456", `"api_key"`},
 		{"env line", "DB_PASSWORD=correcthorse\nOTHER=1", "correcthorse", "OTHER=1"},
+		{"env line in JSON", `{"content":"DB_PASSWORD=correcthorse\nOTHER=1"}`, "correcthorse", `\nOTHER=1`},
 		{"password flag with a space", "mysql --password hunter2 -h db", "hunter2", "-h db"},
 		{"curl user", "curl -u alice:hunter2 https://x", "hunter2", "alice"},
 		{"double-escaped JSON", `{\\\"password\\\":\\\"xyzzy-secret\\\"}`, "xyzzy-secret", "password"},
@@ -49,6 +50,10 @@ func TestString(t *testing.T) {
 		{"password with spaces", "password: correct horse battery staple", "battery staple", "password:"},
 		{"password with a semicolon", "DB_PASSWORD=abc;defLeak", "defLeak", "DB_PASSWORD"},
 		{"quoted password with spaces", `PASSWORD="pw with spaces"`, "with spaces", "PASSWORD"},
+		{"password with an escaped backslash", `{"password":"abc\\defghij"}`, "defghij", "password"},
+		{"password with an apostrophe", `{"password": "it's-a-long-secret"}`, "a-long-secret", "password"},
+		{"key with an escaped quote", `{"api_key":"x\"yyyyzzzz"}`, "yyyyzzzz", "api_key"},
+		{"mysql -p in a JSON argv", `{"command":["mysql","-uroot","-pS3cretPw","db"]}`, "S3cretPw", "-uroot"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

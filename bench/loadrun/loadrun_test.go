@@ -220,3 +220,15 @@ func TestUnaryRatioWhyCores(t *testing.T) {
 		}
 	}
 }
+
+func TestUnaryRatioWhyNotCPUBound(t *testing.T) {
+	// 40% of a CPU at 20 µs per check: CPU was not what held it back.
+	tu := &targetResult{Count: 200000, RPS: 20000, ServerCPU: 200000 * 20 * time.Microsecond}
+	bu := &targetResult{Count: 400000, RPS: 40000, ServerCPU: 400000 * 10 * time.Microsecond}
+	why := unaryRatioWhy(tu, bu, 1)
+	for _, w := range []string{"spent 20 µs of CPU per check, within the 31 µs", "only 40% busy"} {
+		if !strings.Contains(why, w) {
+			t.Errorf("%q lacks %q", why, w)
+		}
+	}
+}

@@ -67,6 +67,11 @@ func unaryRatioWhy(tu, bu *targetResult, cores int) string {
 	} else {
 		why += fmt.Sprintf("The bare server's CPU was %.0f%% busy too, at %s per call for gRPC alone. ", busyB*100, us(bu.cpuPerCheck()))
 	}
+	if tu.cpuPerCheck() <= allowed {
+		return fmt.Sprintf("toolgate spent %s of CPU per check, within the %s that %.0f%% of the bare server's rate allows, "+
+			"but kept its CPU only %.0f%% busy: something else (the load generator, locks, the network) held it back in this run.",
+			us(tu.cpuPerCheck()), us(allowed), goalUnaryRatio*100, busyT*100)
+	}
 	why += fmt.Sprintf("%.0f%% of the bare server's rate allows at most %s per check, %s less than toolgate spends. ",
 		goalUnaryRatio*100, us(allowed), us(tu.cpuPerCheck()-allowed))
 	return why + "Beyond the transport, toolgate's cost is the decision itself (resolving target paths through symlinks, parsing bash, " +

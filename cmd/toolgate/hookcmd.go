@@ -27,7 +27,7 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs := flag.NewFlagSet("hook "+agent, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cf := addClientFlags(fs)
-	timeout := fs.Duration("timeout", 5*time.Second, "deadline for connecting and deciding")
+	timeout := fs.Duration("timeout", 5*time.Second, "deadline for reading the input and transcript, connecting and deciding")
 	onError := fs.String("on-error", "deny", "decision when the server cannot decide: deny or ask")
 	if err := fs.Parse(args[1:]); err != nil {
 		// -h too: an agent takes exit 0 with no decision as "go ahead".

@@ -244,9 +244,13 @@ func (e *Engine) broad(abs, dir string) bool {
 func (e *Engine) broadRoot(chk *pathcheck.Checker) string {
 	lexical, resolved := chk.Roots()
 	for i := range lexical {
-		if broadSearch(lexical[i], e.home) || broadSearch(resolved[i], e.home) ||
-			sensitivePath(lexical[i], e.home) || sensitivePath(resolved[i], e.home) {
-			return lexical[i]
+		for j, r := range []string{lexical[i], resolved[i]} {
+			if j == 1 && r == lexical[i] {
+				break // no link on the way: the same checks again
+			}
+			if broadSearch(r, e.home) || shell.IsCredentialPathLiteral(r, e.home) {
+				return lexical[i]
+			}
 		}
 	}
 	return ""

@@ -518,9 +518,15 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 	// directory of ~/.claude) must not make what is under it fair game.
 	// Outside the project, protection stays relative to the roots.
 	if v.Inside {
-		add("/", lexical)
+		fromTop := func(p string) {
+			if rel := filepath.Clean(p)[1:]; rel != "" && !slices.Contains(seen, rel) {
+				seen = append(seen, rel)
+				rels = append(rels, strings.Split(fold(rel), "/"))
+			}
+		}
+		fromTop(lexical)
 		for _, w := range ws {
-			add("/", w.path)
+			fromTop(w.path)
 		}
 	}
 	for _, pat := range c.patterns {

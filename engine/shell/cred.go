@@ -73,6 +73,10 @@ var credPatterns = []credPattern{
 // metacharacters in p as matching what they could match.
 func IsCredentialPath(p, home string) bool { return credentialPath(p, home, true) }
 
+// IsCredentialPathLiteral is IsCredentialPath for a path known to hold no
+// glob (a resolved directory): its metacharacters are plain characters.
+func IsCredentialPathLiteral(p, home string) bool { return credentialPath(p, home, false) }
+
 // credentialPath is IsCredentialPath; glob says whether metacharacters in p
 // are live (an unquoted glob) or literal.
 func credentialPath(p, home string, glob bool) bool {

@@ -182,7 +182,7 @@ func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
 		for _, r := range a.Reads {
 			abs := e.absPath(dir, r)
 			c.rc.ShellReads = append(c.rc.ShellReads, abs)
-			if a.ReadOnly && e.sensitive(r, abs, dir) {
+			if a.ReadOnly && (e.sensitive(r, abs, dir) || globPicksSecret(r)) {
 				// Read-only, but it would print secrets into the transcript.
 				a.ReadOnly, a.Reason = false, fmt.Sprintf("reads %s, which may hold secrets", truncate(r, 200))
 			}

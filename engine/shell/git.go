@@ -1,5 +1,7 @@
 package shell
 
+import "strings"
+
 // Git options. Left out on purpose: the global -c, --config-env,
 // -p/--paginate and --exec-path (they change what runs), and --output
 // (writes), --ext-diff and --textconv (run configured programs),
@@ -29,7 +31,9 @@ const (
 		"count objects objects-edge no-object-names "
 )
 
-var gitLog = &spec{opts: gitDiffOpts + gitLogOpts}
+// --output writes its file: refused, but reported so that allow rules
+// (Bash(git log *)) cannot open a write outside the project.
+var gitLog = &spec{opts: gitDiffOpts + gitLogOpts, writeOpts: "output:", reads: readCustom, check: gitObjectReads}
 
 var gitSpec = &spec{
 	names: "git",
@@ -48,9 +52,10 @@ var gitSpec = &spec{
 		"log":      gitLog,
 		"show":     gitLog,
 		"rev-list": gitLog,
-		"diff":     {opts: gitDiffOpts + "cached staged merge-base no-index base ours theirs"},
+		// --no-index compares files outside the repository: not listed.
+		"diff": {opts: gitDiffOpts + "cached staged merge-base base ours theirs", writeOpts: "output:", reads: readCustom, check: gitObjectReads},
 		"blame": {opts: "b f n p c l t s e w M:: C:: L: S: root show-stats score-debug show-name show-number porcelain " +
-			"line-porcelain incremental show-email contents: reverse first-parent date: abbrev:: ignore-rev: ignore-revs-file: " +
+			"line-porcelain incremental show-email reverse first-parent date: abbrev:: ignore-rev: ignore-revs-file: " +
 			"color-lines color-by-age progress no-progress encoding: minimal"},
 		// Listing only: a positional names a branch to create unless --list.
 		"branch": {opts: "a r v l q i all remotes verbose list show-current contains~ no-contains~ merged~ no-merged~ " +
@@ -81,7 +86,7 @@ var gitSpec = &spec{
 		"ls-tree": {opts: "d r t l z long name-only name-status object-only full-name full-tree abbrev:: format:"},
 		// --textconv and --filters run configured programs.
 		"cat-file": {opts: "t s e p batch:: batch-check:: batch-all-objects follow-symlinks unordered buffer Z " +
-			"allow-unknown-type mailmap use-mailmap no-mailmap", ops: "0-2"},
+			"allow-unknown-type mailmap use-mailmap no-mailmap", ops: "0-2", reads: readCustom, check: gitObjectReads},
 		"describe": {opts: "tags all long abbrev: always dirty:: broken:: match: exclude: contains first-parent candidates: " +
 			"exact-match debug"},
 		"shortlog": {opts: "n s e c w:: numbered summary email committer group: format: all no-merges merges since: until: " +
@@ -94,10 +99,10 @@ var gitSpec = &spec{
 		}, subs: map[string]*spec{"show": gitLog, "list": {ops: "0"}, "exists": {ops: "1"}}},
 		"stash": {style: styleSub, subs: map[string]*spec{
 			"list": gitLog,
-			"show": {opts: gitDiffOpts + "include-untracked only-untracked", ops: "0-1"},
+			"show": {opts: gitDiffOpts + "include-untracked only-untracked", ops: "0-1", writeOpts: "output:"},
 		}},
 		"worktree":      {style: styleSub, subs: map[string]*spec{"list": {opts: "porcelain v verbose z expire:", ops: "0"}}},
-		"grep":          {opts: gitGrepOpts},
+		"grep":          {opts: gitGrepOpts, reads: readCustom, check: gitGrepReads},
 		"merge-base":    {opts: "a all octopus is-ancestor independent fork-point"},
 		"name-rev":      {opts: "tags refs: exclude: all name-only no-undefined always annotate-stdin stdin"},
 		"count-objects": {opts: "v H verbose human-readable", ops: "0"},
@@ -149,4 +154,38 @@ func checkGitConfig(iv *invocation) string {
 		}
 	}
 	return iv.failf("only reading forms (--get, --list, get, list) are read-only")
+}
+
+// gitObjectReads records the files a git command may print: REV:path and
+// :path name a file's committed or staged content (a committed .env is as
+// secret as the file), and any other operand may be a pathspec whose diff
+// is shown. Revisions recorded as paths are harmless: the engine judges
+// the paths as reads, for secret files and Read rules.
+func gitObjectReads(iv *invocation) string {
+	iv.files = gitPaths(iv.pa.ops)
+	return ""
+}
+
+// gitGrepReads is gitObjectReads for git grep, whose first operand is the
+// pattern unless -e or -f gave it.
+func gitGrepReads(iv *invocation) string {
+	iv.files = gitPaths(patternFirst(iv, "e", "f"))
+	return ""
+}
+
+func gitPaths(ops []wordInfo) []wordInfo {
+	var out []wordInfo
+	for _, op := range ops {
+		if op.dyn {
+			continue
+		}
+		if i := strings.IndexByte(op.val, ':'); i >= 0 {
+			if p := op.val[i+1:]; p != "" {
+				out = append(out, wordInfo{val: p, glob: op.glob})
+			}
+			continue
+		}
+		out = append(out, op)
+	}
+	return out
 }

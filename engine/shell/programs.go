@@ -23,7 +23,10 @@ var programTable = []*spec{
 	{names: "rev", safeOpts: true, reads: readAll},
 	{names: "od", opts: "A: t: N: j: w:: v a b c d f i l o s x address-radix: format: read-bytes: skip-bytes: width:: output-duplicates endian: traditional",
 		safeOpts: true, reads: readAll},
-	{names: "hexdump", opts: "b c C d o x e: f: n: s: v L::", safeOpts: true, reads: readAll},
+	// hexdump -f, wc --files0-from, diff --from-file/--to-file and file -f
+	// read a file named by an option, whose content error messages or
+	// output can show: not listed.
+	{names: "hexdump", opts: "b c C d o x e: n: s: v L::", safeOpts: true, reads: readAll},
 	{names: "strings", opts: "a d f n: t: e: w s: T: all data print-file-name bytes: radix: encoding: include-all-whitespace output-separator: target: unicode: U: #",
 		safeOpts: true, reads: readAll},
 	// xxd INFILE OUTFILE writes OUTFILE: one operand at most.
@@ -79,13 +82,13 @@ var programTable = []*spec{
 	{names: "paste", opts: "d: s z delimiters: serial zero-terminated", safeOpts: true, reads: readAll},
 	{names: "comm", opts: "1 2 3 check-order nocheck-order output-delimiter: total z zero-terminated", ops: "2", safeOpts: true, reads: readAll},
 	{names: "fold", opts: "b s w: bytes spaces width:", safeOpts: true, reads: readAll},
-	{names: "wc", opts: "c m l L w bytes chars lines max-line-length words files0-from: total:", safeOpts: true, dyn: true},
+	{names: "wc", opts: "c m l L w bytes chars lines max-line-length words total:", safeOpts: true, dyn: true},
 	// diff -l/--paginate runs pr: not listed.
 	{names: "diff", opts: "i E Z b w B a u c e n y t T N r s q d p x: X: I: F: S: D: U: C: W: normal brief report-identical-files context:: unified:: " +
 		"ed rcs side-by-side left-column suppress-common-lines show-c-function show-function-line: label: expand-tabs initial-tab tabsize: " +
 		"suppress-blank-empty new-file unidirectional-new-file ignore-case ignore-file-name-case no-ignore-file-name-case ignore-tab-expansion " +
 		"ignore-trailing-space ignore-space-change ignore-all-space ignore-blank-lines ignore-matching-lines: text strip-trailing-cr recursive " +
-		"no-dereference exclude: exclude-from: starting-file: from-file: to-file: minimal speed-large-files horizon-lines: width: color:: palette: " +
+		"no-dereference exclude: exclude-from: starting-file: minimal speed-large-files horizon-lines: width: color:: palette: " +
 		"ifdef: old-line-format: new-line-format: unchanged-line-format: line-format: old-group-format: new-group-format: unchanged-group-format: " +
 		"changed-group-format: binary help version",
 		reads: readAll, check: checkDiff},
@@ -96,7 +99,7 @@ var programTable = []*spec{
 		safeOpts: true, dyn: true},
 	// file -C writes compiled magic and -z runs decompressors: not listed.
 	{names: "file", opts: "b i L h Z k s N E r 0 brief mime mime-type mime-encoding dereference no-dereference uncompress-noexec keep-going " +
-		"special-files no-pad no-buffer print0 raw extension apple e: F: P: f: m: exclude: exclude-quiet: separator: files-from: magic-file: " +
+		"special-files no-pad no-buffer print0 raw extension apple e: F: P: exclude: exclude-quiet: separator: " +
 		"parameter: version help"},
 
 	// Files and directories.

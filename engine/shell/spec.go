@@ -103,6 +103,9 @@ type invCtx struct {
 	// pathOK: the words xargs supplies are file paths printed by a path
 	// lister (find, git ls-files, ...) under static roots.
 	pathOK bool
+	// contentOK: those paths are named by find -name patterns that pick
+	// no secret file, so a program may also print what is in them.
+	contentOK bool
 }
 
 // invocation is one program run being judged.
@@ -132,11 +135,13 @@ func (iv *invocation) run() string {
 			return iv.failf("brace expansion %s", w.val)
 		case iv.sc.zsh && w.glob:
 			return iv.failf("glob %s in a zsh payload", w.val)
-		case w.dyn && !w.pipe && !sp.dyn && !sp.ownDyn && !(w.xargs && iv.ic.pathOK && sp.safeOpts):
+		case w.dyn && !w.pipe && !sp.dyn && !sp.ownDyn && !(w.xargs && iv.ic.pathOK && sp.safeOpts && (sp.reads == readNone || iv.ic.contentOK)):
 			return iv.failf("argument %s is only known at run time", w.val)
 		}
 	}
-	if iv.ic.implicit && !sp.dyn && !sp.ownDyn && !(iv.ic.pathOK && sp.safeOpts) {
+	// Listed paths are fine for a program that does not print what is in
+	// them: find . | xargs cat prints every file, .env included.
+	if iv.ic.implicit && !sp.dyn && !sp.ownDyn && !(iv.ic.pathOK && sp.safeOpts && (sp.reads == readNone || iv.ic.contentOK)) {
 		return iv.failf("xargs supplies arguments only known at run time")
 	}
 	switch sp.style {

@@ -292,6 +292,7 @@ func wrapXargs(_ *analyzer, ws []wordInfo, _ *scope, sx *stmtCtx, ic *invCtx) wr
 	}
 	inner = append([]wordInfo(nil), inner...)
 	ic.pathOK = !sx.stdinRedir && sx.producer != nil && isPathLister(sx.producer, sx.producerSc)
+	ic.contentOK = ic.pathOK && findNamesNoSecret(sx.producer, sx.producerSc)
 	if repl := pa.values("I"); len(repl) > 0 {
 		r := repl[len(repl)-1]
 		if r == "" {
@@ -387,4 +388,49 @@ func (a *analyzer) payload(src string, sc *scope) {
 	if a.judged == before {
 		a.fail("empty payload")
 	}
+}
+
+// secretNames are file names whose content must not be printed; a find
+// -name pattern is tried against them.
+var secretNames = []string{".env", ".env.local", ".env.production", ".envrc", ".netrc", ".npmrc", ".pypirc",
+	".git-credentials", "credentials", "id_rsa", "id_ed25519", "id_ecdsa", ".bash_history", ".zsh_history", "secrets.yml", "key.pem"}
+
+// findNamesNoSecret reports a find whose every listed file must match a
+// -name or -iname pattern (all of them joined by -a, the default), at
+// least one, none of which matches a secret name: find . -name '*.go'.
+// Anything else (-o, !, -path, no -name) may list .env.
+func findNamesNoSecret(c *syntax.CallExpr, sc *scope) bool {
+	if c == nil || sc == nil || len(c.Args) < 2 {
+		return false
+	}
+	ws := make([]wordInfo, len(c.Args))
+	for i, w := range c.Args {
+		ws[i] = wordOf(w, sc.src)
+	}
+	if path.Base(ws[0].val) != "find" {
+		return false
+	}
+	names := 0
+	for i := 1; i < len(ws); i++ {
+		switch v := ws[i].val; v {
+		case "-o", "-or", "!", "-not", "(", ")", ",":
+			return false
+		case "-name", "-iname":
+			if i+1 >= len(ws) || ws[i+1].dyn {
+				return false
+			}
+			pat := ws[i+1].val
+			if v == "-iname" {
+				pat = strings.ToLower(pat)
+			}
+			for _, n := range secretNames {
+				if m, err := path.Match(pat, n); m || err != nil {
+					return false
+				}
+			}
+			names++
+			i++
+		}
+	}
+	return names > 0
 }

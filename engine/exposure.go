@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -34,12 +35,18 @@ func exposure(cmds []shell.Command, line, cwd string) string {
 		args := c.Argv[1:]
 		switch c.Argv[0] {
 		case "env", "printenv", "set", "export", "declare", "typeset", "compgen":
-			if len(args) == 0 || c.Argv[0] != "printenv" || slices.ContainsFunc(args, secretName.MatchString) {
+			// printenv NAME prints that variable; with options alone
+			// (-0, --null, --) it prints them all.
+			names := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return strings.HasPrefix(a, "-") })
+			if len(names) == 0 || c.Argv[0] != "printenv" || slices.ContainsFunc(args, secretName.MatchString) {
 				return "prints environment variables, which may hold secrets"
 			}
 		case "ps":
 			// BSD-style "e" (ps e, ps eww, ps auxe) prints every process's
-			// environment.
+			// environment, and so does -E on macOS.
+			if slices.Contains(args, "-E") {
+				return "prints process environments, which may hold secrets"
+			}
 			for _, a := range args {
 				if !strings.HasPrefix(a, "-") && strings.Contains(a, "e") {
 					return "prints process environments, which may hold secrets"
@@ -54,6 +61,9 @@ func exposure(cmds []shell.Command, line, cwd string) string {
 		case "cd", "pushd":
 			if len(args) > 0 && !insideLexically(cwd, args[len(args)-1]) {
 				return "changes to a directory outside the project"
+			}
+			if len(args) > 0 && runsGit(cmds) && embeddedRepo(cwd, args[len(args)-1]) {
+				return "runs git in a repository inside the project's files, whose configuration can run code"
 			}
 		case "git":
 			if why := gitExposure(args, cwd); why != "" {
@@ -88,8 +98,49 @@ func gitExposure(args []string, cwd string) string {
 		if dir != "" && !insideLexically(cwd, dir) {
 			return "runs git in a repository outside the project, whose configuration can run code"
 		}
+		if dir == "" {
+			continue
+		}
+		abs := dir
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(cwd, abs)
+		}
+		abs = filepath.Clean(abs)
+		// -C may name any directory of the project; --git-dir and
+		// --work-tree only the project's own repository.
+		own := abs == filepath.Join(cwd, ".git") || abs == filepath.Clean(cwd)
+		if a != "-C" && !own || embeddedRepo(cwd, abs) {
+			return "runs git in a repository inside the project's files, whose configuration can run code"
+		}
 	}
 	return ""
+}
+
+func runsGit(cmds []shell.Command) bool {
+	return slices.ContainsFunc(cmds, func(c shell.Command) bool { return len(c.Argv) > 0 && c.Argv[0] == "git" })
+}
+
+// embeddedRepo reports a bare repository (HEAD, objects, refs) at dir or
+// between it and cwd. A project can carry one as ordinary files, and git
+// run there obeys its committed config (core.fsmonitor, diff.external
+// run programs). A nested .git cannot be committed; the project's own
+// .git is the user's.
+func embeddedRepo(cwd, dir string) bool {
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(cwd, dir)
+	}
+	cwd = filepath.Clean(cwd)
+	for d := filepath.Clean(dir); d != cwd && strings.HasPrefix(d, cwd+string(filepath.Separator)); d = filepath.Dir(d) {
+		if d == filepath.Join(cwd, ".git") {
+			continue
+		}
+		head, herr := os.Stat(filepath.Join(d, "HEAD"))
+		objects, oerr := os.Stat(filepath.Join(d, "objects"))
+		if herr == nil && oerr == nil && head.Mode().IsRegular() && objects.IsDir() {
+			return true
+		}
+	}
+	return false
 }
 
 // insideLexically reports whether p (relative to cwd) stays within cwd.

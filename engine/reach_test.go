@@ -234,3 +234,73 @@ func TestShellReadsOfSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestShellRedTeam: review findings in shell analysis; none may be
+// allowed locally.
+func TestShellRedTeam(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := filepath.Join(root, "app")
+	bare := filepath.Join(app, "vendor", "evil.git")
+	for _, d := range []string{filepath.Join(bare, "objects"), filepath.Join(bare, "refs"), filepath.Join(app, "src")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(bare, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Config{Home: "/home/dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(in map[string]any, name string) Result {
+		return mustCheck(t, e, &Request{Tool: tool(name, in), WorkingDirectory: app, Mode: ModeAuto})
+	}
+	for _, cmd := range []string{
+		"read PATH <<< " + app + "/bin; ls",
+		"for PATH in bin; do ls; done",
+		"read HOME <<< " + app + "; git status",
+		"read CDPATH <<< /home/dev/.config; cd gh && cat hosts.yml",
+		"ls *(e:'touch /tmp/pwned':)",
+		"git -C vendor/evil.git show HEAD",
+		"git --git-dir=vendor/evil.git diff HEAD~1 HEAD",
+		"git --work-tree=. --git-dir=vendor/evil.git status",
+		"cd vendor/evil.git && git log -p",
+		"printenv -0",
+		"printenv --null",
+		"printenv --",
+		"ps -E",
+		"du --files0-from=/proc/self/environ",
+		"du --files0-from=.env",
+		"find . -name src | xargs -I{} cat {}/../.env",
+		"cat .git/config",
+		"grep -A1 extraheader .git/config",
+		"grep -rh '' --include='.env*' .",
+		"rg -uu -g '*.env' ''",
+		"rg --hidden --no-ignore -g .env ''",
+		"jq -R . ~/.bash_history --args",
+		"jq -n --rawfile x ~/.bash_history '$x'",
+		"cat ~/.claude/.credentials.json",
+		"cat ~/.codex/auth.json",
+		"cat ~/.gemini/oauth_creds.json",
+		"cat ~/.config/github-copilot/apps.json",
+		"cat ~/.m2/settings.xml",
+		"cd && cat .codex/auth.json",
+		"find . -name '*.key' | xargs cat",
+	} {
+		if res := check(map[string]any{"command": cmd}, "Bash"); res.Decision == Allow {
+			t.Errorf("%s: allowed by %s (%s)", cmd, res.Source, res.Reason)
+		}
+	}
+	if res := check(map[string]any{"command": []any{"zsh", "-lc", "ls *(e:'touch /tmp/pwned':)"}}, "shell"); res.Decision == Allow {
+		t.Errorf("codex zsh argv: allowed by %s (%s)", res.Source, res.Reason)
+	}
+	for _, cmd := range []string{"git -C src log --oneline -3", "git status", "while read line; do echo \"$line\"; done < src/list.txt", "printenv HOME"} {
+		if res := check(map[string]any{"command": cmd}, "Bash"); res.Decision != Allow {
+			t.Errorf("%s: %s by %s (%s), want allow", cmd, res.Decision, res.Source, res.Reason)
+		}
+	}
+}

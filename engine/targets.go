@@ -195,7 +195,10 @@ func shellCommand(input map[string]any) (cmd string, ok bool, raw []string) {
 			}
 			argv = append(argv, s)
 		}
-		if len(argv) == 3 && isShell(argv[0]) && (argv[1] == "-c" || argv[1] == "-lc") {
+		// bash -c: the script is judged as the line. sh and zsh keep their
+		// wrapper, whose stricter rules apply (zsh reads globs and
+		// quoting its own way).
+		if len(argv) == 3 && isBash(argv[0]) && (argv[1] == "-c" || argv[1] == "-lc") {
 			return argv[2], true, []string{argv[2]}
 		}
 		if len(argv) == 0 {
@@ -233,6 +236,14 @@ func rawStrings(vals ...any) []string {
 		}
 	}
 	return out
+}
+
+func isBash(s string) bool {
+	switch s {
+	case "bash", "/bin/bash", "/usr/bin/bash":
+		return true
+	}
+	return false
 }
 
 func isShell(s string) bool {

@@ -20,8 +20,10 @@ func TestShellCommand(t *testing.T) {
 		{"single argv", map[string]any{"command": []any{"make"}}, "make", true},
 		{"bash -lc script", map[string]any{"command": []any{"bash", "-lc", "rm -rf /"}}, "rm -rf /", true},
 		{"bash -c script", map[string]any{"command": []any{"bash", "-c", "git status; rm x"}}, "git status; rm x", true},
-		{"sh -c script", map[string]any{"command": []any{"sh", "-c", "echo hi"}}, "echo hi", true},
-		{"/bin/zsh -lc script", map[string]any{"command": []any{"/bin/zsh", "-lc", "echo hi"}}, "echo hi", true},
+		// sh and zsh keep their wrapper: their payload rules are stricter
+		// (zsh reads *(e:'cmd':) as a glob qualifier that runs cmd).
+		{"sh -c script", map[string]any{"command": []any{"sh", "-c", "echo hi"}}, "sh -c 'echo hi'", true},
+		{"/bin/zsh -lc script", map[string]any{"command": []any{"/bin/zsh", "-lc", "echo hi"}}, "/bin/zsh -lc 'echo hi'", true},
 		{"shell with extra args is not reduced", map[string]any{"command": []any{"bash", "-lc", "echo $0", "x"}}, "bash -lc 'echo $0' x", true},
 		{"other flag is not reduced", map[string]any{"command": []any{"bash", "-x", "script.sh"}}, "bash -x script.sh", true},
 		{"non-shell -c is not reduced", map[string]any{"command": []any{"python", "-c", "print(1)"}}, "python -c 'print(1)'", true},

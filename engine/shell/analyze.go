@@ -116,6 +116,9 @@ func (a *analyzer) stmt(s *syntax.Stmt, sc *scope, sx stmtCtx) {
 		}
 		switch l := c.Loop.(type) {
 		case *syntax.WordIter:
+			if l.Name != nil && specialVar(l.Name.Value) {
+				a.fail("the loop sets " + l.Name.Value + ", which changes what later commands run or read")
+			}
 			for _, w := range l.Items {
 				a.wordSubs(w, sc)
 			}
@@ -274,9 +277,10 @@ func (a *analyzer) nodeSubs(n syntax.Node, sc *scope) {
 				a.fail("$\"..\" quoting in a non-bash payload")
 			}
 		case *syntax.ExtGlob:
-			if sc.strict {
-				a.fail("extended glob in a non-bash payload")
-			}
+			// Non-interactive bash has extglob off, so a script has no use
+			// for one; zsh, which runs agents' commands on macOS, reads
+			// *(e:'cmd':) as a glob qualifier that runs cmd.
+			a.fail("extended glob or zsh glob qualifier")
 		}
 		return true
 	})

@@ -54,6 +54,17 @@ var credPatterns = []credPattern{
 	{comps: []string{".local", "share", "keyrings"}, subtree: true},
 	{comps: []string{".boto"}},
 	{comps: []string{".s3cfg"}},
+	// Coding agents' and tools' own sign-in tokens.
+	{comps: []string{".claude", ".credentials.json"}},
+	{comps: []string{".codex", "auth.json"}},
+	{comps: []string{".gemini", "oauth_creds.json"}},
+	{comps: []string{".config", "github-copilot"}, subtree: true},
+	{comps: []string{".m2", "settings.xml"}},
+	{comps: []string{".m2", "settings-security.xml"}},
+	{comps: []string{".config", "rclone", "rclone.conf"}},
+	// A repository's own config can hold tokens (CI extraheader, remote
+	// URLs with credentials), which is why git config --list is refused.
+	{comps: []string{".git", "config"}},
 }
 
 // IsCredentialPath reports whether p, as written, names a well-known

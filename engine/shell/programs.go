@@ -60,9 +60,10 @@ var programTable = []*spec{
 		writeOpts: "i:: in-place::", reads: readCustom, check: checkSed},
 	// jq modules (import/include, -L) and filter files (-f) can read JSON
 	// files anywhere, credential stores included: not allowed.
+	// jq --rawfile and --slurpfile read a file into a variable: not listed.
 	{names: "jq", opts: "r j c n e s S C M a R raw-output join-output compact-output null-input exit-status slurp sort-keys color-output " +
 		"monochrome-output ascii-output raw-input tab indent: seq stream stream-errors raw-output0 unbuffered " +
-		"arg:2 argjson:2 slurpfile:2 rawfile:2 args jsonargs version help",
+		"arg:2 argjson:2 args jsonargs version help",
 		safeOpts: true, reads: readCustom, check: checkJq},
 	// yq: never -i (in place) or -s (splits into files); load() reads files.
 	{names: "yq", opts: "r o: output-format: p: input-format: P prettyPrint e exit-status C M N I: j no-doc indent: colors no-colors unwrapScalar:: null-input n",
@@ -104,7 +105,9 @@ var programTable = []*spec{
 
 	// Files and directories.
 	{names: "ls", style: styleAny, safeOpts: true, dyn: true},
-	{names: "stat du df", style: styleAny, safeOpts: true, dyn: true},
+	// --files0-from reads names from a file, and error messages show them
+	// (du --files0-from=/proc/self/environ prints the environment).
+	{names: "stat du df", style: styleAny, safeOpts: true, dyn: true, check: noFilesFrom},
 	// tree -o writes a file and -R with -H writes HTML files: not listed.
 	{names: "tree", opts: "a d l f x L: P: I: i q N Q p u g s h D F v t c U r C n J X gitignore ignore-case matchdirs prune noreport dirsfirst " +
 		"filesfirst du si inodes device charset: filelimit: timefmt: sort: version help",
@@ -236,9 +239,37 @@ func checkGrep(iv *invocation) string {
 		recursive = recursive || d == "recurse"
 	}
 	if recursive {
+		if why := iv.secretFilters("include"); why != "" {
+			return why
+		}
 		return iv.recursiveRoots(iv.files)
 	}
 	return ""
+}
+
+// secretFilters refuses file filters (grep --include, rg -g) that pick a
+// secret file: they make a recursive search read it.
+func (iv *invocation) secretFilters(opts ...string) string {
+	for _, g := range iv.pa.values(opts...) {
+		if globPicksSecretName(strings.TrimPrefix(g, "!")) {
+			return iv.failf("the filter %s picks secret files", g)
+		}
+	}
+	return ""
+}
+
+// globPicksSecretName reports a glob (or plain name) whose last element
+// matches one of secretNames; [!x] negates and a brace set with a secret
+// name inside counts.
+func globPicksSecretName(g string) bool {
+	base := path.Base(strings.ReplaceAll(g, "[!", "[^"))
+	for _, n := range secretNames {
+		if m, err := path.Match(strings.ToLower(base), n); m || err != nil {
+			return true
+		}
+	}
+	lower := strings.ToLower(g)
+	return strings.Contains(g, "{") && (strings.Contains(lower, ".env") || strings.Contains(lower, "key") || strings.Contains(lower, "credential"))
 }
 
 func checkRg(iv *invocation) string {
@@ -249,6 +280,9 @@ func checkRg(iv *invocation) string {
 		iv.files = iv.pa.ops
 	default:
 		iv.files = patternFirst(iv, "e", "regexp", "f", "file")
+	}
+	if why := iv.secretFilters("g", "glob", "iglob"); why != "" {
+		return why
 	}
 	return iv.recursiveRoots(iv.files)
 }
@@ -268,8 +302,10 @@ func checkJq(iv *invocation) string {
 		}
 		ops = ops[1:]
 	}
-	if iv.pa.has("args", "jsonargs") {
-		ops = nil // positional values, not files
+	if iv.pa.has("args", "jsonargs") && len(ops) > 0 {
+		// Which operands are values and which are files depends on the
+		// jq version and where --args stands: the files cannot be told.
+		return iv.failf("--args with operands: files and values cannot be told apart")
 	}
 	iv.files = ops
 	return ""
@@ -424,6 +460,28 @@ func checkRead(iv *invocation) string {
 	for _, w := range iv.pa.ops {
 		if w.dyn || !isName(w.val) {
 			return iv.failf("variable name %s is not plain", w.val)
+		}
+		if specialVar(w.val) {
+			return iv.failf("sets %s, which changes what later commands run or read", w.val)
+		}
+	}
+	return ""
+}
+
+// specialVar reports a variable whose value steers the shell or the
+// programs it starts (PATH, HOME, CDPATH, IFS, GIT_*, LD_*...): setting
+// it from data makes later read-only commands run or read something else.
+// Every upper-case name counts; lower-case ones are the script's own.
+func specialVar(name string) bool {
+	return name != "" && strings.ToUpper(name) == name && strings.ContainsAny(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+}
+
+// noFilesFrom refuses --files0-from, whose file's content error messages
+// print.
+func noFilesFrom(iv *invocation) string {
+	for _, w := range iv.args {
+		if strings.HasPrefix(w.val, "--files0-from") || strings.HasPrefix(w.val, "--files-from") {
+			return iv.failf("%s reads names from a file", w.val)
 		}
 	}
 	return ""

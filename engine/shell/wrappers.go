@@ -300,7 +300,9 @@ func wrapXargs(_ *analyzer, ws []wordInfo, _ *scope, sx *stmtCtx, ic *invCtx) wr
 		}
 		for i := range inner {
 			if strings.Contains(inner[i].val, r) {
-				inner[i].dyn, inner[i].xargs = true, true
+				// Only a word that is exactly the listed path is a path
+				// the lister vouched for: {}/../.env is not.
+				inner[i].dyn, inner[i].xargs = true, inner[i].val == r
 			}
 		}
 	} else {
@@ -393,7 +395,8 @@ func (a *analyzer) payload(src string, sc *scope) {
 // secretNames are file names whose content must not be printed; a find
 // -name pattern is tried against them.
 var secretNames = []string{".env", ".env.local", ".env.production", ".envrc", ".netrc", ".npmrc", ".pypirc",
-	".git-credentials", "credentials", "id_rsa", "id_ed25519", "id_ecdsa", ".bash_history", ".zsh_history", "secrets.yml", "key.pem"}
+	".git-credentials", "credentials", "id_rsa", "id_ed25519", "id_ecdsa", ".bash_history", ".zsh_history", "secrets.yml",
+	"key.pem", "server.key", "tls.key", "cert.p12", "cert.pfx", "keystore.jks", "auth.json", ".credentials.json", "config"}
 
 // findNamesNoSecret reports a find whose every listed file must match a
 // -name or -iname pattern (all of them joined by -a, the default), at

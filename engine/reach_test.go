@@ -304,3 +304,23 @@ func TestShellRedTeam(t *testing.T) {
 		}
 	}
 }
+
+// TestRulesSeeThroughCd: a relative read or write after a static cd is
+// the file in that directory, for deny and ask rules too.
+func TestRulesSeeThroughCd(t *testing.T) {
+	e, err := New(Config{Home: "/home/dev", Policies: policyOf(PolicySpec{Permissions: RuleSet{
+		Deny: []string{"Read(./config/prod.json)", "Edit(//etc/**)"},
+	}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"cd config && cat prod.json", "cd /etc && echo x > x", "cd config; head -5 ./prod.json"} {
+		res := mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": cmd}), WorkingDirectory: "/home/dev/project", Mode: ModeAuto})
+		if res.Decision != Deny || res.Source != SourceRule {
+			t.Errorf("%s: %s by %s (%s), want deny by rule", cmd, res.Decision, res.Source, res.Reason)
+		}
+	}
+	if res := mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": "cd src && cat prod.json"}), WorkingDirectory: "/home/dev/project", Mode: ModeAuto}); res.Decision != Allow {
+		t.Errorf("a read elsewhere: %s by %s (%s), want allow", res.Decision, res.Source, res.Reason)
+	}
+}

@@ -33,6 +33,17 @@ type scope struct {
 	cwdUnknown bool
 }
 
+// at is p as seen from the starting directory: a relative path after a
+// static cd is joined to where the cd went, so that rules and checks on
+// the reads and writes see the file that is meant (cd config && cat
+// prod.json reads config/prod.json).
+func (sc *scope) at(p string) string {
+	if sc == nil || sc.cwd == "" || sc.cwdUnknown || !isRelative(p) {
+		return p
+	}
+	return path.Join(sc.cwd, p)
+}
+
 // stmtCtx is what a statement knows about its standard streams.
 type stmtCtx struct {
 	producer    *syntax.CallExpr // command piped into this statement's stdin, if simple
@@ -396,7 +407,7 @@ func (a *analyzer) redirect(r *syntax.Redirect, sc *scope) {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob,
 		syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob:
 		if !wi.is("/dev/null") {
-			a.out.Writes = append(a.out.Writes, wi.val)
+			a.out.Writes = append(a.out.Writes, sc.at(wi.val))
 			a.fail("writes to %s", wi.val)
 		}
 	case syntax.DplOut, syntax.DplIn:
@@ -408,7 +419,7 @@ func (a *analyzer) redirect(r *syntax.Redirect, sc *scope) {
 			break
 		}
 		if r.Op == syntax.DplOut {
-			a.out.Writes = append(a.out.Writes, wi.val)
+			a.out.Writes = append(a.out.Writes, sc.at(wi.val))
 			a.fail("writes to %s", wi.val)
 		} else {
 			a.fail("unsupported redirection <&%s", wi.val)
@@ -421,7 +432,7 @@ func (a *analyzer) redirect(r *syntax.Redirect, sc *scope) {
 		case wi.brace:
 			a.fail("brace expansion in a redirection")
 		default:
-			a.out.Reads = append(a.out.Reads, wi.val)
+			a.out.Reads = append(a.out.Reads, sc.at(wi.val))
 			if why := a.readPath(wi.val, wi.glob, sc); why != "" {
 				a.fail(why)
 			}

@@ -234,12 +234,12 @@ func wrapNohup(_ *analyzer, ws []wordInfo, _ *scope, sx *stmtCtx, _ *invCtx) wra
 // options that write a file. With needCmd unset, the wrapper alone is
 // judged as a program from the table.
 func wrapOpts(o, wo *optset, needCmd bool) wrapper {
-	return func(a *analyzer, ws []wordInfo, _ *scope, _ *stmtCtx, _ *invCtx) wrapResult {
+	return func(a *analyzer, ws []wordInfo, sc *scope, _ *stmtCtx, _ *invCtx) wrapResult {
 		name := ws[0].val
 		pa, pe := parseGNU(o, wo, ws[1:], true, false)
 		if pe != nil {
 			if pe.write != "" && pe.write != "/dev/null" {
-				a.out.Writes = append(a.out.Writes, pe.write)
+				a.out.Writes = append(a.out.Writes, sc.at(pe.write))
 			}
 			return wrapResult{why: path.Base(name) + ": " + pe.why}
 		}

@@ -320,7 +320,28 @@ func TestRulesSeeThroughCd(t *testing.T) {
 			t.Errorf("%s: %s by %s (%s), want deny by rule", cmd, res.Decision, res.Source, res.Reason)
 		}
 	}
-	if res := mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": "cd src && cat prod.json"}), WorkingDirectory: "/home/dev/project", Mode: ModeAuto}); res.Decision != Allow {
+	if res := mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": "cd src && cat other.json"}), WorkingDirectory: "/home/dev/project", Mode: ModeAuto}); res.Decision != Allow {
 		t.Errorf("a read elsewhere: %s by %s (%s), want allow", res.Decision, res.Source, res.Reason)
+	}
+	// The cd may not happen (it fails, or runs in a subshell or another
+	// pipeline part): the path as written counts too.
+	top, err := New(Config{Home: "/home/dev", Policies: policyOf(PolicySpec{Permissions: RuleSet{
+		Deny:  []string{"Read(./prod.json)"},
+		Allow: []string{"Bash(cd *)", "Bash(echo *)"},
+	}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"(cd config); cat prod.json", "cd nonexistent; cat prod.json", "cd config || cat prod.json", "cd config | cat prod.json"} {
+		res := mustCheck(t, top, &Request{Tool: tool("Bash", map[string]any{"command": cmd}), WorkingDirectory: "/home/dev/project", Mode: ModeAuto})
+		if res.Decision != Deny {
+			t.Errorf("%s: %s by %s (%s), want deny", cmd, res.Decision, res.Source, res.Reason)
+		}
+	}
+	for _, cmd := range []string{"(cd a/b); echo pwned > ../.bashrc", "cd nonexistent; echo pwned > ../.bashrc"} {
+		res := mustCheck(t, top, &Request{Tool: tool("Bash", map[string]any{"command": cmd}), WorkingDirectory: "/home/dev/project", Mode: ModeAuto})
+		if res.Decision == Allow {
+			t.Errorf("%s: allowed by %s (%s)", cmd, res.Source, res.Reason)
+		}
 	}
 }

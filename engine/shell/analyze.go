@@ -33,15 +33,16 @@ type scope struct {
 	cwdUnknown bool
 }
 
-// at is p as seen from the starting directory: a relative path after a
-// static cd is joined to where the cd went, so that rules and checks on
-// the reads and writes see the file that is meant (cd config && cat
-// prod.json reads config/prod.json).
-func (sc *scope) at(p string) string {
+// paths returns p as written and, after a static cd, also joined to where
+// the cd went (not cleaned: .. must follow symlinks): the cd may not have
+// happened (it failed, or ran in a subshell or another pipeline part), so
+// rules and checks see both readings (cd config && cat prod.json may read
+// config/prod.json or prod.json).
+func (sc *scope) paths(p string) []string {
 	if sc == nil || sc.cwd == "" || sc.cwdUnknown || !isRelative(p) {
-		return p
+		return []string{p}
 	}
-	return path.Join(sc.cwd, p)
+	return []string{p, strings.TrimSuffix(sc.cwd, "/") + "/" + p}
 }
 
 // stmtCtx is what a statement knows about its standard streams.
@@ -407,7 +408,7 @@ func (a *analyzer) redirect(r *syntax.Redirect, sc *scope) {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob,
 		syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob:
 		if !wi.is("/dev/null") {
-			a.out.Writes = append(a.out.Writes, sc.at(wi.val))
+			a.out.Writes = append(a.out.Writes, sc.paths(wi.val)...)
 			a.fail("writes to %s", wi.val)
 		}
 	case syntax.DplOut, syntax.DplIn:
@@ -419,7 +420,7 @@ func (a *analyzer) redirect(r *syntax.Redirect, sc *scope) {
 			break
 		}
 		if r.Op == syntax.DplOut {
-			a.out.Writes = append(a.out.Writes, sc.at(wi.val))
+			a.out.Writes = append(a.out.Writes, sc.paths(wi.val)...)
 			a.fail("writes to %s", wi.val)
 		} else {
 			a.fail("unsupported redirection <&%s", wi.val)
@@ -432,7 +433,7 @@ func (a *analyzer) redirect(r *syntax.Redirect, sc *scope) {
 		case wi.brace:
 			a.fail("brace expansion in a redirection")
 		default:
-			a.out.Reads = append(a.out.Reads, sc.at(wi.val))
+			a.out.Reads = append(a.out.Reads, sc.paths(wi.val)...)
 			if why := a.readPath(wi.val, wi.glob, sc); why != "" {
 				a.fail(why)
 			}

@@ -64,7 +64,7 @@ func checkFind(iv *invocation) string {
 			n = 1
 		case findWrites[v]:
 			if i+1 < len(args) {
-				iv.a.out.Writes = append(iv.a.out.Writes, iv.sc.at(args[i+1].val))
+				iv.a.out.Writes = append(iv.a.out.Writes, iv.sc.paths(args[i+1].val)...)
 			}
 			return iv.failf("%s writes a file", v)
 		case v == "-exec" || v == "-execdir" || v == "-ok" || v == "-okdir":

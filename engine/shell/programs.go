@@ -376,7 +376,7 @@ func checkTee(iv *invocation) string {
 	}
 	for _, w := range pa.ops {
 		if !w.is("/dev/null") {
-			iv.a.out.Writes = append(iv.a.out.Writes, iv.sc.at(w.val))
+			iv.a.out.Writes = append(iv.a.out.Writes, iv.sc.paths(w.val)...)
 			return iv.failf("writes to %s", w.val)
 		}
 	}
@@ -529,7 +529,7 @@ func checkXxd(iv *invocation) string {
 		}
 	}
 	if len(ops) > 1 {
-		iv.a.out.Writes = append(iv.a.out.Writes, iv.sc.at(ops[1].val))
+		iv.a.out.Writes = append(iv.a.out.Writes, iv.sc.paths(ops[1].val)...)
 		return iv.failf("writes to %s", ops[1].val)
 	}
 	iv.files = ops

@@ -163,7 +163,7 @@ func (iv *invocation) run() string {
 		}
 		if pe != nil {
 			if pe.write != "" && pe.write != "/dev/null" {
-				iv.a.out.Writes = append(iv.a.out.Writes, iv.sc.at(pe.write))
+				iv.a.out.Writes = append(iv.a.out.Writes, iv.sc.paths(pe.write)...)
 			}
 			return iv.name + ": " + pe.why
 		}
@@ -185,7 +185,7 @@ func (iv *invocation) run() string {
 			if f.dyn || f.val == "-" {
 				continue
 			}
-			iv.a.out.Reads = append(iv.a.out.Reads, iv.sc.at(f.val))
+			iv.a.out.Reads = append(iv.a.out.Reads, iv.sc.paths(f.val)...)
 			if why := iv.a.readPath(f.val, f.glob, iv.sc); why != "" {
 				return iv.failf("%s", why)
 			}

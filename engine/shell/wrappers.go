@@ -239,7 +239,7 @@ func wrapOpts(o, wo *optset, needCmd bool) wrapper {
 		pa, pe := parseGNU(o, wo, ws[1:], true, false)
 		if pe != nil {
 			if pe.write != "" && pe.write != "/dev/null" {
-				a.out.Writes = append(a.out.Writes, sc.at(pe.write))
+				a.out.Writes = append(a.out.Writes, sc.paths(pe.write)...)
 			}
 			return wrapResult{why: path.Base(name) + ": " + pe.why}
 		}

@@ -35,7 +35,7 @@ func BenchmarkCheck(b *testing.B) {
 		{"safe_tool", ToolCall{Name: "Read", Input: map[string]any{"file_path": cwd + "/main.go"}}, ModeAuto, SourceSafeTool},
 		{"accept_edits", ToolCall{Name: "Edit", Input: map[string]any{"file_path": "src/main.go", "old_string": "a", "new_string": "b"}}, ModeAuto, SourceAcceptEdits},
 		{"shell_short", ToolCall{Name: "Bash", Input: map[string]any{"command": "git status"}}, ModeAuto, SourceCommandAnalysis},
-		{"shell_long", ToolCall{Name: "Bash", Input: map[string]any{"command": "find . -name '*.go' -type f | xargs grep -n TODO | sort | uniq -c | head -50 && git log --oneline -5 2>/dev/null"}}, ModeAuto, SourceCommandAnalysis},
+		{"shell_long", ToolCall{Name: "Bash", Input: map[string]any{"command": "find . -name '*.go' -type f -print0 | xargs -0 grep -n TODO | sort | uniq -c | head -50 && git log --oneline -5 2>/dev/null"}}, ModeAuto, SourceCommandAnalysis},
 		{"allow_rule", ToolCall{Name: "Bash", Input: map[string]any{"command": "go test ./..."}}, ModeAuto, SourceRule},
 		{"ask_rule", ToolCall{Name: "Bash", Input: map[string]any{"command": "git push origin main"}}, ModeAuto, SourceRule},
 		{"deny_rule", ToolCall{Name: "Bash", Input: map[string]any{"command": "cat ~/.ssh/id_rsa"}}, ModeAuto, SourceRule},

@@ -190,6 +190,8 @@ func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
 		if a.ReadOnly {
 			if why := exposure(a.Commands, cmd, dir); why != "" {
 				a.ReadOnly, a.Reason = false, why
+			} else if dir != c.cwd && runsGit(a.Commands) {
+				a.ReadOnly, a.Reason = false, gitElsewhere
 			}
 		}
 		for _, w := range a.Writes {

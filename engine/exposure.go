@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -44,7 +43,9 @@ func exposure(cmds []shell.Command, line, cwd string) string {
 		case "ps":
 			// BSD-style "e" (ps e, ps eww, ps auxe) prints every process's
 			// environment, and so does -E on macOS.
-			if slices.Contains(args, "-E") {
+			if slices.ContainsFunc(args, func(a string) bool {
+				return strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "E")
+			}) {
 				return "prints process environments, which may hold secrets"
 			}
 			for _, a := range args {
@@ -62,11 +63,11 @@ func exposure(cmds []shell.Command, line, cwd string) string {
 			if len(args) > 0 && !insideLexically(cwd, args[len(args)-1]) {
 				return "changes to a directory outside the project"
 			}
-			if len(args) > 0 && runsGit(cmds) && embeddedRepo(cwd, args[len(args)-1]) {
-				return "runs git in a repository inside the project's files, whose configuration can run code"
+			if runsGit(cmds) {
+				return gitElsewhere
 			}
 		case "git":
-			if why := gitExposure(args, cwd); why != "" {
+			if why := gitExposure(args, c.Env); why != "" {
 				return why
 			}
 		}
@@ -74,43 +75,35 @@ func exposure(cmds []shell.Command, line, cwd string) string {
 	return ""
 }
 
-func gitExposure(args []string, cwd string) string {
-	for i := 0; i < len(args); i++ {
+// gitElsewhere is why git run anywhere but the project's root, or on
+// another repository, is not read-only: a repository the project carries
+// as files (a bare one, or one named by commondir) brings a config that
+// git obeys, and core.fsmonitor or diff.external run programs.
+const gitElsewhere = "runs git outside the project's root or on another repository, whose configuration can run code"
+
+func gitExposure(args, env []string) string {
+	for _, e := range env {
+		if strings.HasPrefix(e, "GIT_") {
+			return gitElsewhere
+		}
+	}
+	// Global options come before the subcommand.
+	i := 0
+	for ; i < len(args) && strings.HasPrefix(args[i], "-"); i++ {
 		a := args[i]
-		dir := ""
 		switch {
-		case a == "-C" || a == "--git-dir" || a == "--work-tree":
-			if i+1 < len(args) {
-				dir = args[i+1]
-			}
-		case strings.HasPrefix(a, "--git-dir="), strings.HasPrefix(a, "--work-tree="):
-			dir = a[strings.IndexByte(a, '=')+1:]
-		case a == "config":
-			// Only a single named key may be read: listings and regexps
-			// print tokens (http.*.extraheader, credential helpers).
-			rest := args[i+1:]
-			if len(rest) != 2 || (rest[0] != "--get" && rest[0] != "get") || secretName.MatchString(rest[1]) ||
-				strings.Contains(strings.ToLower(rest[1]), "extraheader") || strings.HasPrefix(rest[1], "-") {
-				return "may print stored git credentials"
-			}
-			return ""
+		case a == "-C" || a == "--git-dir" || a == "--work-tree",
+			strings.HasPrefix(a, "-C"), strings.HasPrefix(a, "--git-dir="), strings.HasPrefix(a, "--work-tree="):
+			return gitElsewhere
 		}
-		if dir != "" && !insideLexically(cwd, dir) {
-			return "runs git in a repository outside the project, whose configuration can run code"
-		}
-		if dir == "" {
-			continue
-		}
-		abs := dir
-		if !filepath.IsAbs(abs) {
-			abs = filepath.Join(cwd, abs)
-		}
-		abs = filepath.Clean(abs)
-		// -C may name any directory of the project; --git-dir and
-		// --work-tree only the project's own repository.
-		own := abs == filepath.Join(cwd, ".git") || abs == filepath.Clean(cwd)
-		if a != "-C" && !own || embeddedRepo(cwd, abs) {
-			return "runs git in a repository inside the project's files, whose configuration can run code"
+	}
+	if i < len(args) && args[i] == "config" {
+		// Only a single named key may be read: listings and regexps
+		// print tokens (http.*.extraheader, credential helpers).
+		rest := args[i+1:]
+		if len(rest) != 2 || (rest[0] != "--get" && rest[0] != "get") || secretName.MatchString(rest[1]) ||
+			strings.Contains(strings.ToLower(rest[1]), "extraheader") || strings.HasPrefix(rest[1], "-") {
+			return "may print stored git credentials"
 		}
 	}
 	return ""
@@ -118,29 +111,6 @@ func gitExposure(args []string, cwd string) string {
 
 func runsGit(cmds []shell.Command) bool {
 	return slices.ContainsFunc(cmds, func(c shell.Command) bool { return len(c.Argv) > 0 && c.Argv[0] == "git" })
-}
-
-// embeddedRepo reports a bare repository (HEAD, objects, refs) at dir or
-// between it and cwd. A project can carry one as ordinary files, and git
-// run there obeys its committed config (core.fsmonitor, diff.external
-// run programs). A nested .git cannot be committed; the project's own
-// .git is the user's.
-func embeddedRepo(cwd, dir string) bool {
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(cwd, dir)
-	}
-	cwd = filepath.Clean(cwd)
-	for d := filepath.Clean(dir); d != cwd && strings.HasPrefix(d, cwd+string(filepath.Separator)); d = filepath.Dir(d) {
-		if d == filepath.Join(cwd, ".git") {
-			continue
-		}
-		head, herr := os.Stat(filepath.Join(d, "HEAD"))
-		objects, oerr := os.Stat(filepath.Join(d, "objects"))
-		if herr == nil && oerr == nil && head.Mode().IsRegular() && objects.IsDir() {
-			return true
-		}
-	}
-	return false
 }
 
 // insideLexically reports whether p (relative to cwd) stays within cwd.

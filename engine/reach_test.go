@@ -223,7 +223,7 @@ func TestShellReadsOfSecrets(t *testing.T) {
 		}
 	}
 	for _, cmd := range []string{
-		"find . -name '*.go' | xargs grep -n TODO",
+		"find . -type f -name '*.go' -print0 | xargs -0 grep -n TODO",
 		"git show HEAD~1 --stat",
 		"git diff main",
 		"git log --oneline -5",
@@ -290,15 +290,54 @@ func TestShellRedTeam(t *testing.T) {
 		"cat ~/.m2/settings.xml",
 		"cd && cat .codex/auth.json",
 		"find . -name '*.key' | xargs cat",
+		"find . -name '*.go' | xargs cat",
+		"find . -type f -name '*.go' | xargs cat",
+		"find -L . -type f -name '*.go' -print0 | xargs -0 cat",
+		"git log -p -- ':(literal).env'",
+		"git log -p -- ':(top).env'",
+		"git log -p -- ':(icase).ENV'",
+		"git cat-file --batch <<< HEAD:.env",
+		"for path in /tmp/evil; do ls; done",
+		"read path <<< /tmp/evil; ls",
+		"du --files0=/proc/self/environ",
+		"du --f=.env",
+		"ps -axE",
+		"ps -Eww",
 	} {
 		if res := check(map[string]any{"command": cmd}, "Bash"); res.Decision == Allow {
 			t.Errorf("%s: allowed by %s (%s)", cmd, res.Source, res.Reason)
 		}
 	}
-	if res := check(map[string]any{"command": []any{"zsh", "-lc", "ls *(e:'touch /tmp/pwned':)"}}, "shell"); res.Decision == Allow {
-		t.Errorf("codex zsh argv: allowed by %s (%s)", res.Source, res.Reason)
+	// Codex argv for zsh keeps its wrapper: -lc (a login shell reads
+	// profile files) is not read-only, and in zsh -c the glob qualifier
+	// is refused.
+	for _, argv := range [][]any{
+		{"zsh", "-lc", "ls *(e:'touch /tmp/pwned':)"},
+		{"zsh", "-c", "ls *(e:'touch /tmp/pwned':)"},
+	} {
+		if res := check(map[string]any{"command": argv}, "shell"); res.Decision == Allow {
+			t.Errorf("codex %v: allowed by %s (%s)", argv, res.Source, res.Reason)
+		}
 	}
-	for _, cmd := range []string{"git -C src log --oneline -3", "git status", "while read line; do echo \"$line\"; done < src/list.txt", "printenv HOME"} {
+	if res := check(map[string]any{"command": []any{"zsh", "-c", "ls src"}}, "shell"); res.Decision != Allow {
+		t.Errorf("codex zsh -c ls: %s by %s (%s), want allow", res.Decision, res.Source, res.Reason)
+	}
+	for _, cmd := range []string{
+		"git -Cvendor/evil.git diff HEAD~1 HEAD",
+		"git -C vendor -C evil.git diff",
+		"cd vendor && cd evil.git && git diff",
+		"cd vendor; git -C evil.git diff",
+		"GIT_DIR=vendor/evil.git git log",
+		"git -C src log --oneline -3",
+	} {
+		if res := check(map[string]any{"command": cmd}, "Bash"); res.Decision == Allow {
+			t.Errorf("%s: allowed by %s (%s)", cmd, res.Source, res.Reason)
+		}
+	}
+	if res := check(map[string]any{"command": "git diff HEAD~1 HEAD", "workdir": "vendor/evil.git"}, "shell"); res.Decision == Allow {
+		t.Errorf("git in a workdir: allowed by %s (%s)", res.Source, res.Reason)
+	}
+	for _, cmd := range []string{"git log -C --oneline -3", "git status", "while read line; do echo \"$line\"; done < src/list.txt", "printenv HOME"} {
 		if res := check(map[string]any{"command": cmd}, "Bash"); res.Decision != Allow {
 			t.Errorf("%s: %s by %s (%s), want allow", cmd, res.Decision, res.Source, res.Reason)
 		}

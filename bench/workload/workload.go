@@ -75,7 +75,7 @@ func Local(project string) []Call {
 		{"write", check(project, "Write", map[string]any{"file_path": filepath.Join(project, "src/new.go"), "content": "package src\n"}), allow, edits},
 		{"git_status", check(project, "Bash", map[string]any{"command": "git status"}), allow, shell},
 		{"ls_pipe", check(project, "Bash", map[string]any{"command": "ls -la src | head -20"}), allow, shell},
-		{"compound", check(project, "Bash", map[string]any{"command": "find . -name '*.go' -type f | xargs grep -n TODO | sort | uniq -c | head -50 && git log --oneline -5 2>/dev/null"}), allow, shell},
+		{"compound", check(project, "Bash", map[string]any{"command": "find . -name '*.go' -type f -print0 | xargs -0 grep -n TODO | sort | uniq -c | head -50 && git log --oneline -5 2>/dev/null"}), allow, shell},
 	}
 }
 

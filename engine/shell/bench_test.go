@@ -5,7 +5,7 @@ import "testing"
 func BenchmarkAnalyze(b *testing.B) {
 	for _, bm := range []struct{ name, line string }{
 		{"short", "git status"},
-		{"long", "find . -name '*.go' | xargs grep -n TODO | sort | uniq -c | head -50 && git log --oneline -5"},
+		{"long", "find . -name '*.go' -type f -print0 | xargs -0 grep -n TODO | sort | uniq -c | head -50 && git log --oneline -5"},
 		{"payload", "bash -c 'git diff --stat && cat README.md | head -20'"},
 		{"rejected", "ls; rm -rf ~"},
 	} {

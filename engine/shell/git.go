@@ -85,7 +85,8 @@ var gitSpec = &spec{
 			"recurse-submodules abbrev:: format: debug eol sparse deduplicate with-tree: resolve-undo"},
 		"ls-tree": {opts: "d r t l z long name-only name-status object-only full-name full-tree abbrev:: format:"},
 		// --textconv and --filters run configured programs.
-		"cat-file": {opts: "t s e p batch:: batch-check:: batch-all-objects follow-symlinks unordered buffer Z " +
+		// --batch reads object names from stdin and prints their content.
+		"cat-file": {opts: "t s e p batch-check:: follow-symlinks unordered buffer Z " +
 			"allow-unknown-type mailmap use-mailmap no-mailmap", ops: "0-2", reads: readCustom, check: gitObjectReads},
 		"describe": {opts: "tags all long abbrev: always dirty:: broken:: match: exclude: contains first-parent candidates: " +
 			"exact-match debug"},
@@ -179,13 +180,20 @@ func gitPaths(ops []wordInfo) []wordInfo {
 		if op.dyn {
 			continue
 		}
-		if i := strings.IndexByte(op.val, ':'); i >= 0 {
-			if p := op.val[i+1:]; p != "" {
-				out = append(out, wordInfo{val: p, glob: op.glob})
-			}
-			continue
+		p := op.val
+		if i := strings.IndexByte(p, ':'); i >= 0 {
+			p = p[i+1:]
 		}
-		out = append(out, op)
+		// Pathspec magic: :(literal).env, :(top).env, :/.env, :!x.
+		if strings.HasPrefix(p, "(") {
+			if j := strings.IndexByte(p, ')'); j >= 0 {
+				p = p[j+1:]
+			}
+		}
+		p = strings.TrimLeft(p, "/!^")
+		if p != "" {
+			out = append(out, wordInfo{val: p, glob: op.glob || strings.Contains(op.val, "icase")})
+		}
 	}
 	return out
 }

@@ -473,14 +473,20 @@ func checkRead(iv *invocation) string {
 // it from data makes later read-only commands run or read something else.
 // Every upper-case name counts; lower-case ones are the script's own.
 func specialVar(name string) bool {
+	switch name {
+	case "path", "cdpath", "fpath", "manpath", "module_path", "mailpath", "fignore", "psvar":
+		// zsh ties these to PATH, CDPATH, FPATH...
+		return true
+	}
 	return name != "" && strings.ToUpper(name) == name && strings.ContainsAny(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 }
 
 // noFilesFrom refuses --files0-from, whose file's content error messages
-// print.
+// print, in any abbreviation GNU getopt accepts (--f, --files0).
 func noFilesFrom(iv *invocation) string {
 	for _, w := range iv.args {
-		if strings.HasPrefix(w.val, "--files0-from") || strings.HasPrefix(w.val, "--files-from") {
+		name, _, _ := strings.Cut(w.val, "=")
+		if len(name) > 2 && (strings.HasPrefix("--files0-from", name) || strings.HasPrefix("--files-from", name)) {
 			return iv.failf("%s reads names from a file", w.val)
 		}
 	}

@@ -292,7 +292,8 @@ func wrapXargs(_ *analyzer, ws []wordInfo, _ *scope, sx *stmtCtx, ic *invCtx) wr
 	}
 	inner = append([]wordInfo(nil), inner...)
 	ic.pathOK = !sx.stdinRedir && sx.producer != nil && isPathLister(sx.producer, sx.producerSc)
-	ic.contentOK = ic.pathOK && findNamesNoSecret(sx.producer, sx.producerSc)
+	// Names split on blanks (a file called "x .env y.go") unless -0.
+	ic.contentOK = ic.pathOK && pa.has("0", "null") && findNamesNoSecret(sx.producer, sx.producerSc)
 	if repl := pa.values("I"); len(repl) > 0 {
 		r := repl[len(repl)-1]
 		if r == "" {
@@ -398,10 +399,12 @@ var secretNames = []string{".env", ".env.local", ".env.production", ".envrc", ".
 	".git-credentials", "credentials", "id_rsa", "id_ed25519", "id_ecdsa", ".bash_history", ".zsh_history", "secrets.yml",
 	"key.pem", "server.key", "tls.key", "cert.p12", "cert.pfx", "keystore.jks", "auth.json", ".credentials.json", "config"}
 
-// findNamesNoSecret reports a find whose every listed file must match a
+// findNamesNoSecret reports a find that prints NUL-separated regular files
+// (-type f -print0: no symlink to a key) whose every one must match a
 // -name or -iname pattern (all of them joined by -a, the default), at
-// least one, none of which matches a secret name: find . -name '*.go'.
-// Anything else (-o, !, -path, no -name) may list .env.
+// least one, none of which matches a secret name:
+// find . -type f -name '*.go' -print0. Anything else (-o, !, -path, no
+// -name, -L) may list .env or a link to one.
 func findNamesNoSecret(c *syntax.CallExpr, sc *scope) bool {
 	if c == nil || sc == nil || len(c.Args) < 2 {
 		return false
@@ -413,11 +416,15 @@ func findNamesNoSecret(c *syntax.CallExpr, sc *scope) bool {
 	if path.Base(ws[0].val) != "find" {
 		return false
 	}
-	names := 0
+	names, regular, print0 := 0, false, false
 	for i := 1; i < len(ws); i++ {
 		switch v := ws[i].val; v {
-		case "-o", "-or", "!", "-not", "(", ")", ",":
+		case "-o", "-or", "!", "-not", "(", ")", ",", "-L", "-follow", "-H":
 			return false
+		case "-type":
+			regular = regular || i+1 < len(ws) && ws[i+1].val == "f"
+		case "-print0":
+			print0 = true
 		case "-name", "-iname":
 			if i+1 >= len(ws) || ws[i+1].dyn {
 				return false
@@ -435,5 +442,5 @@ func findNamesNoSecret(c *syntax.CallExpr, sc *scope) bool {
 			i++
 		}
 	}
-	return names > 0
+	return names > 0 && regular && print0
 }

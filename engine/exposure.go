@@ -95,6 +95,8 @@ func gitExposure(args, env []string) string {
 		case a == "-C" || a == "--git-dir" || a == "--work-tree",
 			strings.HasPrefix(a, "-C"), strings.HasPrefix(a, "--git-dir="), strings.HasPrefix(a, "--work-tree="):
 			return gitElsewhere
+		case a == "-c" || a == "--namespace" || a == "--config-env":
+			i++ // its value, which is not the subcommand
 		}
 	}
 	if i < len(args) && args[i] == "config" {

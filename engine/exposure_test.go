@@ -38,6 +38,7 @@ func TestExposure(t *testing.T) {
 		{"GIT_DIR=x git log", "another repository"},
 		{"cd sub && git log", "another repository"},
 		{"git log -C", ""},
+		{"git --namespace x config --list", "credentials"},
 		{"ps -axE", "process environments"},
 		{"cat <<< \"$GITHUB_TOKEN\"", "GITHUB_TOKEN"},
 		{"echo $GH_PAT", "GH_PAT"},

@@ -92,8 +92,10 @@ func gitExposure(args, env []string) string {
 	for ; i < len(args) && strings.HasPrefix(args[i], "-"); i++ {
 		a := args[i]
 		switch {
-		case a == "-C" || a == "--git-dir" || a == "--work-tree",
+		case a == "-C" || a == "--git-dir" || a == "--work-tree" || a == "--bare",
 			strings.HasPrefix(a, "-C"), strings.HasPrefix(a, "--git-dir="), strings.HasPrefix(a, "--work-tree="):
+			// --bare takes the directory itself, the project's files, for
+			// the repository.
 			return gitElsewhere
 		case a == "-c" || a == "--namespace" || a == "--config-env":
 			i++ // its value, which is not the subcommand

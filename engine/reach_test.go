@@ -303,6 +303,13 @@ func TestShellRedTeam(t *testing.T) {
 		"du --f=.env",
 		"ps -axE",
 		"ps -Eww",
+		"find . -type f -name '*.go' -print0 | xargs -0 -d '\\n' cat",
+		"find . -type f -name '*.go' -print0 | xargs -0 --delimiter=' ' cat",
+		"git diff -- ':/:.env'",
+		"git log -p -- ':/:.env'",
+		"git grep -h . -- ':/:.env'",
+		"git diff -- '::.env'",
+		"git show HEAD -- ':!:.env'",
 	} {
 		if res := check(map[string]any{"command": cmd}, "Bash"); res.Decision == Allow {
 			t.Errorf("%s: allowed by %s (%s)", cmd, res.Source, res.Reason)
@@ -329,6 +336,8 @@ func TestShellRedTeam(t *testing.T) {
 		"cd vendor; git -C evil.git diff",
 		"GIT_DIR=vendor/evil.git git log",
 		"git -C src log --oneline -3",
+		"git --bare diff HEAD~1 HEAD",
+		"git --bare log -p",
 	} {
 		if res := check(map[string]any{"command": cmd}, "Bash"); res.Decision == Allow {
 			t.Errorf("%s: allowed by %s (%s)", cmd, res.Source, res.Reason)

@@ -190,7 +190,8 @@ func gitPaths(ops []wordInfo) []wordInfo {
 				p = p[j+1:]
 			}
 		}
-		p = strings.TrimLeft(p, "/!^")
+		// Short magic (:/, :!, :^) ends at an optional second colon: ':/:.env'.
+		p = strings.TrimPrefix(strings.TrimLeft(p, "/!^"), ":")
 		if p != "" {
 			out = append(out, wordInfo{val: p, glob: op.glob || strings.Contains(op.val, "icase")})
 		}

@@ -293,7 +293,8 @@ func wrapXargs(_ *analyzer, ws []wordInfo, _ *scope, sx *stmtCtx, ic *invCtx) wr
 	inner = append([]wordInfo(nil), inner...)
 	ic.pathOK = !sx.stdinRedir && sx.producer != nil && isPathLister(sx.producer, sx.producerSc)
 	// Names split on blanks (a file called "x .env y.go") unless -0.
-	ic.contentOK = ic.pathOK && pa.has("0", "null") && findNamesNoSecret(sx.producer, sx.producerSc)
+	// -d or --delimiter given after -0 wins over it.
+	ic.contentOK = ic.pathOK && pa.has("0", "null") && !pa.has("d", "delimiter") && findNamesNoSecret(sx.producer, sx.producerSc)
 	if repl := pa.values("I"); len(repl) > 0 {
 		r := repl[len(repl)-1]
 		if r == "" {

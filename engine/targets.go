@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -352,10 +351,6 @@ func procReach(p string) bool {
 // default.
 var filterFields = []string{"glob", "include"}
 
-// secretSamples are names a filter is tried against, so that a pattern
-// such as ".en[v]" or "*" is seen to pick a secret file.
-var secretSamples = append([]string{".env", ".env.local", ".env.production", ".envrc", ".netrc", ".npmrc", ".pypirc", ".git-credentials", "credentials", "id_rsa", "id_ed25519"}, historyFiles...)
-
 // sensitiveFilter returns the first file filter in input that may pick a
 // secret file, or a note when a filter field is not a string or a list of
 // strings, or "".
@@ -381,83 +376,15 @@ func sensitiveFilter(input map[string]any, home string) string {
 	for _, p := range pats {
 		// ripgrep-style negation: "!*.env" excludes, but judge it as a
 		// pattern all the same (it errs towards asking).
-		if g := strings.TrimPrefix(p, "!"); g != "" && (sensitivePath(g, home) || globPicksSecret(g)) {
+		if g := strings.TrimPrefix(p, "!"); g != "" && (sensitivePath(g, home) || shell.NamePicksSecret(g)) {
 			return p
 		}
 	}
 	return ""
 }
 
-// globPicksSecret reports a glob whose last element matches one of the
-// secret sample names, read as ripgrep and Gemini CLI read globs: braces
-// expand ({.env,x}) and [!x] is a negated set. A pattern too large to
-// expand counts as picking one.
+// globPicksSecret reports a glob (not a plain name: sensitivePath judges
+// those) that can match a secret file.
 func globPicksSecret(g string) bool {
-	if !strings.ContainsAny(g, "*?[{") {
-		return false
-	}
-	alts, ok := expandBraces(g, 64)
-	if !ok {
-		return true
-	}
-	for _, a := range alts {
-		base := path.Base(strings.ReplaceAll(a, "[!", "[^"))
-		for _, name := range secretSamples {
-			m, err := path.Match(base, name)
-			if m || err != nil {
-				// A pattern Go cannot read may still be one ripgrep can.
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// expandBraces returns the alternatives of a glob's brace sets, nested
-// ones included, at most limit of them (ok false beyond that, or for an
-// unclosed brace).
-func expandBraces(g string, limit int) ([]string, bool) {
-	open := strings.IndexByte(g, '{')
-	if open < 0 {
-		return []string{g}, true
-	}
-	depth, end := 0, -1
-	var cuts []int
-	for i := open; i < len(g) && end < 0; i++ {
-		switch g[i] {
-		case '{':
-			depth++
-		case '}':
-			depth--
-			if depth == 0 {
-				end = i
-			}
-		case ',':
-			if depth == 1 {
-				cuts = append(cuts, i)
-			}
-		}
-	}
-	if end < 0 {
-		return nil, false
-	}
-	var parts []string
-	prev := open + 1
-	for _, c := range cuts {
-		parts = append(parts, g[prev:c])
-		prev = c + 1
-	}
-	parts = append(parts, g[prev:end])
-	var out []string
-	for _, p := range parts {
-		alts, ok := expandBraces(g[:open]+p+g[end+1:], limit-len(out))
-		if !ok {
-			return nil, false
-		}
-		out = append(out, alts...)
-		if len(out) > limit {
-			return nil, false
-		}
-	}
-	return out, true
+	return strings.ContainsAny(g, "*?[{") && shell.NamePicksSecret(g)
 }

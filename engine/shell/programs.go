@@ -251,25 +251,11 @@ func checkGrep(iv *invocation) string {
 // secret file: they make a recursive search read it.
 func (iv *invocation) secretFilters(opts ...string) string {
 	for _, g := range iv.pa.values(opts...) {
-		if globPicksSecretName(strings.TrimPrefix(g, "!")) {
+		if NamePicksSecret(strings.TrimPrefix(g, "!")) {
 			return iv.failf("the filter %s picks secret files", g)
 		}
 	}
 	return ""
-}
-
-// globPicksSecretName reports a glob (or plain name) whose last element
-// matches one of secretNames; [!x] negates and a brace set with a secret
-// name inside counts.
-func globPicksSecretName(g string) bool {
-	base := path.Base(strings.ReplaceAll(g, "[!", "[^"))
-	for _, n := range secretNames {
-		if m, err := path.Match(strings.ToLower(base), n); m || err != nil {
-			return true
-		}
-	}
-	lower := strings.ToLower(g)
-	return strings.Contains(g, "{") && (strings.Contains(lower, ".env") || strings.Contains(lower, "key") || strings.Contains(lower, "credential"))
 }
 
 func checkRg(iv *invocation) string {

@@ -394,12 +394,6 @@ func (a *analyzer) payload(src string, sc *scope) {
 	}
 }
 
-// secretNames are file names whose content must not be printed; a find
-// -name pattern is tried against them.
-var secretNames = []string{".env", ".env.local", ".env.production", ".envrc", ".netrc", ".npmrc", ".pypirc",
-	".git-credentials", "credentials", "id_rsa", "id_ed25519", "id_ecdsa", ".bash_history", ".zsh_history", "secrets.yml",
-	"key.pem", "server.key", "tls.key", "cert.p12", "cert.pfx", "keystore.jks", "auth.json", ".credentials.json", "config"}
-
 // findNamesNoSecret reports a find that prints NUL-separated regular files
 // (-type f -print0: no symlink to a key) whose every one must match a
 // -name or -iname pattern (all of them joined by -a, the default), at
@@ -430,14 +424,8 @@ func findNamesNoSecret(c *syntax.CallExpr, sc *scope) bool {
 			if i+1 >= len(ws) || ws[i+1].dyn {
 				return false
 			}
-			pat := ws[i+1].val
-			if v == "-iname" {
-				pat = strings.ToLower(pat)
-			}
-			for _, n := range secretNames {
-				if m, err := path.Match(pat, n); m || err != nil {
-					return false
-				}
+			if NamePicksSecret(ws[i+1].val) {
+				return false
 			}
 			names++
 			i++

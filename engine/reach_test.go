@@ -310,6 +310,14 @@ func TestShellRedTeam(t *testing.T) {
 		"git grep -h . -- ':/:.env'",
 		"git diff -- '::.env'",
 		"git show HEAD -- ':!:.env'",
+		"git -Cvendor/evil.git diff HEAD~1 HEAD",
+		"git -C vendor -C evil.git diff",
+		"cd vendor && cd evil.git && git diff",
+		"cd vendor; git -C evil.git diff",
+		"GIT_DIR=vendor/evil.git git log",
+		"git -C src log --oneline -3",
+		"git --bare diff HEAD~1 HEAD",
+		"git --bare log -p",
 	} {
 		if res := check(map[string]any{"command": cmd}, "Bash"); res.Decision == Allow {
 			t.Errorf("%s: allowed by %s (%s)", cmd, res.Source, res.Reason)
@@ -328,20 +336,6 @@ func TestShellRedTeam(t *testing.T) {
 	}
 	if res := check(map[string]any{"command": []any{"zsh", "-c", "ls src"}}, "shell"); res.Decision != Allow {
 		t.Errorf("codex zsh -c ls: %s by %s (%s), want allow", res.Decision, res.Source, res.Reason)
-	}
-	for _, cmd := range []string{
-		"git -Cvendor/evil.git diff HEAD~1 HEAD",
-		"git -C vendor -C evil.git diff",
-		"cd vendor && cd evil.git && git diff",
-		"cd vendor; git -C evil.git diff",
-		"GIT_DIR=vendor/evil.git git log",
-		"git -C src log --oneline -3",
-		"git --bare diff HEAD~1 HEAD",
-		"git --bare log -p",
-	} {
-		if res := check(map[string]any{"command": cmd}, "Bash"); res.Decision == Allow {
-			t.Errorf("%s: allowed by %s (%s)", cmd, res.Source, res.Reason)
-		}
 	}
 	if res := check(map[string]any{"command": "git diff HEAD~1 HEAD", "workdir": "vendor/evil.git"}, "shell"); res.Decision == Allow {
 		t.Errorf("git in a workdir: allowed by %s (%s)", res.Source, res.Reason)

@@ -244,15 +244,17 @@ const clipMarker = " …[truncated]"
 
 // clip cuts s to at most MaxEntryText bytes (plus a marker) on a rune
 // boundary.
-func clip(s string) string {
-	if len(s) <= MaxEntryText {
+func clip(s string) string { return clipTo(s, MaxEntryText) }
+
+// clipTo cuts s to at most n bytes (plus a marker) on a rune boundary.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := MaxEntryText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return s[:cut] + clipMarker
+	return s[:n] + clipMarker
 }
 
 // codexLine is one line of a Codex rollout file (JSON lines of
@@ -383,14 +385,7 @@ func callInput(input map[string]any) *structpb.Struct {
 func clipStrings(v any) any {
 	switch v := v.(type) {
 	case string:
-		if len(v) <= maxCallString {
-			return v
-		}
-		cut := maxCallString
-		for cut > 0 && !utf8.RuneStart(v[cut]) {
-			cut--
-		}
-		return v[:cut] + clipMarker
+		return clipTo(v, maxCallString)
 	case map[string]any:
 		m := make(map[string]any, len(v))
 		for k, e := range v {

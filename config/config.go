@@ -77,6 +77,9 @@ type Policy struct {
 	SafeTools      []string          `yaml:"safe_tools"`
 	ToolAliases    map[string]string `yaml:"tool_aliases"`
 	ProtectedPaths []string          `yaml:"protected_paths"`
+	// ReadRoots add directories outside the project that may be read
+	// locally (absolute or ~/); they never remove the secret-name checks.
+	ReadRoots []string `yaml:"read_roots"`
 	// AcceptEdits is on unless set to false.
 	AcceptEdits *bool `yaml:"accept_edits"`
 	// AutoMode holds the classifier's natural-language rules.
@@ -246,6 +249,7 @@ func (c *Config) EnginePolicies() map[string]engine.PolicySpec {
 			SafeTools:          p.SafeTools,
 			ToolAliases:        aliases,
 			ProtectedPaths:     p.ProtectedPaths,
+			ReadRoots:          p.ReadRoots,
 			DisableAcceptEdits: p.AcceptEdits != nil && !*p.AcceptEdits,
 		}
 	}

@@ -93,6 +93,8 @@ func TestLoadErrors(t *testing.T) {
 		{"bad rule", "policies:\n  default:\n    permissions:\n      allow: [\"Edit(\"]\n", []string{"policies.default.permissions.allow[0]"}},
 		{"bad alias kind", "policies:\n  p:\n    tool_aliases: {x: teleport}\n", []string{"policies.p.tool_aliases", "teleport"}},
 		{"unsafe safe tool", "policies:\n  p:\n    safe_tools: [Bash]\n", []string{"policies.p.safe_tools[0]"}},
+		{"read root holding secrets", "policies:\n  p:\n    read_roots: [~/.ssh]\n", []string{"policies.p.read_roots[0]"}},
+		{"relative read root", "policies:\n  p:\n    read_roots: [vendor]\n", []string{"policies.p.read_roots[0]"}},
 		{"bad protected path", "policies:\n  p:\n    protected_paths: [\"/abs\"]\n", []string{"policies.p.protected_paths"}},
 		{"not yaml", "server: [\n", []string{"yaml"}},
 		{"no default policy", "policies:\n  defualt:\n    permissions:\n      deny: [Bash]\n", []string{"policies.default: missing", "policies defined: defualt"}},

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolgate/toolgate/engine/knowledge"
 	"github.com/toolgate/toolgate/engine/pathcheck"
 	"github.com/toolgate/toolgate/engine/rules"
 	"github.com/toolgate/toolgate/engine/shell"
@@ -69,7 +70,7 @@ func New(cfg Config) (*Engine, error) {
 		if name == "" {
 			return nil, errors.New("policies: empty policy name")
 		}
-		p, err := compilePolicy(name, spec)
+		p, err := compilePolicy(name, spec, e.home)
 		if err != nil {
 			return nil, fmt.Errorf("policies.%s.%w", name, err)
 		}
@@ -103,7 +104,8 @@ type call struct {
 	rc          rules.Call      // what rules see
 }
 
-func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
+func (e *Engine) analyse(ctx context.Context, req *Request, p *policy) *call {
+	vocab := p.vocab
 	c := &call{name: req.Tool.Name, kind: vocab.Kind(req.Tool.Name), cwd: req.WorkingDirectory}
 	c.rc = rules.Call{Tool: c.name, Kind: string(c.kind)}
 	in := req.Tool.Input
@@ -118,20 +120,51 @@ func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
 		if !ok {
 			c.sensitive = "a path field that is not a string"
 		}
+		if uri, present := in["uri"]; present {
+			// An MCP resource read: a file:// URI is a read of that file;
+			// any other resource is the MCP server's to serve, unknown here.
+			s, isStr := uri.(string)
+			if rest, isFile := strings.CutPrefix(s, "file://"); isStr && isFile && strings.HasPrefix(rest, "/") {
+				targets = append(targets, rest)
+			} else if c.sensitive == "" {
+				c.sensitive = "a resource that is not a file:// URI"
+			}
+		}
 		if len(targets) == 0 && c.kind == KindSearch && c.cwd != "" {
 			// A search without a path searches the working directory.
 			targets = []string{c.cwd}
 		}
+		rs := e.newReadScope(ctx, req, p)
+		content, hidden := contentSearch(c.name)
 		for _, t := range targets {
-			abs := e.absPath(c.cwd, t)
-			c.rc.Paths = append(c.rc.Paths, abs)
-			// Gemini CLI's read_many_files takes globs in paths.
-			if c.sensitive == "" && (e.sensitive(t, abs, c.cwd) || globPicksSecret(t) || c.kind == KindSearch && e.broad(abs, c.cwd)) {
-				c.sensitive = t
+			c.rc.Paths = append(c.rc.Paths, e.absPath(c.cwd, t))
+			if c.sensitive != "" {
+				continue
+			}
+			if content && c.kind == KindSearch {
+				c.sensitive = rs.judgeTree(c.cwd, t, hidden)
+			} else {
+				c.sensitive = rs.judge(c.cwd, t)
 			}
 		}
 		if c.sensitive == "" {
-			c.sensitive = sensitiveFilter(in, e.home)
+			if pat, isStr := in["pattern"].(string); isStr && c.kind == KindSearch && !content {
+				// A Glob pattern may climb out of its path or be absolute:
+				// the directory it lists is a read too.
+				base := c.cwd
+				if len(targets) > 0 {
+					base = expandHome(targets[0], e.home)
+					if !filepath.IsAbs(base) {
+						base = c.cwd + "/" + base
+					}
+				}
+				c.sensitive = rs.judge(base, literalDir(pat))
+			}
+		}
+		if c.sensitive == "" {
+			if f := sensitiveFilter(in, e.home); f != "" {
+				c.sensitive = "a file filter that can pick secret files: " + f
+			}
 		}
 	case c.kind == KindShell:
 		cmd, ok, raw := shellCommand(in)
@@ -164,27 +197,36 @@ func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
 		// project: relative paths are judged from there, and a directory
 		// outside the project is never read-only locally.
 		dir := c.cwd
+		rs := e.newReadScope(ctx, req, p)
 		if wd, present, okWD := shellWorkdir(in); present {
+			// Resolved the kernel's way: a workdir through a link or with
+			// .. after one is where the link leads.
+			resolved, err := pathcheck.Resolve(orRoot(c.cwd), expandHome(wd, e.home))
 			switch {
 			case !okWD:
 				a.ReadOnly, a.Reason = false, "the working directory field is not a string"
-			case !insideLexically(c.cwd, wd) && e.absPath(c.cwd, wd) != filepath.Clean(c.cwd):
+			case err != nil || c.cwd == "" || !rs.inProject(resolved):
 				a.ReadOnly, a.Reason = false, "runs in "+truncate(wd, 200)+", outside the project"
 			default:
-				dir = e.absPath(c.cwd, wd)
+				dir = resolved
 			}
 		}
-		// The working directory as the agent reports it (its physical
-		// path); a workdir field is resolved, as it may name a link.
-		if a.ReadOnly && c.cwd != "" && (broadSearch(filepath.Clean(c.cwd), e.home) || dir != c.cwd && e.broad(dir, c.cwd)) {
+		if a.ReadOnly && c.cwd != "" && len(rs.project) == 0 {
 			a.ReadOnly, a.Reason = false, "the working directory is a home directory or above, where relative reads reach credential stores"
 		}
 		for _, r := range a.Reads {
-			abs := e.absPath(dir, r)
-			c.rc.ShellReads = append(c.rc.ShellReads, abs)
-			if a.ReadOnly && (e.sensitive(r, abs, dir) || globPicksSecret(r)) {
-				// Read-only, but it would print secrets into the transcript.
-				a.ReadOnly, a.Reason = false, fmt.Sprintf("reads %s, which may hold secrets", truncate(r, 200))
+			c.rc.ShellReads = append(c.rc.ShellReads, e.absPath(dir, r))
+			if a.ReadOnly {
+				if why := rs.judge(dir, r); why != "" {
+					a.ReadOnly, a.Reason = false, why
+				}
+			}
+		}
+		for _, t := range a.Trees {
+			if a.ReadOnly {
+				if why := rs.judgeTree(dir, t.Path, t.Hidden); why != "" {
+					a.ReadOnly, a.Reason = false, why
+				}
 			}
 		}
 		if a.ReadOnly {
@@ -205,40 +247,6 @@ func (e *Engine) analyse(req *Request, vocab *Vocabulary) *call {
 	return c
 }
 
-// sensitive reports a read target that may hold secrets, as written, made
-// absolute, or after symlinks are resolved (a project link to ~/.ssh/id_rsa
-// is the key itself, a link to the home directory reaches every store). A
-// target that cannot be resolved (a link through /proc, a loop, no
-// permission) may lead anywhere, so it counts as sensitive.
-func (e *Engine) sensitive(raw, abs, dir string) bool {
-	if sensitivePath(raw, e.home) || sensitivePath(abs, e.home) {
-		return true
-	}
-	if dir == "" {
-		return false
-	}
-	resolved, err := pathcheck.Resolve(dir, abs)
-	return err != nil || resolved != abs && (sensitivePath(resolved, e.home) || broadSearch(resolved, e.home))
-}
-
-// broad is broadSearch on a search root as written and after symlinks are
-// resolved: a project link to the home directory searches the home
-// directory. A root that cannot be resolved counts as broad, and so does a
-// relative one with no working directory to place it.
-func (e *Engine) broad(abs, dir string) bool {
-	if broadSearch(abs, e.home) {
-		return true
-	}
-	if !filepath.IsAbs(abs) {
-		return true
-	}
-	if dir == "" {
-		dir = "/"
-	}
-	resolved, err := pathcheck.Resolve(dir, abs)
-	return err != nil || resolved != abs && broadSearch(resolved, e.home)
-}
-
 // broadRoot returns the first project directory that is a home directory,
 // one above it, a credential store or a store's ancestor (as given or
 // resolved), or "": everything under it would count as inside the
@@ -250,7 +258,7 @@ func (e *Engine) broadRoot(chk *pathcheck.Checker) string {
 			if j == 1 && r == lexical[i] {
 				break // no link on the way: the same checks again
 			}
-			if broadSearch(r, e.home) || shell.IsCredentialPathLiteral(r, e.home) {
+			if broadSearch(r, e.home) || knowledge.IsCredentialPathLiteral(r, e.home) {
 				return lexical[i]
 			}
 		}
@@ -300,7 +308,7 @@ func (e *Engine) Check(ctx context.Context, req *Request) (Result, error) {
 		// Added after the policy's rules: they can add, never remove.
 		set = set.Merge(extra)
 	}
-	c := e.analyse(req, p.vocab)
+	c := e.analyse(ctx, req, p)
 	res := e.decide(ctx, req, p, set, c)
 	if res.Decision == DecisionUnspecified {
 		// Only a cancelled context leaves the pipeline undecided.
@@ -377,7 +385,7 @@ func (e *Engine) decide(ctx context.Context, req *Request, p *policy, set *rules
 		return Result{Decision: Allow, Source: SourceSafeTool, Reason: fmt.Sprintf("%s is a read-only tool", c.name)}
 	}
 	if c.sensitive != "" {
-		notes = append(notes, fmt.Sprintf("%s may hold secrets", truncate(c.sensitive, 200)))
+		notes = append(notes, c.sensitive)
 	}
 	if readOnlyShell {
 		return Result{Decision: Allow, Source: SourceCommandAnalysis, Reason: "read-only command"}
@@ -518,7 +526,7 @@ func withNotes(reason string, notes []string) string {
 func planWhy(c *call) string {
 	switch {
 	case c.sensitive != "":
-		return fmt.Sprintf("%s may hold secrets", truncate(c.sensitive, 200))
+		return c.sensitive
 	case c.shell != nil:
 		return "the command is not known to be read-only: " + truncate(c.shell.Reason, 200)
 	}

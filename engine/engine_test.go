@@ -350,7 +350,8 @@ func TestCheckUnspecifiedModeIsAuto(t *testing.T) {
 		{"in-project edit", editFile(filepath.Join(l.app, "main.go")), allowEdits},
 		{"shell goes to the classifier", bashCmd("make"), want{d: Allow, s: SourceClassifier}},
 		{"unknown goes to the classifier", unknownTool, want{d: Allow, s: SourceClassifier}},
-		{"read", readFile("/etc/hosts"), allowSafe},
+		{"read", readFile(filepath.Join(l.app, "main.go")), allowSafe},
+		{"read outside the read roots goes to the classifier", readFile("/etc/hosts"), want{d: Allow, s: SourceClassifier}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -424,7 +425,7 @@ func TestCheckClassifierCancelled(t *testing.T) {
 		cancel()
 		clf := &fakeClassifier{err: context.Canceled}
 		e := newEngine(t, nil, clf)
-		res, err := e.Check(ctx, &Request{Tool: readFile("/x")})
+		res, err := e.Check(ctx, &Request{Tool: tool("TodoWrite", map[string]any{"todos": []any{}})})
 		if err != nil {
 			t.Fatalf("err = %v, want a decision", err)
 		}
@@ -488,7 +489,7 @@ func TestCheckClassifierNotCalledWhenLocalStageDecides(t *testing.T) {
 	}{
 		{"deny rule", bashCmd("rm -rf x"), denyRule("Bash(rm *)")},
 		{"ask rule", bashCmd("git push"), askRule("Bash(git push*)")},
-		{"safe tool", readFile("/etc/hosts"), allowSafe},
+		{"safe tool", readFile(filepath.Join(l.app, "main.go")), allowSafe},
 		{"accept-edits", editFile(filepath.Join(l.app, "main.go")), allowEdits},
 		{"allow rule", bashCmd("go test ./..."), allowRule("Bash(go test ./...)")},
 	}

@@ -2,63 +2,24 @@ package engine
 
 import (
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/toolgate/toolgate/engine/shell"
 )
 
-// secretName matches environment variable names that usually hold secrets.
-var secretName = regexp.MustCompile(`(?i)(key|token|secret|passw|pwd|cred|auth|session|cookie|private|(^|_)pat($|_)|database_url|_dsn$|conn(ection)?_?str)`)
-
-// varRef finds $NAME and ${NAME} references in a word.
-var varRef = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)`)
-
 // exposure reports why a read-only command should still not run unasked:
-// it would print secrets into the agent's transcript (the environment,
-// a secret variable, stored git credentials) or read a repository outside
-// the project, whose configuration can run code. "" means nothing found.
+// it would print stored git credentials, or read a repository outside the
+// project, whose configuration can run code. "" means nothing found.
+// (Variables and environments are judged by the shell analysis, reads by
+// the read roots.)
 func exposure(cmds []shell.Command, line, cwd string) string {
-	// Secret variables anywhere in the line: arguments, here-strings,
-	// here-documents.
-	for _, m := range varRef.FindAllStringSubmatch(line, -1) {
-		if secretName.MatchString(m[1]) {
-			return "expands $" + m[1] + ", which may hold a secret"
-		}
-	}
 	for _, c := range cmds {
 		if len(c.Argv) == 0 {
 			continue
 		}
 		args := c.Argv[1:]
 		switch c.Argv[0] {
-		case "env", "printenv", "set", "export", "declare", "typeset", "compgen":
-			// printenv NAME prints that variable; with options alone
-			// (-0, --null, --) it prints them all.
-			names := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return strings.HasPrefix(a, "-") })
-			if len(names) == 0 || c.Argv[0] != "printenv" || slices.ContainsFunc(args, secretName.MatchString) {
-				return "prints environment variables, which may hold secrets"
-			}
-		case "ps":
-			// BSD-style "e" (ps e, ps eww, ps auxe) prints every process's
-			// environment, and so does -E on macOS.
-			if slices.ContainsFunc(args, func(a string) bool {
-				return strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "E")
-			}) {
-				return "prints process environments, which may hold secrets"
-			}
-			for _, a := range args {
-				if !strings.HasPrefix(a, "-") && strings.Contains(a, "e") {
-					return "prints process environments, which may hold secrets"
-				}
-			}
-		case "jq", "gojq", "yq":
-			for _, a := range args {
-				if strings.Contains(a, "$ENV") || strings.Contains(a, "env") {
-					return "reads the environment, which may hold secrets"
-				}
-			}
 		case "cd", "pushd":
 			if len(args) > 0 && !insideLexically(cwd, args[len(args)-1]) {
 				return "changes to a directory outside the project"
@@ -105,12 +66,20 @@ func gitExposure(args, env []string) string {
 		// Only a single named key may be read: listings and regexps
 		// print tokens (http.*.extraheader, credential helpers).
 		rest := args[i+1:]
-		if len(rest) != 2 || (rest[0] != "--get" && rest[0] != "get") || secretName.MatchString(rest[1]) ||
-			strings.Contains(strings.ToLower(rest[1]), "extraheader") || strings.HasPrefix(rest[1], "-") {
+		if len(rest) != 2 || (rest[0] != "--get" && rest[0] != "get") || !harmlessGitKeys[strings.ToLower(rest[1])] {
 			return "may print stored git credentials"
 		}
 	}
 	return ""
+}
+
+// harmlessGitKeys are the config keys git config --get may print locally:
+// an allowlist, since remote URLs, http.*.extraheader, credential helpers
+// and includes all carry or lead to tokens.
+var harmlessGitKeys = map[string]bool{
+	"user.name": true, "user.email": true, "core.editor": true, "core.autocrlf": true, "core.bare": true,
+	"core.ignorecase": true, "core.filemode": true, "init.defaultbranch": true, "pull.rebase": true,
+	"push.default": true, "merge.ff": true, "commit.gpgsign": true, "core.symlinks": true,
 }
 
 func runsGit(cmds []shell.Command) bool {

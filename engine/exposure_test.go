@@ -13,19 +13,10 @@ func TestExposure(t *testing.T) {
 		cmd  string
 		want string // "" means nothing exposed
 	}{
-		{"env", "environment"},
-		{"printenv", "environment"},
-		{"printenv OPENAI_API_KEY", "environment"},
-		{"printenv PATH", ""},
-		{"echo $AWS_SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY"},
-		{"echo ${GITHUB_TOKEN}", "GITHUB_TOKEN"},
-		{"echo $PATH", ""},
-		{"jq -n env", "environment"},
-		{"jq -n '$ENV.GITHUB_TOKEN'", "environment"},
-		{"jq .name package.json", ""},
 		{"git config --get-regexp 'credential|http.*extraheader'", "credentials"},
 		{"git config --list", "credentials"},
-		{"git config --get remote.origin.url", ""},
+		{"git config --get remote.origin.url", "credentials"},
+		{"git config --get user.email", ""},
 		// git runs only in the project's root, on its own repository: a
 		// directory of the project may be a repository the project carries
 		// as files, with a config that runs programs.
@@ -39,18 +30,11 @@ func TestExposure(t *testing.T) {
 		{"cd sub && git log", "another repository"},
 		{"git log -C", ""},
 		{"git --namespace x config --list", "credentials"},
-		{"ps -axE", "process environments"},
-		{"cat <<< \"$GITHUB_TOKEN\"", "GITHUB_TOKEN"},
-		{"echo $GH_PAT", "GH_PAT"},
-		{"echo $DATABASE_URL", "DATABASE_URL"},
-		{"ps eww", "process environments"},
-		{"ps aux", ""},
 		{"git config list", "credentials"},
 		{"git config get --regexp .*", "credentials"},
 		{"git config --get-urlmatch http https://x", "credentials"},
 		{"git config -zl", "credentials"},
 		{"git config --get http.https://github.com/.extraheader", "credentials"},
-		{"cd /tmp/evil && git status", "outside the project"},
 		{"cd src && ls", ""},
 	}
 	for _, tt := range tests {
@@ -62,11 +46,24 @@ func TestExposure(t *testing.T) {
 			}
 		})
 	}
-	// Through the engine: read-only, yet not allowed locally.
+	// Through the engine: variables and environments are judged by the
+	// shell analysis's allowlist of harmless names.
 	e := newEngine(t, nil, nil)
-	res := mustCheck(t, e, &Request{Tool: bashCmd("printenv"), WorkingDirectory: cwd})
-	if res.Decision == Allow || !strings.Contains(res.Reason, "environment") {
-		t.Fatalf("printenv: %+v", res)
+	for cmd, want := range map[string]string{
+		"env": "env", "printenv": "printenv", "printenv OPENAI_API_KEY": "OPENAI_API_KEY",
+		"echo $AWS_SECRET_ACCESS_KEY": "AWS_SECRET_ACCESS_KEY", "echo ${GITHUB_TOKEN}": "GITHUB_TOKEN",
+		"echo $DB_PASS": "DB_PASS", "echo $SLACK_WEBHOOK": "SLACK_WEBHOOK", `cat <<< "$MY_JWT"`: "MY_JWT",
+		"printenv $(echo X)": "printenv", "ps eww": "environments", "ps -axE": "environments",
+	} {
+		res := mustCheck(t, e, &Request{Tool: bashCmd(cmd), WorkingDirectory: cwd})
+		if res.Decision == Allow || !strings.Contains(res.Reason, want) {
+			t.Errorf("%s: %+v, want not allowed naming %s", cmd, res, want)
+		}
+	}
+	for _, cmd := range []string{"printenv PATH", "echo $PATH", "echo \"$HOME\"", "ps aux"} {
+		if res := mustCheck(t, e, &Request{Tool: bashCmd(cmd), WorkingDirectory: cwd}); res.Decision != Allow {
+			t.Errorf("%s: %+v, want allowed", cmd, res)
+		}
 	}
 }
 

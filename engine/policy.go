@@ -2,8 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 
+	"github.com/toolgate/toolgate/engine/knowledge"
 	"github.com/toolgate/toolgate/engine/pathcheck"
 	"github.com/toolgate/toolgate/engine/rules"
 )
@@ -23,6 +26,10 @@ type PolicySpec struct {
 	// ProtectedPaths add to the built-in protected-path patterns; they are
 	// never removed.
 	ProtectedPaths []string
+	// ReadRoots add to the directories outside the project that may be
+	// read locally (absolute, or ~/ for the agent user's home); see
+	// knowledge.DefaultReadRoots.
+	ReadRoots []string
 	// DisableAcceptEdits turns the accept-edits fast path off.
 	DisableAcceptEdits bool
 }
@@ -36,9 +43,10 @@ type policy struct {
 	vocab       *Vocabulary
 	protected   *pathcheck.Patterns
 	acceptEdits bool
+	readRoots   knowledge.Roots
 }
 
-func compilePolicy(name string, spec PolicySpec) (*policy, error) {
+func compilePolicy(name string, spec PolicySpec, home string) (*policy, error) {
 	p := &policy{name: name, safe: map[string]bool{}, acceptEdits: !spec.DisableAcceptEdits}
 	set, warns, err := rules.Compile(spec.Permissions.Deny, spec.Permissions.Ask, spec.Permissions.Allow)
 	if err != nil {
@@ -65,5 +73,14 @@ func compilePolicy(name string, spec PolicySpec) (*policy, error) {
 	if p.protected, err = pathcheck.CompilePatterns(slices.Concat(pathcheck.DefaultProtected, spec.ProtectedPaths)); err != nil {
 		return nil, fmt.Errorf("protected_paths: %w", err)
 	}
+	for i, r := range spec.ReadRoots {
+		if !filepath.IsAbs(r) && !strings.HasPrefix(r, "~/") {
+			return nil, fmt.Errorf("read_roots[%d]: %q must be absolute or start with ~/", i, r)
+		}
+		if knowledge.SecretPath(r, home) || broadSearch(filepath.Clean(r), home) || filepath.Clean(r) == "/" {
+			return nil, fmt.Errorf("read_roots[%d]: %q holds secrets or credential stores and cannot be a read root", i, r)
+		}
+	}
+	p.readRoots = knowledge.CompileRoots(slices.Concat(knowledge.DefaultReadRoots, spec.ReadRoots), home)
 	return p, nil
 }

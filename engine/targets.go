@@ -11,7 +11,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/toolgate/toolgate/engine/shell"
+	"github.com/toolgate/toolgate/engine/knowledge"
 )
 
 // pathFields are the input fields that name the file an edit tool writes.
@@ -85,7 +85,7 @@ func readTargets(input map[string]any) (targets []string, ok bool) {
 // broadSearch reports a search rooted at the filesystem root, a home
 // directory or above one: it would sweep credential stores along.
 func broadSearch(abs, home string) bool {
-	if shell.IsCredentialAncestor(abs) || procReach(abs) {
+	if knowledge.IsCredentialAncestor(abs) || procReach(abs) {
 		return true
 	}
 	switch abs {
@@ -263,40 +263,6 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// historyFiles are shell and REPL histories: they often hold pasted tokens.
-var historyFiles = []string{".bash_history", ".zsh_history", ".sh_history", ".history", ".python_history", ".node_repl_history", ".psql_history", ".mysql_history", ".sqlite_history", ".irb_history"}
-
-// sensitivePath reports a read target that may hold secrets, so that
-// reading it never takes the safe-tool path: credential stores, .env files
-// (but not their committed templates), histories and process environments.
-func sensitivePath(p, home string) bool {
-	if shell.IsCredentialPath(p, home) {
-		return true
-	}
-	base := strings.ToLower(filepath.Base(p))
-	if strings.HasPrefix(base, ".env") {
-		for _, tmpl := range []string{".example", ".sample", ".template", ".dist"} {
-			if strings.HasSuffix(base, tmpl) {
-				return false
-			}
-		}
-		return true
-	}
-	if slices.Contains(historyFiles, base) {
-		return true
-	}
-	if procReach(p) || strings.HasPrefix(p, "/proc/") && (base == "environ" || base == "cmdline") {
-		return true
-	}
-	// Browser profiles: saved passwords and session cookies.
-	for _, frag := range []string{"/google-chrome/", "/chromium/", "/.mozilla/firefox/", "/BraveSoftware/", "/Library/Application Support/Google/Chrome/"} {
-		if strings.Contains(p, frag) {
-			return true
-		}
-	}
-	return false
-}
-
 // shellWorkdirFields name where a shell tool runs its command (Codex
 // workdir, Gemini directory/dir_path).
 var shellWorkdirFields = []string{"workdir", "cwd", "directory", "dir_path", "working_directory"}
@@ -376,15 +342,9 @@ func sensitiveFilter(input map[string]any, home string) string {
 	for _, p := range pats {
 		// ripgrep-style negation: "!*.env" excludes, but judge it as a
 		// pattern all the same (it errs towards asking).
-		if g := strings.TrimPrefix(p, "!"); g != "" && (sensitivePath(g, home) || shell.NamePicksSecret(g)) {
+		if g := strings.TrimPrefix(p, "!"); g != "" && (knowledge.SecretPath(g, home) || knowledge.NamePicksSecret(g)) {
 			return p
 		}
 	}
 	return ""
-}
-
-// globPicksSecret reports a glob (not a plain name: sensitivePath judges
-// those) that can match a secret file.
-func globPicksSecret(g string) bool {
-	return strings.ContainsAny(g, "*?[{") && shell.NamePicksSecret(g)
 }

@@ -149,7 +149,7 @@ func TestPolicySafeTools(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := compilePolicy("p", tt.spec)
+			_, err := compilePolicy("p", tt.spec, "")
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("compilePolicy: %v", err)

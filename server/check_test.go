@@ -38,12 +38,12 @@ func TestCheckFastPaths(t *testing.T) {
 	}{
 		{
 			name:     "read tool is safe",
-			req:      checkReq(t, "r1", "Read", map[string]any{"file_path": "/tmp/x"}),
+			req:      checkReq(t, "r1", "Read", map[string]any{"file_path": "/usr/include/stdio.h"}),
 			decision: pb.Decision_DECISION_ALLOW, source: pb.DecisionSource_DECISION_SOURCE_SAFE_TOOL, kind: "read",
 		},
 		{
 			name:     "gemini read_file is safe",
-			req:      checkReq(t, "r2", "read_file", map[string]any{"absolute_path": "/etc/hosts"}),
+			req:      checkReq(t, "r2", "read_file", map[string]any{"absolute_path": "/usr/include/stdio.h"}),
 			decision: pb.Decision_DECISION_ALLOW, source: pb.DecisionSource_DECISION_SOURCE_SAFE_TOOL, kind: "read",
 		},
 		{

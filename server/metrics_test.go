@@ -102,8 +102,8 @@ func TestMetricsCountDecisionsAndRPCs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check(checkReq(t, "r1", "Read", map[string]any{"file_path": "/tmp/x"}))
-	check(checkReq(t, "r2", "read_file", map[string]any{"absolute_path": "/tmp/y"}))
+	check(checkReq(t, "r1", "Read", map[string]any{"file_path": "/usr/include/stdio.h"}))
+	check(checkReq(t, "r2", "read_file", map[string]any{"absolute_path": "/usr/include/y.h"}))
 	check(checkReq(t, "s1", "Bash", map[string]any{"command": "ls -la"}))
 	check(checkReq(t, "c1", "mcp__test__danger", map[string]any{"x": 1}))
 	// A bad request is an RPC error, not a decision.
@@ -112,7 +112,7 @@ func TestMetricsCountDecisionsAndRPCs(t *testing.T) {
 	}
 	// A check over a stream is a decision too.
 	s := openStream(t, env)
-	sendCheck(t, s, checkReq(t, "st1", "Grep", map[string]any{"pattern": "x", "path": "/tmp"}))
+	sendCheck(t, s, checkReq(t, "st1", "Grep", map[string]any{"pattern": "x", "path": "/usr/include/toolgate-test-none"}))
 	if r := recv(t, s); r.GetResponse().GetSource() != pb.DecisionSource_DECISION_SOURCE_SAFE_TOOL {
 		t.Fatalf("stream answer %v", r)
 	}

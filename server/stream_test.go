@@ -68,7 +68,7 @@ func TestStreamOutOfOrder(t *testing.T) {
 	s := openStream(t, env)
 	sendCheck(t, s, checkReq(t, "slow", "mcp__test__danger", nil))
 	waitStarted(t, fc, "slow")
-	sendCheck(t, s, checkReq(t, "fast", "Read", map[string]any{"file_path": "/x"}))
+	sendCheck(t, s, checkReq(t, "fast", "Read", map[string]any{"file_path": "/usr/include/stdio.h"}))
 
 	first := recv(t, s)
 	if first.GetRequestId() != "fast" || first.GetResponse().GetDecision() != pb.Decision_DECISION_ALLOW {
@@ -317,7 +317,7 @@ func TestStreamPanicBecomesInternal(t *testing.T) {
 		t.Errorf("panic not logged once")
 	}
 	// The stream, and the server, carry on.
-	sendCheck(t, s, checkReq(t, "after", "Read", map[string]any{"file_path": "/x"}))
+	sendCheck(t, s, checkReq(t, "after", "Read", map[string]any{"file_path": "/usr/include/stdio.h"}))
 	if m := recv(t, s); m.GetRequestId() != "after" || m.GetResponse().GetDecision() != pb.Decision_DECISION_ALLOW {
 		t.Fatalf("after the panic: %v", m)
 	}
@@ -351,7 +351,7 @@ func TestReasonNotUTF8(t *testing.T) {
 
 	s := openStream(t, env)
 	sendCheck(t, s, write("bad"))
-	sendCheck(t, s, checkReq(t, "ok", "Read", map[string]any{"file_path": "/x"}))
+	sendCheck(t, s, checkReq(t, "ok", "Read", map[string]any{"file_path": "/usr/include/stdio.h"}))
 	got := map[string]*pb.CheckResponse{}
 	for range 2 {
 		m := recv(t, s)

@@ -73,7 +73,7 @@ func TestServeAndCheck(t *testing.T) {
 		decision string
 		source   string
 	}{
-		{"safe tool", []string{"--tool", "Read", "--input", `{"file_path":"/tmp/x"}`}, exitAllow, "DECISION_ALLOW", "DECISION_SOURCE_SAFE_TOOL"},
+		{"safe tool", []string{"--tool", "Read", "--input", `{"file_path":"/usr/include/stdio.h"}`}, exitAllow, "DECISION_ALLOW", "DECISION_SOURCE_SAFE_TOOL"},
 		{"edit in project", []string{"--tool", "Write", "--input", `{"file_path":"a.txt","content":"x"}`, "--cwd", project}, exitAllow, "DECISION_ALLOW", "DECISION_SOURCE_ACCEPT_EDITS"},
 		{"default deny rule", []string{"--tool", "Bash", "--input", `{"command":"rm -rf /"}`}, exitDeny, "DECISION_DENY", "DECISION_SOURCE_RULE"},
 		{"flag deny rule", []string{"--tool", "Grep", "--deny", "Grep"}, exitDeny, "DECISION_DENY", "DECISION_SOURCE_RULE"},

@@ -67,7 +67,7 @@ func TestServeMetricsEndpoint(t *testing.T) {
 		t.Errorf("reload counters not at zero before any reload")
 	}
 	for range 2 {
-		if code, out, errOut := runCheck(t, "--addr", addr, "--tool", "Read", "--input", `{"file_path":"/tmp/x"}`); code != exitAllow {
+		if code, out, errOut := runCheck(t, "--addr", addr, "--tool", "Read", "--input", `{"file_path":"/usr/include/stdio.h"}`); code != exitAllow {
 			t.Fatalf("check: exit %d %s %s", code, out, errOut)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/toolgate/toolgate/engine/knowledge"
 )
 
 // analyzer walks one line and its nested payloads, filling an Analysis.
@@ -31,6 +33,9 @@ type scope struct {
 	// checked for credentials.
 	cwd        string
 	cwdUnknown bool
+	// locals are variables the script itself sets (for and read names):
+	// their values come from the script, not the environment.
+	locals map[string]bool
 }
 
 // paths returns p as written and, after a static cd, also joined to where
@@ -277,6 +282,10 @@ func (a *analyzer) nodeSubs(n syntax.Node, sc *scope) {
 		case *syntax.ParamExp:
 			if !simpleParam(n) {
 				a.fail(paramReason(n))
+			} else if name := n.Param.Value; !knowledge.HarmlessVar(name) && !sc.locals[name] {
+				// Allowlist: a variable nobody listed may hold a secret
+				// under any name (*_PASS, *_URL, *WEBHOOK*).
+				a.fail("expands $%s, which is not known to be harmless to print", name)
 			}
 		case *syntax.ArithmExp:
 			a.arith(n.X)
@@ -468,14 +477,14 @@ func isFdWord(s string) bool {
 // limits, and a relative path cannot be checked after a cd to an unknown
 // directory.
 func (a *analyzer) readPath(p string, glob bool, sc *scope) string {
-	if credentialPath(p, "", glob) {
+	if credentialPath(p, glob) {
 		return "reads credential store " + p
 	}
 	if isRelative(p) {
 		if sc.cwdUnknown {
 			return "reads relative path " + p + " after cd to a directory known only at run time"
 		}
-		if sc.cwd != "" && credentialPath(path.Join(sc.cwd, p), "", glob) {
+		if sc.cwd != "" && credentialPath(path.Join(sc.cwd, p), glob) {
 			return "reads credential store " + path.Join(sc.cwd, p)
 		}
 	}
@@ -483,6 +492,15 @@ func (a *analyzer) readPath(p string, glob bool, sc *scope) string {
 		return "uses /dev/tcp or /dev/udp"
 	}
 	return ""
+}
+
+// credentialPath reports a path naming a credential store; glob says
+// whether its metacharacters are live.
+func credentialPath(p string, glob bool) bool {
+	if glob {
+		return knowledge.IsCredentialPath(p, "")
+	}
+	return knowledge.IsCredentialPathLiteral(p, "")
 }
 
 // isRelative reports whether p is resolved against the working directory.
@@ -500,11 +518,23 @@ func (a *analyzer) prescan(f *syntax.File, sc *scope) {
 		syntax.Walk(n, func(n syntax.Node) bool {
 			switch n := n.(type) {
 			case *syntax.WhileClause, *syntax.ForClause:
+				if fc, ok := n.(*syntax.ForClause); ok {
+					if wi, ok := fc.Loop.(*syntax.WordIter); ok && wi.Name != nil {
+						sc.local(wi.Name.Value)
+					}
+				}
 				if !loop {
 					inLoop(n, true)
 					return false
 				}
 			case *syntax.CallExpr:
+				if len(n.Args) > 0 && isReadWord(n.Args[0], sc.src) {
+					for _, w := range n.Args[1:] {
+						if v := wordOf(w, sc.src); !v.dyn && isName(v.val) {
+							sc.local(v.val)
+						}
+					}
+				}
 				for i, w := range n.Args {
 					if !isCdWord(w, sc.src) {
 						continue
@@ -525,6 +555,20 @@ func (a *analyzer) prescan(f *syntax.File, sc *scope) {
 		})
 	}
 	inLoop(f, false)
+}
+
+func isReadWord(w *syntax.Word, src string) bool {
+	wi := wordOf(w, src)
+	return wi.is("read")
+}
+
+// local records a variable the script sets itself. Names that steer the
+// shell or its programs are refused where they are set (specialVar).
+func (sc *scope) local(name string) {
+	if sc.locals == nil {
+		sc.locals = map[string]bool{}
+	}
+	sc.locals[name] = true
 }
 
 // isCdWord reports whether w is cd, pushd or popd, however spelled.

@@ -7,6 +7,11 @@ import (
 
 // bypassCorpus holds known tricks; none may be read-only.
 var bypassCorpus = []string{
+	// Variables and environments: only harmless names may be printed, and
+	// read targets known only at run time cannot be judged.
+	"env", "env -0", "printenv", "printenv -0", "printenv DB_PASS", "printenv $(echo AWS_SECRET_ACCESS_KEY)",
+	"echo $SLACK_WEBHOOK_URL", "echo \"${DATABASE_URL:-none}\"", "cat <<EOF\n$GPG_PASSPHRASE\nEOF",
+	"ps eww", "ps auxe", "ps -E", "for f in *.go; do wc -l \"$f\"; done", "ls $(go env GOROOT)",
 	// git options that run programs or write files.
 	"git -c core.pager=sh log",
 	"git log --output=/tmp/x",
@@ -348,7 +353,6 @@ var harmlessCorpus = []string{
 	"whoami",
 	"id",
 	"date +%s",
-	"env",
 	"printenv PATH",
 	"ps aux | grep node",
 	"go version",
@@ -366,7 +370,6 @@ var harmlessCorpus = []string{
 	"[ -f go.mod ] && cat go.mod",
 	"[[ -d src && -f Makefile ]] && ls src",
 	"if [ -f go.mod ]; then cat go.mod; else echo none; fi",
-	"for f in *.go; do wc -l \"$f\"; done",
 	"for f in $(git ls-files '*.go'); do echo $f; done",
 	"while read -r l; do echo \"$l\"; done < go.mod",
 	"case $1 in a) echo a;; *) echo other;; esac",
@@ -376,7 +379,6 @@ var harmlessCorpus = []string{
 	"cd /work/main && go list ./...",
 	"echo $(git rev-parse --abbrev-ref HEAD)",
 	"echo \"branch: $(git branch --show-current)\"",
-	"ls $(go env GOROOT)",
 	"git log -1 --format=%H | head -c 7",
 	"sleep 1; git status",
 	"time git status",

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"github.com/toolgate/toolgate/engine/knowledge"
 	"path"
 	"strings"
 )
@@ -83,7 +84,7 @@ var programTable = []*spec{
 	{names: "paste", opts: "d: s z delimiters: serial zero-terminated", safeOpts: true, reads: readAll},
 	{names: "comm", opts: "1 2 3 check-order nocheck-order output-delimiter: total z zero-terminated", ops: "2", safeOpts: true, reads: readAll},
 	{names: "fold", opts: "b s w: bytes spaces width:", safeOpts: true, reads: readAll},
-	{names: "wc", opts: "c m l L w bytes chars lines max-line-length words total:", safeOpts: true, dyn: true},
+	{names: "wc", opts: "c m l L w bytes chars lines max-line-length words total:", safeOpts: true, dyn: true, reads: readAll},
 	// diff -l/--paginate runs pr: not listed.
 	{names: "diff", opts: "i E Z b w B a u c e n y t T N r s q d p x: X: I: F: S: D: U: C: W: normal brief report-identical-files context:: unified:: " +
 		"ed rcs side-by-side left-column suppress-common-lines show-c-function show-function-line: label: expand-tabs initial-tab tabsize: " +
@@ -97,28 +98,35 @@ var programTable = []*spec{
 		check: func(iv *invocation) string { iv.files = iv.pa.ops[:min(2, len(iv.pa.ops))]; return "" }},
 	{names: "md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum shasum",
 		opts:     "b c t z w l: a: 0 U check tag text binary zero quiet status strict warn ignore-missing length: algorithm: untagged base64 raw",
-		safeOpts: true, dyn: true},
+		safeOpts: true, dyn: true, reads: readAll},
 	// file -C writes compiled magic and -z runs decompressors: not listed.
 	{names: "file", opts: "b i L h Z k s N E r 0 brief mime mime-type mime-encoding dereference no-dereference uncompress-noexec keep-going " +
 		"special-files no-pad no-buffer print0 raw extension apple e: F: P: exclude: exclude-quiet: separator: " +
-		"parameter: version help"},
+		"parameter: version help", reads: readAll},
 
 	// Files and directories.
-	{names: "ls", style: styleAny, safeOpts: true, dyn: true},
+	// Listing names is a read of the directory: its operands must be
+	// inside the read roots like any other read target.
+	{names: "ls", style: styleAny, safeOpts: true, dyn: true, reads: readCustom, check: anyOperands},
 	// --files0-from reads names from a file, and error messages show them
 	// (du --files0-from=/proc/self/environ prints the environment).
-	{names: "stat du df", style: styleAny, safeOpts: true, dyn: true, check: noFilesFrom},
+	{names: "stat du df", style: styleAny, safeOpts: true, dyn: true, reads: readCustom, check: func(iv *invocation) string {
+		if why := noFilesFrom(iv); why != "" {
+			return why
+		}
+		return anyOperands(iv)
+	}},
 	// tree -o writes a file and -R with -H writes HTML files: not listed.
 	{names: "tree", opts: "a d l f x L: P: I: i q N Q p u g s h D F v t c U r C n J X gitignore ignore-case matchdirs prune noreport dirsfirst " +
 		"filesfirst du si inodes device charset: filelimit: timefmt: sort: version help",
-		writeOpts: "o:"},
+		writeOpts: "o:", reads: readAll},
 	{names: "pwd", opts: "L P", ops: "0", safeOpts: true, dyn: true},
 	{names: "basename", opts: "a s: z multiple suffix: zero", safeOpts: true, dyn: true},
 	{names: "dirname", opts: "z zero", safeOpts: true, dyn: true},
 	{names: "realpath", opts: "e m L P q s z canonicalize-existing canonicalize-missing logical physical quiet strip no-symlinks zero relative-to: relative-base:",
-		safeOpts: true, dyn: true},
+		safeOpts: true, dyn: true, reads: readAll},
 	{names: "readlink", opts: "f e m n q s v z canonicalize canonicalize-existing canonicalize-missing no-newline quiet silent verbose zero",
-		safeOpts: true, dyn: true},
+		safeOpts: true, dyn: true, reads: readAll},
 	// cd moves later relative reads; see checkCd.
 	{names: "cd", opts: "L P", safeOpts: true, dyn: true, check: checkCd},
 	{names: "tee", style: styleCustom, check: checkTee},
@@ -136,7 +144,8 @@ var programTable = []*spec{
 
 	// System information.
 	{names: "whoami", ops: "0", safeOpts: true, dyn: true},
-	{names: "id uname free uptime ps", style: styleAny, safeOpts: true, dyn: true},
+	{names: "id uname free uptime", style: styleAny, safeOpts: true, dyn: true},
+	{names: "ps", style: styleAny, safeOpts: true, check: checkPs},
 	// lsof +m writes a mount supplement file.
 	{names: "lsof", style: styleAny, safeOpts: true, check: func(iv *invocation) string {
 		for _, w := range iv.args {
@@ -152,8 +161,8 @@ var programTable = []*spec{
 	// date -s and date MMDDhhmm set the clock: only +FORMAT operands.
 	{names: "date", opts: "u d: f: r: R I:: utc universal date: file: reference: rfc-email iso-8601:: rfc-3339: debug resolution", ops: "0-1",
 		reads: readCustom, check: checkDate},
-	{names: "env", opts: "0 null", ops: "0"}, // only reached for env without a command
-	{names: "printenv", opts: "0 null", safeOpts: true, dyn: true},
+	// env without a command prints the whole environment: not listed.
+	{names: "printenv", opts: "0 null", ops: "1-", check: checkPrintenv},
 	{names: "nice", opts: "n: adjustment: #", ops: "0"}, // only reached for nice without a command
 
 	// Development tools, read-only forms only.
@@ -210,13 +219,16 @@ func patternFirst(iv *invocation, patternOpts ...string) []wordInfo {
 
 // recursiveRoots rejects recursive reads of homes, their parents, or
 // directories on the way to a credential store (grep -r PAT ~).
-func (iv *invocation) recursiveRoots(roots []wordInfo) string {
+func (iv *invocation) recursiveRoots(roots []wordInfo, hidden bool) string {
 	if len(roots) == 0 {
 		roots = []wordInfo{synthetic(".")}
 	}
 	for _, r := range roots {
 		if r.dyn {
 			continue
+		}
+		for _, p := range iv.sc.paths(r.val) {
+			iv.a.out.Trees = append(iv.a.out.Trees, Tree{Path: p, Hidden: hidden})
 		}
 		p := r.val
 		if isRelative(p) {
@@ -225,7 +237,7 @@ func (iv *invocation) recursiveRoots(roots []wordInfo) string {
 			}
 			p = path.Join(iv.sc.cwd, p)
 		}
-		if isCredentialAncestor(p) {
+		if knowledge.IsCredentialAncestor(p) {
 			return iv.failf("recursive read of %s may reach credential stores", r.val)
 		}
 	}
@@ -242,7 +254,7 @@ func checkGrep(iv *invocation) string {
 		if why := iv.secretFilters("include"); why != "" {
 			return why
 		}
-		return iv.recursiveRoots(iv.files)
+		return iv.recursiveRoots(iv.files, true)
 	}
 	return ""
 }
@@ -251,7 +263,10 @@ func checkGrep(iv *invocation) string {
 // secret file: they make a recursive search read it.
 func (iv *invocation) secretFilters(opts ...string) string {
 	for _, g := range iv.pa.values(opts...) {
-		if NamePicksSecret(strings.TrimPrefix(g, "!")) {
+		if strings.HasPrefix(g, "!") {
+			continue // an exclusion only removes files from the search
+		}
+		if knowledge.NamePicksSecret(g) {
 			return iv.failf("the filter %s picks secret files", g)
 		}
 	}
@@ -270,12 +285,25 @@ func checkRg(iv *invocation) string {
 	if why := iv.secretFilters("g", "glob", "iglob"); why != "" {
 		return why
 	}
-	return iv.recursiveRoots(iv.files)
+	// rg skips hidden files unless told otherwise; -u twice (or more)
+	// searches them, and so do --hidden and -. .
+	hidden := iv.pa.has("hidden", ".")
+	us := 0
+	for _, w := range iv.args {
+		switch {
+		case w.is("--unrestricted"):
+			us++
+		case !w.dyn && strings.HasPrefix(w.val, "-") && !strings.HasPrefix(w.val, "--"):
+			us += strings.Count(w.val, "u")
+		}
+	}
+	hidden = hidden || us >= 2
+	return iv.recursiveRoots(iv.files, hidden)
 }
 
 func checkDiff(iv *invocation) string {
 	if iv.pa.has("r", "recursive") {
-		return iv.recursiveRoots(iv.pa.ops)
+		return iv.recursiveRoots(iv.pa.ops, true)
 	}
 	return ""
 }
@@ -285,6 +313,9 @@ func checkJq(iv *invocation) string {
 	if len(ops) > 0 {
 		if f := ops[0].val; strings.Contains(f, "import") || strings.Contains(f, "include") {
 			return iv.failf("modules can read files")
+		}
+		if f := ops[0].val; strings.Contains(f, "env") || strings.Contains(f, "ENV") {
+			return iv.failf("the filter may read the environment")
 		}
 		ops = ops[1:]
 	}
@@ -345,10 +376,51 @@ func checkCd(iv *invocation) string {
 	if isRelative(t) && iv.sc.cwd != "" {
 		t = path.Join(iv.sc.cwd, t)
 	}
-	if credentialPath(t, "", w.glob) {
+	if credentialPath(t, w.glob) {
 		return iv.failf("changes into credential store %s", t)
 	}
 	iv.sc.cwd = t
+	return ""
+}
+
+// anyOperands takes every argument of a styleAny program that is not an
+// option as a path it reads.
+func anyOperands(iv *invocation) string {
+	for _, w := range iv.args {
+		if !strings.HasPrefix(w.val, "-") || w.dyn {
+			iv.files = append(iv.files, w)
+		}
+	}
+	return ""
+}
+
+// checkPrintenv allows printing named variables only, and only names
+// known to be harmless: printenv alone prints them all.
+func checkPrintenv(iv *invocation) string {
+	for _, w := range iv.pa.ops {
+		if w.dyn || !knowledge.HarmlessVar(w.val) {
+			return iv.failf("prints %s, which is not known to be harmless", w.val)
+		}
+	}
+	return ""
+}
+
+// checkPs refuses listings that print process environments: BSD-style
+// "e" (ps e, ps auxe) and -E on macOS. Run-time words could be either.
+func checkPs(iv *invocation) string {
+	for _, w := range iv.args {
+		switch {
+		case w.dyn:
+			return iv.failf("argument %s is only known at run time", w.val)
+		case strings.HasPrefix(w.val, "--"):
+		case strings.HasPrefix(w.val, "-"):
+			if strings.Contains(w.val, "E") {
+				return iv.failf("%s prints process environments", w.val)
+			}
+		case strings.Contains(w.val, "e"):
+			return iv.failf("%s prints process environments", w.val)
+		}
+	}
 	return ""
 }
 

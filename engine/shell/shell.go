@@ -83,6 +83,15 @@ type Command struct {
 	Dynamic bool
 }
 
+// Tree is a directory a recursive search reads, as written (relative to
+// where the command runs).
+type Tree struct {
+	Path string
+	// Hidden is set when the search includes hidden files and directories
+	// (grep -r, rg --hidden or -uu, diff -r); ripgrep's default skips them.
+	Hidden bool
+}
+
 // Analysis is the verdict on one command line.
 type Analysis struct {
 	// ReadOnly is true when the line parsed and every simple command is a
@@ -99,6 +108,10 @@ type Analysis struct {
 	// Reads lists file paths that known readers read (cat FILE, grep PAT
 	// FILE, < FILE ...), quotes removed.
 	Reads []string
+	// Trees lists the directories that recursive content searches read
+	// (grep -r, rg, diff -r): a search prints the secret files below them
+	// unless it skips them, so the engine looks at what is there.
+	Trees []Tree
 	// Writes lists files that the line writes (> FILE, >> FILE, &> FILE,
 	// tee FILE, sort -o FILE ...), quotes removed; /dev/null is left out.
 	Writes []string

@@ -182,8 +182,15 @@ func (iv *invocation) run() string {
 		fallthrough
 	case readCustom:
 		for _, f := range iv.files {
-			if f.dyn || f.val == "-" {
+			switch {
+			case f.pipe || f.val == "-" && !f.dyn:
 				continue
+			case f.xargs && iv.ic.pathOK:
+				continue // the lister's roots are read targets themselves
+			case f.dyn:
+				// Read targets are judged against the read roots: one
+				// known only at run time cannot be.
+				return iv.failf("reads %s, a path known only at run time", f.val)
 			}
 			iv.a.out.Reads = append(iv.a.out.Reads, iv.sc.paths(f.val)...)
 			if why := iv.a.readPath(f.val, f.glob, iv.sc); why != "" {

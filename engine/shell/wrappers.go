@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"github.com/toolgate/toolgate/engine/knowledge"
 	"path"
 	"strings"
 
@@ -105,10 +106,10 @@ func (a *analyzer) simple(ws []wordInfo, env []string, sc *scope, sx stmtCtx) {
 // credWord reports whether a word names a credential store, alone or as
 // the value of --opt=VALUE.
 func credWord(w *wordInfo) bool {
-	if credentialPath(w.cred, "", w.glob) {
+	if credentialPath(w.cred, w.glob) {
 		return true
 	}
-	if _, v, ok := strings.Cut(w.cred, "="); ok && credentialPath(v, "", w.glob) {
+	if _, v, ok := strings.Cut(w.cred, "="); ok && credentialPath(v, w.glob) {
 		return true
 	}
 	return false
@@ -335,7 +336,7 @@ func isPathLister(c *syntax.CallExpr, sc *scope) bool {
 	lister := false
 	for i := 1; i < len(ws); i++ {
 		v := ws[i].val
-		if credWord(&ws[i]) || isCredentialAncestor(v) || isCredentialAncestor(path.Join(sc.cwd, v)) ||
+		if credWord(&ws[i]) || knowledge.IsCredentialAncestor(v) || knowledge.IsCredentialAncestor(path.Join(sc.cwd, v)) ||
 			v == "-printf" || strings.HasPrefix(v, "--format") || strings.HasPrefix(v, "--label") {
 			return false
 		}
@@ -424,7 +425,7 @@ func findNamesNoSecret(c *syntax.CallExpr, sc *scope) bool {
 			if i+1 >= len(ws) || ws[i+1].dyn {
 				return false
 			}
-			if NamePicksSecret(ws[i+1].val) {
+			if knowledge.NamePicksSecret(ws[i+1].val) {
 				return false
 			}
 			names++

@@ -1,4 +1,4 @@
-package shell
+package knowledge
 
 import (
 	"path"
@@ -146,22 +146,6 @@ func matchCred(comps []string, home, glob bool) bool {
 	return false
 }
 
-// compMatch reports whether path component c (possibly a glob) may name
-// want. As in bash, a glob matches a leading dot only explicitly.
-func compMatch(c, want string) bool {
-	if c == want {
-		return true
-	}
-	if !hasGlobMeta(c) {
-		return false
-	}
-	if want[0] == '.' && c[0] != '.' && c[0] != '[' {
-		return false
-	}
-	ok, err := path.Match(c, want)
-	return ok && err == nil
-}
-
 // stripHome returns p relative to the home directory it starts with, if any.
 func stripHome(p, home string) (string, bool) {
 	cut := func(prefix string) (string, bool) {
@@ -205,17 +189,6 @@ func stripHome(p, home string) (string, bool) {
 	return "", false
 }
 
-// splitPath splits a cleaned path into components, dropping "/" and ".".
-func splitPath(p string) []string {
-	var out []string
-	for _, c := range strings.Split(p, "/") {
-		if c != "" && c != "." {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // isCredentialAncestor reports whether a recursive reader of p may reach a
 // credential store: p is a home directory, a directory above homes, a
 // directory on the way to a store (~/.config), or a relative path that
@@ -254,7 +227,7 @@ func isCredentialAncestor(p string) bool {
 	if isRelative(p) && (c == ".." || strings.HasPrefix(c, "../")) {
 		return true
 	}
-	return hasGlobMeta(c) && strings.Count(c, "/") <= 2 && strings.HasPrefix(c, "/")
+	return HasMeta(c) && strings.Count(c, "/") <= 2 && strings.HasPrefix(c, "/")
 }
 
 // IsCredentialAncestor reports whether a recursive search rooted at p (as

@@ -1,0 +1,267 @@
+package knowledge
+
+import (
+	"strings"
+)
+
+// Fold is the one case-folding rule: ASCII letters to lower case. macOS and
+// Windows file systems ignore case, so a name is judged in every case at
+// once; non-ASCII bytes are left alone (no Unicode folding surprises).
+func Fold(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if c := b[j]; c >= 'A' && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// HasMeta reports whether s holds a glob metacharacter bash would expand.
+func HasMeta(s string) bool { return strings.ContainsAny(s, "*?[") }
+
+// GlobSupported reports whether every part of a one-component glob is
+// syntax Match reads exactly as bash does: *, ?, and bracket sets of plain
+// ASCII characters and ranges, negated with ! or ^. POSIX classes
+// ([[:alpha:]]), equivalence classes ([=a=]), collating symbols ([.a.]),
+// backslashes and non-ASCII bytes inside a set are not: bash's reading of
+// them depends on the locale and its options.
+func GlobSupported(g string) bool {
+	_, ok := match(g, "")
+	return ok
+}
+
+// Match reports whether the one-component glob g matches name, both
+// folded, the way bash's pathname expansion would with a C-order range
+// reading (globasciiranges, bash's default), except that case is folded: a
+// caller asks "may this glob pick that name?", and on a case-insensitive
+// file system it may. As in bash without dotglob (which toolgate never
+// lets a command set), a leading dot must be matched by a literal dot; a
+// leading bracket set is taken to match one all the same. ok is false for
+// syntax outside GlobSupported; callers treat that as a match.
+func Match(g, name string) (matched, ok bool) {
+	g, name = Fold(g), Fold(name)
+	if strings.HasPrefix(name, ".") && g != "" && g[0] != '.' && g[0] != '[' && !strings.HasPrefix(g, "\\.") {
+		return false, supportedRest(g)
+	}
+	return match(g, name)
+}
+
+// match is an iterative glob matcher with single-star backtracking: linear
+// in practice, quadratic at worst in the lengths, never exponential.
+func match(g, s string) (bool, bool) {
+	gi, si := 0, 0
+	starG, starS := -1, -1
+	ok := true
+	for {
+		if gi < len(g) {
+			switch c := g[gi]; c {
+			case '*':
+				starG, starS = gi, si
+				gi++
+				continue
+			case '?':
+				if si < len(s) {
+					gi++
+					si++
+					continue
+				}
+			case '[':
+				end, valid := setEnd(g, gi)
+				if !valid {
+					return false, false
+				}
+				if end < 0 {
+					// No closing bracket: bash reads [ literally.
+					if si < len(s) && s[si] == '[' {
+						gi++
+						si++
+						continue
+					}
+					break
+				}
+				if si < len(s) && inSet(g[gi+1:end], s[si]) {
+					gi = end + 1
+					si++
+					continue
+				}
+			case '\\':
+				// An escaped character is literal.
+				if gi+1 < len(g) && si < len(s) && g[gi+1] == s[si] {
+					gi += 2
+					si++
+					continue
+				}
+			default:
+				if si < len(s) && s[si] == c {
+					gi++
+					si++
+					continue
+				}
+			}
+		} else if si == len(s) {
+			return true, ok
+		}
+		if starG < 0 || starS >= len(s) {
+			// Check the rest of the pattern is supported syntax before
+			// answering no: an unsupported set later on must still
+			// report !ok.
+			return false, supportedRest(g[gi:])
+		}
+		starS++
+		gi, si = starG+1, starS
+	}
+}
+
+// supportedRest reports whether the bracket sets in g are supported.
+func supportedRest(g string) bool {
+	for i := 0; i < len(g); i++ {
+		switch g[i] {
+		case '\\':
+			i++
+		case '[':
+			end, ok := setEnd(g, i)
+			if !ok {
+				return false
+			}
+			if end > 0 {
+				i = end
+			}
+		}
+	}
+	return true
+}
+
+// setEnd returns the index of the ] closing the set opening at g[i] (-1
+// when none closes it: bash reads the [ literally), and whether the set is
+// supported syntax.
+func setEnd(g string, i int) (int, bool) {
+	j := i + 1
+	if j < len(g) && (g[j] == '!' || g[j] == '^') {
+		j++
+	}
+	if j < len(g) && g[j] == ']' {
+		j++ // a leading ] is a member
+	}
+	for ; j < len(g); j++ {
+		c := g[j]
+		switch {
+		case c == ']':
+			return j, true
+		case c == '[' && j+1 < len(g) && (g[j+1] == ':' || g[j+1] == '=' || g[j+1] == '.'):
+			return 0, false
+		case c == '\\' || c >= 0x80:
+			return 0, false
+		case c == '/':
+			return -1, true // a set never spans a slash: [ is literal
+		}
+	}
+	return -1, true
+}
+
+// inSet reports whether c is in the set body (between [ and ]).
+func inSet(body string, c byte) bool {
+	neg := false
+	if body != "" && (body[0] == '!' || body[0] == '^') {
+		neg, body = true, body[1:]
+	}
+	in := false
+	for k := 0; k < len(body); k++ {
+		lo := body[k]
+		if k+2 < len(body) && body[k+1] == '-' {
+			if hi := body[k+2]; lo <= c && c <= hi {
+				in = true
+			}
+			k += 2
+			continue
+		}
+		if lo == c {
+			in = true
+		}
+	}
+	return in != neg
+}
+
+// ExpandBraces returns the alternatives of a glob's brace sets, nested ones
+// included, at most limit of them (ok false beyond that, or for an unclosed
+// brace). Sequence expressions ({1..9}) are not expanded: callers refuse
+// them where they matter.
+func ExpandBraces(g string, limit int) ([]string, bool) {
+	open := strings.IndexByte(g, '{')
+	if open < 0 {
+		return []string{g}, true
+	}
+	depth, end := 0, -1
+	var cuts []int
+	for i := open; i < len(g) && end < 0; i++ {
+		switch g[i] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+			if depth == 0 {
+				end = i
+			}
+		case ',':
+			if depth == 1 {
+				cuts = append(cuts, i)
+			}
+		}
+	}
+	if end < 0 || limit <= 0 {
+		return nil, false
+	}
+	var parts []string
+	prev := open + 1
+	for _, c := range cuts {
+		parts = append(parts, g[prev:c])
+		prev = c + 1
+	}
+	parts = append(parts, g[prev:end])
+	var out []string
+	for _, p := range parts {
+		alts, ok := ExpandBraces(g[:open]+p+g[end+1:], limit-len(out))
+		if !ok {
+			return nil, false
+		}
+		out = append(out, alts...)
+		if len(out) > limit {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// splitPath splits a path into components, dropping "" and ".".
+func splitPath(p string) []string {
+	var out []string
+	for _, c := range strings.Split(p, "/") {
+		if c != "" && c != "." {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// isRelative reports whether p is resolved against a working directory.
+func isRelative(p string) bool {
+	return !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") && !strings.HasPrefix(p, "$")
+}
+
+// compMatch reports whether path component c (possibly a glob) may name
+// want. Unsupported glob syntax may name anything.
+func compMatch(c, want string) bool {
+	if c == want {
+		return true
+	}
+	if !HasMeta(c) {
+		return false
+	}
+	m, ok := Match(c, want)
+	return m || !ok
+}

@@ -1,0 +1,43 @@
+package knowledge
+
+import "testing"
+
+func TestRootsWithin(t *testing.T) {
+	rs := CompileRoots([]string{"/p", "/usr/lib/python3.*", "~/go/pkg/mod", "relative", "~other/x"}, "/home/u")
+	for _, p := range []string{"/p", "/p/src/a.go", "/usr/lib/python3.11/os.py", "/home/u/go/pkg/mod/x@v1/a.go"} {
+		if !rs.Within(p) {
+			t.Errorf("Within(%q) = false, want true", p)
+		}
+	}
+	for _, p := range []string{"/", "/pp", "/P/src", "/usr/lib/python2.7/os.py", "/home/u/go/bin/x", "/home/u", "relative/x",
+		"/usr/lib/python3", "/home/other/go/pkg/mod"} {
+		if rs.Within(p) {
+			t.Errorf("Within(%q) = true, want false", p)
+		}
+	}
+	if CompileRoots([]string{"~/go/pkg/mod"}, "").Within("/go/pkg/mod") {
+		t.Error("a ~ root without a home must not compile")
+	}
+}
+
+func TestDefaultReadRootsHoldNoSecretShapes(t *testing.T) {
+	for _, r := range DefaultReadRoots {
+		if SecretPath(r, "") {
+			t.Errorf("default read root %s is secret-shaped", r)
+		}
+	}
+}
+
+func TestHarmlessVar(t *testing.T) {
+	for _, n := range []string{"HOME", "PATH", "PWD", "LC_ALL", "?", "1", "10", "@", "GOPATH"} {
+		if !HarmlessVar(n) {
+			t.Errorf("HarmlessVar(%q) = false", n)
+		}
+	}
+	for _, n := range []string{"DB_PASS", "AWS_SECRET_ACCESS_KEY", "DATABASE_URL", "SLACK_WEBHOOK", "GPG_PASSPHRASE", "JWT",
+		"HTTP_PROXY", "GOPROXY", "NPM_CONFIG_REGISTRY", "LC_x", "", "home", "X"} {
+		if HarmlessVar(n) {
+			t.Errorf("HarmlessVar(%q) = true", n)
+		}
+	}
+}

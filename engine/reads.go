@@ -106,7 +106,16 @@ func (rs *readScope) judgeGlob(p, raw string) string {
 		if c == "**" || strings.Contains(c, "**") || !knowledge.GlobSupported(c) {
 			return fmt.Sprintf("reads %s, a glob outside the syntax toolgate matches exactly as bash does", truncate(raw, 200))
 		}
-		if knowledge.NamePicksSecret(c) {
+	}
+	// The pattern is judged too, not only today's matches: a file may
+	// appear before the command runs, and the server's view of the file
+	// system may lag the agent's. A directory part only needs to miss the
+	// secret directories; the last part must miss every secret name.
+	for i, c := range comps {
+		if !knowledge.HasMeta(c) {
+			continue
+		}
+		if i == len(comps)-1 && knowledge.NamePicksSecret(c) || i < len(comps)-1 && knowledge.DirPicksSecret(c) {
 			return fmt.Sprintf("reads %s, a glob that can pick secret files", truncate(raw, 200))
 		}
 	}

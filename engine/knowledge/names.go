@@ -128,6 +128,20 @@ func SecretPath(p, home string) bool {
 	return false
 }
 
+// DirPicksSecret reports whether a one-component glob can name a secret
+// directory (one whose every file is secret) or an unsupported pattern.
+func DirPicksSecret(pattern string) bool {
+	if !GlobSupported(pattern) {
+		return true
+	}
+	for _, d := range secretDirs {
+		if m, _ := Match(pattern, d); m {
+			return true
+		}
+	}
+	return false
+}
+
 // NamePicksSecret reports whether a file-name pattern (a glob, or a plain
 // name) can match a secret-shaped name, read as ripgrep, find and Gemini
 // CLI read patterns: braces expand ({.env,x}), [!x] is a negated set, case

@@ -104,3 +104,16 @@ func TestMatch(t *testing.T) {
 		}
 	}
 }
+
+func TestDirPicksSecret(t *testing.T) {
+	for _, p := range []string{".*", "secret*", "[.]ssh", ".s?h", "*s", "[[:alpha:]]*"} {
+		if !DirPicksSecret(p) {
+			t.Errorf("DirPicksSecret(%q) = false, want true", p)
+		}
+	}
+	for _, p := range []string{"src*", "doc?", "[abc]"} {
+		if DirPicksSecret(p) {
+			t.Errorf("DirPicksSecret(%q) = true, want false", p)
+		}
+	}
+}

@@ -362,6 +362,7 @@ func checkCd(iv *invocation) string {
 	switch len(iv.pa.ops) {
 	case 0:
 		iv.sc.cwd = "~"
+		iv.a.out.Reads = append(iv.a.out.Reads, "~")
 		return ""
 	case 1:
 	default:
@@ -372,6 +373,9 @@ func checkCd(iv *invocation) string {
 		iv.sc.cwdUnknown = true
 		return ""
 	}
+	// The target is read (listed) by what follows: it must be a read
+	// root like any other read target.
+	iv.a.out.Reads = append(iv.a.out.Reads, iv.sc.paths(w.val)...)
 	t := w.val
 	if isRelative(t) && iv.sc.cwd != "" {
 		t = path.Join(iv.sc.cwd, t)
@@ -390,6 +394,9 @@ func anyOperands(iv *invocation) string {
 		if !strings.HasPrefix(w.val, "-") || w.dyn {
 			iv.files = append(iv.files, w)
 		}
+	}
+	if len(iv.files) == 0 && !iv.ic.implicit {
+		iv.files = []wordInfo{synthetic(".")} // ls and du list the working directory
 	}
 	return ""
 }

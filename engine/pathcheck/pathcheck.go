@@ -28,6 +28,8 @@ import (
 	"syscall"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/engine/knowledge"
 )
 
 const (
@@ -40,19 +42,15 @@ const (
 	nameMax = 255
 )
 
-// DefaultProtected is the built-in protected-pattern list: agent
-// configuration, instruction files, VCS internals, CI definitions and secrets,
-// and files that make tools run code on their own (IDE tasks and settings,
-// git hook managers, dev containers), which must never be auto-approved even
-// inside the working directory. Callers pass it (possibly extended) to New;
-// New does not add it implicitly.
-var DefaultProtected = []string{
-	".git/", ".gitmodules",
-	".claude/", ".gemini/", ".codex/", ".cursor/", ".mcp.json", "CLAUDE.md", "AGENTS.md", "GEMINI.md",
-	".github/workflows/", ".github/actions/", ".gitlab-ci.yml", ".circleci/",
-	".vscode/", ".idea/", ".devcontainer/", ".husky/", ".pre-commit-config.yaml",
-	".env*",
-}
+// DefaultProtected is the built-in protected-pattern list, taken from
+// knowledge.ProtectedGroups: files that something runs, loads or obeys on
+// its own (VCS internals, agents' instructions and configuration, CI
+// definitions, git hook managers, editor and workspace files that run on
+// open, startup files, shell environments, package-manager hooks and
+// environment files), which must never be auto-approved even inside the
+// working directory. Callers pass it (possibly extended) to New; New does
+// not add it implicitly.
+var DefaultProtected = knowledge.ProtectedPatterns()
 
 // Resolve returns the absolute, symlink-free form of p as the kernel would
 // resolve it, tolerating components that do not exist yet (they are appended

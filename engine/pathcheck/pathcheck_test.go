@@ -385,7 +385,7 @@ func TestCheckProtected(t *testing.T) {
 		{"sub/.github/workflows/release.yaml", ".github/workflows/"},
 		{".env", ".env*"},
 		{".env.local", ".env*"},
-		{".envrc", ".env*"},
+		{".envrc", ".envrc"},
 		{"config/.env.prod", ".env*"},
 		{".gitmodules", ".gitmodules"},
 		{".cursor/rules/x.mdc", ".cursor/"},

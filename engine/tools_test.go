@@ -16,10 +16,21 @@ func TestVocabularyBuiltins(t *testing.T) {
 		want Kind
 	}{
 		{"Read", KindRead}, {"NotebookRead", KindRead}, {"read_file", KindRead}, {"read_many_files", KindRead}, {"view_image", KindRead},
+		// Metadata tools that read a resource are reads.
+		{"ReadMcpResourceTool", KindRead}, {"read_mcp_resource", KindRead},
 		{"Grep", KindSearch}, {"Glob", KindSearch}, {"LS", KindSearch}, {"LSP", KindSearch}, {"list_directory", KindSearch}, {"search_file_content", KindSearch}, {"grep", KindSearch}, {"glob", KindSearch},
+		{"grep_search", KindSearch},
 		{"TodoWrite", KindMetadata}, {"ExitPlanMode", KindMetadata}, {"update_plan", KindMetadata}, {"write_todos", KindMetadata}, {"sleep", KindMetadata},
-		{"Edit", KindEdit}, {"MultiEdit", KindEdit}, {"replace", KindEdit}, {"edit_file", KindEdit}, {"multi_edit", KindEdit},
-		{"Write", KindWrite}, {"write_file", KindWrite},
+		{"ListMcpResourcesTool", KindMetadata}, {"list_mcp_resources", KindMetadata},
+		{"Agent", KindMetadata}, {"Task", KindMetadata},
+		{"update_topic", KindMetadata}, {"ask_user", KindMetadata}, {"complete_task", KindMetadata}, {"list_background_processes", KindMetadata},
+		{"enter_plan_mode", KindMetadata}, {"exit_plan_mode", KindMetadata},
+		{"tracker_create_task", KindMetadata}, {"tracker_update_task", KindMetadata}, {"tracker_get_task", KindMetadata},
+		{"tracker_list_tasks", KindMetadata}, {"tracker_add_dependency", KindMetadata}, {"tracker_visualize", KindMetadata},
+		{"BashOutput", KindBackgroundOutput}, {"TaskOutput", KindBackgroundOutput}, {"AgentOutputTool", KindBackgroundOutput},
+		{"read_background_output", KindBackgroundOutput},
+		{"Edit", KindEdit}, {"MultiEdit", KindEdit}, {"replace", KindEdit}, {"edit_file", KindEdit}, {"multi_edit", KindEdit}, {"file_edit", KindEdit},
+		{"Write", KindWrite}, {"write_file", KindWrite}, {"file_write", KindWrite},
 		{"NotebookEdit", KindNotebookEdit}, {"notebook_edit", KindNotebookEdit},
 		{"apply_patch", KindPatch},
 		{"Bash", KindShell}, {"bash", KindShell}, {"run_shell_command", KindShell}, {"shell", KindShell}, {"local_shell", KindShell}, {"exec_command", KindShell},
@@ -28,10 +39,47 @@ func TestVocabularyBuiltins(t *testing.T) {
 		// Near misses stay unknown.
 		{"read_File", KindUnknown}, {"READ", KindUnknown}, {"bash2", KindUnknown}, {"Bash ", KindUnknown}, {"", KindUnknown},
 		{"mcp__github__create_issue", KindUnknown}, {"write", KindUnknown}, {"edit", KindUnknown},
+		{"bashoutput", KindUnknown}, {"BashOutputs", KindUnknown}, {"Bash_Output", KindUnknown}, {"BashOutputTool", KindUnknown},
+		{"taskoutput", KindUnknown}, {"Task Output", KindUnknown}, {"task", KindUnknown}, {"agent", KindUnknown}, {"Agents", KindUnknown},
+		{"grep-search", KindUnknown}, {"grep_Search", KindUnknown}, {"grep_search ", KindUnknown},
+		{"read_background_outputs", KindUnknown}, {"read_background", KindUnknown}, {"background_output", KindUnknown},
+		{"ReadMcpResource", KindUnknown}, {"readMcpResourceTool", KindUnknown}, {"mcp_gh_read_file", KindUnknown},
+		{"update-topic", KindUnknown}, {"tracker_delete_task", KindUnknown}, {"fileedit", KindUnknown}, {"file_Write", KindUnknown},
 	}
 	for _, tt := range tests {
 		if got := v.Kind(tt.name); got != tt.want {
 			t.Errorf("Kind(%q) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// Tools left out on purpose stay unknown: they run user- or
+// project-defined instructions, stop processes, steer later sessions, or
+// act where no hook sees them.
+func TestVocabularyUnknownOnPurpose(t *testing.T) {
+	v, err := NewVocabulary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{
+		// Claude Code.
+		"KillShell", "KillBash", "Skill", "SlashCommand",
+		// Gemini CLI.
+		"save_memory", "activate_skill", "invoke_agent", "get_internal_docs",
+	} {
+		if k := v.Kind(name); k != KindUnknown {
+			t.Errorf("Kind(%q) = %q, want unknown", name, k)
+		}
+	}
+}
+
+// No built-in name looks like an agent's MCP tool name (mcp__server__tool,
+// Gemini CLI's mcp_server_tool), so an MCP tool named that way is never
+// taken for a built-in one.
+func TestVocabularyNoMCPShapedBuiltins(t *testing.T) {
+	for name := range builtinTools {
+		if strings.HasPrefix(strings.ToLower(name), "mcp_") {
+			t.Errorf("built-in tool %q is shaped like an MCP tool name", name)
 		}
 	}
 }
@@ -90,12 +138,12 @@ func TestNewVocabularyDoesNotLeak(t *testing.T) {
 }
 
 func TestParseKind(t *testing.T) {
-	for _, k := range []Kind{KindRead, KindSearch, KindMetadata, KindEdit, KindWrite, KindNotebookEdit, KindPatch, KindShell, KindWebFetch, KindWebSearch} {
+	for _, k := range []Kind{KindRead, KindSearch, KindMetadata, KindEdit, KindWrite, KindNotebookEdit, KindPatch, KindShell, KindWebFetch, KindWebSearch, KindBackgroundOutput} {
 		if got, err := ParseKind(string(k)); err != nil || got != k {
 			t.Errorf("ParseKind(%q) = %q, %v", k, got, err)
 		}
 	}
-	for _, s := range []string{"unknown", "", "Read", "READ", "shell "} {
+	for _, s := range []string{"unknown", "", "Read", "READ", "shell ", "shell_output", "Background_output"} {
 		if got, err := ParseKind(s); err == nil {
 			t.Errorf("ParseKind(%q) = %q, want an error", s, got)
 		}
@@ -110,6 +158,7 @@ func TestKindClasses(t *testing.T) {
 		{KindRead, true, false},
 		{KindSearch, true, false},
 		{KindMetadata, true, false},
+		{KindBackgroundOutput, true, false},
 		{KindEdit, false, true},
 		{KindWrite, false, true},
 		{KindNotebookEdit, false, true},
@@ -144,7 +193,7 @@ func TestPolicySafeTools(t *testing.T) {
 		{"write alias", PolicySpec{ToolAliases: map[string]Kind{"mcp__fs__write": KindWrite}, SafeTools: []string{"mcp__fs__write"}}, "write tool"},
 		{"empty", PolicySpec{SafeTools: []string{""}}, "empty name"},
 		{"mcp tool", PolicySpec{SafeTools: []string{"mcp__docs__search"}}, ""},
-		{"already safe built-in", PolicySpec{SafeTools: []string{"Read", "TodoWrite"}}, ""},
+		{"already safe built-in", PolicySpec{SafeTools: []string{"Read", "TodoWrite", "BashOutput"}}, ""},
 		{"read alias", PolicySpec{ToolAliases: map[string]Kind{"mcp__fs__read": KindRead}, SafeTools: []string{"mcp__fs__read"}}, ""},
 	}
 	for _, tt := range tests {
@@ -198,6 +247,46 @@ func TestToolAliasesThroughCheck(t *testing.T) {
 	other := newEngine(t, nil, nil)
 	res := mustCheck(t, other, &Request{Tool: tool("mcp__docs__search", nil), WorkingDirectory: l.app})
 	askNoClfWhy(notKnownNote).check(t, res)
+}
+
+// The tools that issue 12 and the real-world workload name, through the
+// whole engine: background output and subagent launches are safe, tools
+// left out on purpose are not known, the seed's file_edit and file_write
+// take the accept-edits path.
+func TestToolNamesThroughCheck(t *testing.T) {
+	l := newLayout(t)
+	e := newEngine(t, nil, nil)
+	tests := []struct {
+		name string
+		tool ToolCall
+		kind Kind
+		want want
+	}{
+		{"BashOutput", tool("BashOutput", map[string]any{"bash_id": "bash_1", "filter": "error|FAIL"}), KindBackgroundOutput, allowSafe},
+		{"TaskOutput", tool("TaskOutput", map[string]any{"task_id": "b7x2", "block": true, "timeout": 30000}), KindBackgroundOutput, allowSafe},
+		{"read_background_output", tool("read_background_output", map[string]any{"pid": 4242, "lines": 50}), KindBackgroundOutput, allowSafe},
+		{"Agent", tool("Agent", map[string]any{"description": "Find callers", "prompt": "Find all callers of NewServer", "subagent_type": "Explore"}), KindMetadata, allowSafe},
+		{"Task", tool("Task", map[string]any{"description": "Find callers", "prompt": "Find all callers of NewServer"}), KindMetadata, allowSafe},
+		{"update_topic", tool("update_topic", map[string]any{"title": "Fix the parser", "summary": "x"}), KindMetadata, allowSafe},
+		{"KillShell", tool("KillShell", map[string]any{"shell_id": "bash_1"}), KindUnknown, askNoClfWhy(notKnownNote)},
+		{"KillBash", tool("KillBash", map[string]any{"shell_id": "bash_1"}), KindUnknown, askNoClfWhy(notKnownNote)},
+		{"Skill", tool("Skill", map[string]any{"skill": "deploy"}), KindUnknown, askNoClfWhy(notKnownNote)},
+		{"SlashCommand", tool("SlashCommand", map[string]any{"command": "/deploy prod"}), KindUnknown, askNoClfWhy(notKnownNote)},
+		{"activate_skill", tool("activate_skill", map[string]any{"name": "deploy"}), KindUnknown, askNoClfWhy(notKnownNote)},
+		{"invoke_agent", tool("invoke_agent", map[string]any{"agent_name": "remote-helper", "prompt": "x"}), KindUnknown, askNoClfWhy(notKnownNote)},
+		{"save_memory", tool("save_memory", map[string]any{"fact": "always push to main"}), KindUnknown, askNoClfWhy(notKnownNote)},
+		{"file_edit in project", tool("file_edit", map[string]any{"file_path": "main.go", "old_string": "a", "new_string": "b"}), KindEdit, allowEdits},
+		{"file_write outside", tool("file_write", map[string]any{"file_path": filepath.Join(l.outside, "x"), "content": "x"}), KindWrite, askNoClfWhy("outside the project")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := mustCheck(t, e, &Request{Tool: tt.tool, WorkingDirectory: l.app})
+			tt.want.check(t, res)
+			if res.Kind != tt.kind {
+				t.Errorf("Kind = %q, want %q", res.Kind, tt.kind)
+			}
+		})
+	}
 }
 
 func TestStrings(t *testing.T) {

@@ -16,8 +16,7 @@ const geminiSample = `{
   "hook_event_name": "BeforeTool",
   "timestamp": "2026-01-15T10:00:00.000Z",
   "tool_name": "run_shell_command",
-  "tool_input": {"command": "git status", "description": "check"},
-  "mcp_context": {"server_name": "gh", "tool_name": "create_issue"}
+  "tool_input": {"command": "git status", "description": "check"}
 }`
 
 func TestParseGemini(t *testing.T) {
@@ -27,7 +26,7 @@ func TestParseGemini(t *testing.T) {
 	}
 	if in.SessionID != "s-1" || in.Cwd != "/work/app" || in.HookEventName != "BeforeTool" ||
 		in.ToolName != "run_shell_command" || in.ToolInput["command"] != "git status" ||
-		in.MCPServerName != "gh" || in.Timestamp == "" {
+		in.MCPServerName != "" || in.MCPToolName != "" || in.Timestamp == "" {
 		t.Errorf("parsed %+v", in)
 	}
 	errCases := []struct{ name, input, want string }{
@@ -35,6 +34,10 @@ func TestParseGemini(t *testing.T) {
 		{"claude event", `{"hook_event_name":"PreToolUse","tool_name":"x","tool_input":{}}`, "BeforeTool"},
 		{"missing tool_name", `{"hook_event_name":"BeforeTool","tool_input":{}}`, "missing tool_name"},
 		{"tool_input not object", `{"hook_event_name":"BeforeTool","tool_name":"x","tool_input":1}`, "not an object"},
+		{"mcp_context empty", `{"hook_event_name":"BeforeTool","tool_name":"read_file","tool_input":{},"mcp_context":{}}`, "mcp_context without"},
+		{"mcp_context without tool_name", `{"hook_event_name":"BeforeTool","tool_name":"read_file","tool_input":{},"mcp_context":{"server_name":"fs"}}`, "mcp_context without"},
+		{"mcp_context without server_name", `{"hook_event_name":"BeforeTool","tool_name":"read_file","tool_input":{},"mcp_context":{"tool_name":"read_file"}}`, "mcp_context without"},
+		{"mcp_context not an object", `{"hook_event_name":"BeforeTool","tool_name":"read_file","tool_input":{},"mcp_context":"fs"}`, "not a JSON object"},
 	}
 	for _, tc := range errCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,6 +67,63 @@ func TestGeminiRequest(t *testing.T) {
 	in.Cwd = "app"
 	if req, _ := GeminiRequest(in, Options{}); req.GetWorkingDirectory() != "" {
 		t.Errorf("relative cwd → %q", req.GetWorkingDirectory())
+	}
+}
+
+// An MCP tool is named mcp__<server>__<tool> whatever name Gemini CLI gave
+// it, above all a bare name that toolgate knows as a built-in tool; a tool
+// without mcp_context keeps its name.
+func TestGeminiMCPToolName(t *testing.T) {
+	tests := []struct {
+		name, tool, mcpContext, want string
+	}{
+		{"bare name of a Gemini built-in", "read_file", `{"server_name":"fs","tool_name":"read_file"}`, "mcp__fs__read_file"},
+		{"bare name of another agent's shell tool", "shell", `{"server_name":"box","tool_name":"shell"}`, "mcp__box__shell"},
+		{"bare name of a Claude Code tool", "Read", `{"server_name":"docs","tool_name":"Read"}`, "mcp__docs__Read"},
+		{"current mcp_ name", "mcp_gh_create_issue", `{"server_name":"gh","tool_name":"create_issue"}`, "mcp__gh__create_issue"},
+		{"current mcp_ name, underscores in server and tool", "mcp_my_srv_list_all", `{"server_name":"my_srv","tool_name":"list_all"}`, "mcp__my_srv__list_all"},
+		{"legacy server__tool name", "gh__create_issue", `{"server_name":"gh","tool_name":"create_issue"}`, "mcp__gh__create_issue"},
+		{"extra mcp_context fields", "mcp_gh_x", `{"server_name":"gh","tool_name":"x","command":"npx","args":["gh-mcp"],"cwd":"/w"}`, "mcp__gh__x"},
+		{"built-in without mcp_context", "read_file", "", "read_file"},
+		{"mcp_context null", "read_file", "null", "read_file"},
+		{"mcp_ name without mcp_context stays", "mcp_gh_create_issue", "", "mcp_gh_create_issue"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := `{"hook_event_name":"BeforeTool","cwd":"/work/app","tool_name":"` + tt.tool + `","tool_input":{"file_path":"a.txt"}`
+			if tt.mcpContext != "" {
+				doc += `,"mcp_context":` + tt.mcpContext
+			}
+			in, err := ParseGemini(strings.NewReader(doc + "}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.ToolName != tt.tool {
+				t.Errorf("ToolName = %q, want the name as sent, %q", in.ToolName, tt.tool)
+			}
+			if got := GeminiToolName(in); got != tt.want {
+				t.Errorf("GeminiToolName = %q, want %q", got, tt.want)
+			}
+			req, err := GeminiRequest(in, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := req.GetTool().GetName(); got != tt.want {
+				t.Errorf("request tool name = %q, want %q", got, tt.want)
+			}
+			if req.GetTool().GetInput().GetFields()["file_path"].GetStringValue() != "a.txt" {
+				t.Errorf("tool input lost: %v", req.GetTool().GetInput())
+			}
+		})
+	}
+	// A hand-built input with half an MCP identity is refused, not guessed.
+	for _, in := range []*GeminiInput{
+		{ToolName: "read_file", ToolInput: map[string]any{}, MCPServerName: "fs"},
+		{ToolName: "read_file", ToolInput: map[string]any{}, MCPToolName: "read_file"},
+	} {
+		if req, err := GeminiRequest(in, Options{}); err == nil {
+			t.Errorf("GeminiRequest(%+v) = %v, want an error", in, req)
+		}
 	}
 }
 

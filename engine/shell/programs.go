@@ -56,8 +56,10 @@ var programTable = []*spec{
 		reads: readCustom, check: checkRg},
 	// find runs programs and writes files with some primaries: custom.
 	{names: "find", style: styleCustom, check: checkFind},
-	// sed: only scripts of print-like commands, never -i, e, w, r.
-	{names: "sed", opts: "n e: E r s u z l: quiet silent regexp-extended expression: separate unbuffered null-data zero-terminated line-length: posix sandbox debug",
+	// sed: scripts in a small grammar only (see checkSed), never -i or -f.
+	// --posix changes how scripts parse: not listed.
+	{names: "sed", opts: "n e: E r s u z l: quiet silent regexp-extended expression: separate unbuffered null-data zero-terminated line-length: " +
+		"sandbox debug help version",
 		writeOpts: "i:: in-place::", reads: readCustom, check: checkSed},
 	// jq modules (import/include, -L) and filter files (-f) can read JSON
 	// files anywhere, credential stores included: not allowed.

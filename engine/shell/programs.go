@@ -61,6 +61,13 @@ var programTable = []*spec{
 	{names: "sed", opts: "n e: E r s u z l: quiet silent regexp-extended expression: separate unbuffered null-data zero-terminated line-length: " +
 		"sandbox debug help version",
 		writeOpts: "i:: in-place::", reads: readCustom, check: checkSed},
+	// awk: programs that only compute and print to stdout (see checkAwk).
+	// Not listed: -f, -e, -i, -l, -E (program and extension files), -o,
+	// -p, -d (write files), -D (debugger), -W (mawk's -W exec and dump).
+	// Options end at the program in every awk.
+	{names: "awk gawk mawk nawk", opts: "F: v: b c n N O P r s S t M L:: V field-separator: assign: characters-as-bytes traditional " +
+		"non-decimal-data use-lc-numeric optimize posix re-interval no-optimize sandbox lint-old lint:: bignum version help",
+		posix: true, reads: readCustom, check: checkAwk},
 	// jq modules (import/include, -L) and filter files (-f) can read JSON
 	// files anywhere, credential stores included: not allowed.
 	// jq --rawfile and --slurpfile read a file into a variable: not listed.

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"fmt"
 	"github.com/toolgate/toolgate/engine/knowledge"
 	"path"
 	"strings"
@@ -317,14 +318,16 @@ func checkDiff(iv *invocation) string {
 	return ""
 }
 
+// checkJq accepts a filter only when jqFilter reads all of it; the other
+// operands are the files jq reads.
 func checkJq(iv *invocation) string {
 	ops := iv.pa.ops
 	if len(ops) > 0 {
-		if f := ops[0].val; strings.Contains(f, "import") || strings.Contains(f, "include") {
-			return iv.failf("modules can read files")
+		if ops[0].glob {
+			return iv.failf("glob %s may expand to another filter", ops[0].val)
 		}
-		if f := ops[0].val; strings.Contains(f, "env") || strings.Contains(f, "ENV") {
-			return iv.failf("the filter may read the environment")
+		if why := jqFilter(ops[0].val); why != "" {
+			return iv.failf("%s", why)
 		}
 		ops = ops[1:]
 	}
@@ -335,6 +338,302 @@ func checkJq(iv *invocation) string {
 	}
 	iv.files = ops
 	return ""
+}
+
+// jqBuiltins are jq's builtins (1.5 to 1.8) that compute from their
+// input alone. Left out: env and $ENV (the environment), modulemeta and
+// get_search_list (modules on disk); import and include are refused as
+// keywords. input, inputs and input_filename read the operands, which
+// are reads already.
+var jqBuiltins = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range strings.Fields(`abs acos acosh add all any arrays ascii ascii_downcase ascii_upcase asin asinh atan atan2 atanh booleans
+		bsearch builtins capture cbrt ceil combinations contains copysign cos cosh date dateadd datesub debug del
+		delpaths drem empty endswith erf erfc error exp exp10 exp2 explode expm1 fabs false fdim finites first flatten
+		floor fma fmax fmin fmod format frexp from_entries fromdate fromdateiso8601 fromjson fromstream gamma
+		get_jq_origin get_prog_origin getpath gmtime group_by gsub halt halt_error has have_decnum
+		have_literal_numbers hypot implode IN in INDEX index indices infinite input input_filename input_line_number
+		inputs inside isempty isfinite isinfinite isnan isnormal isvalid iterables j0 j1 jn JOIN join keys
+		keys_unsorted last ldexp leaf_paths length lgamma lgamma_r limit localtime log log10 log1p log2 logb ltrim
+		ltrimstr map map_values match max max_by min min_by mktime modf nan nearbyint nextafter nexttoward normals not
+		now nth null nulls numbers objects path paths pick pow pow10 range recurse recurse_down remainder repeat
+		reverse rindex rint round rtrim rtrimstr scalars scalars_or_empty scalb scalbln scan select setpath
+		significand sin sinh skip sort sort_by split splits sqrt startswith stderr strflocaltime strftime strings
+		strptime sub tan tanh test tgamma to_entries toarray todate todateiso8601 tojson tonumber tostream tostring
+		transpose trim trimstr true trunc truncate_stream type unique unique_by until utf8bytelength values walk while
+		with_entries y0 y1 yn`) {
+		m[n] = true
+	}
+	return m
+}()
+
+// jqKeywords are jq's keywords other than import and include.
+var jqKeywords = map[string]bool{
+	"def": true, "if": true, "then": true, "elif": true, "else": true, "end": true, "as": true, "reduce": true,
+	"foreach": true, "try": true, "catch": true, "label": true, "and": true, "or": true, "__loc__": true, "break": true,
+}
+
+// jqFilter reads a jq filter token by token: strings (with their \(...)
+// interpolations read as code), fields (.env is a field, not a call),
+// variables, formats and names. A name must be a keyword, a builtin from
+// jqBuiltins, a function or parameter the filter defines, or an object
+// key ({env: 1}, {env}); $ENV, import, include, module-qualified names
+// (a::b) and characters jq does not use are refused.
+func jqFilter(src string) string {
+	l := jqLexer{src: src, defined: map[string]bool{}}
+	if why := l.code(false); why != "" {
+		return why
+	}
+	for _, n := range l.names {
+		switch {
+		case n.key:
+		case n.text == "env" || n.text == "modulemeta" || n.text == "get_search_list":
+			// Refused even when the filter defines the name: a
+			// definition's scope may end before the call.
+			return n.text + " reads the environment or modules"
+		case !jqKeywords[n.text] && !jqBuiltins[n.text] && !l.defined[n.text]:
+			return n.text + " is not a known jq builtin"
+		}
+	}
+	return ""
+}
+
+type jqName struct {
+	text string
+	key  bool // an object key
+}
+
+type jqLexer struct {
+	src     string
+	i       int
+	names   []jqName
+	defined map[string]bool
+	// prev is the last token when it is "{" or ",", else "".
+	prev string
+	// objs says, for each open bracket, whether it is an object's "{".
+	objs []bool
+}
+
+func jqIdentByte(c byte, first bool) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || !first && c >= '0' && c <= '9'
+}
+
+// ident reads an identifier at l.i, or returns "".
+func (l *jqLexer) ident() string {
+	j := l.i
+	for j < len(l.src) && jqIdentByte(l.src[j], j == l.i) {
+		j++
+	}
+	s := l.src[l.i:j]
+	l.i = j
+	return s
+}
+
+// next skips blanks and comments and returns the next byte, or 0.
+func (l *jqLexer) next() (byte, string) {
+	for l.i < len(l.src) {
+		switch c := l.src[l.i]; c {
+		case ' ', '\t', '\n':
+			l.i++
+		case '#':
+			for l.i < len(l.src) && l.src[l.i] != '\n' {
+				// jq 1.7.1 continues a comment after a backslash
+				// before the newline; older jqs do not.
+				if l.src[l.i] == '\\' || l.src[l.i] == '\r' {
+					return 0, "a backslash or carriage return in a comment is read differently by jq versions"
+				}
+				l.i++
+			}
+		default:
+			return c, ""
+		}
+	}
+	return 0, ""
+}
+
+// code reads code up to the end, or up to the ")" that closes a string
+// interpolation when inInterp.
+func (l *jqLexer) code(inInterp bool) string {
+	depth := 0
+	for {
+		c, why := l.next()
+		if why != "" {
+			return why
+		}
+		if c == 0 {
+			if inInterp {
+				return "unterminated string interpolation"
+			}
+			if len(l.objs) > 0 {
+				return "unbalanced brackets"
+			}
+			return ""
+		}
+		prev := l.prev
+		l.prev = ""
+		switch {
+		case c == '"':
+			if why := l.str(); why != "" {
+				return why
+			}
+		case c == '.':
+			l.i++
+			switch {
+			case l.i < len(l.src) && jqIdentByte(l.src[l.i], true):
+				l.ident() // a field
+			case l.i < len(l.src) && l.src[l.i] == '"':
+				if why := l.str(); why != "" {
+					return why
+				}
+			case l.i < len(l.src) && l.src[l.i] >= '0' && l.src[l.i] <= '9':
+				l.number()
+			}
+		case c == '$':
+			l.i++
+			if c, why := l.next(); why != "" || c == 0 || !jqIdentByte(c, true) {
+				return "$ without a variable name"
+			}
+			name := l.ident()
+			switch {
+			case name == "ENV":
+				return "$ENV is the environment"
+			case strings.HasPrefix(l.src[l.i:], "::"):
+				return "$" + name + ":: is a module's data"
+			}
+		case c == '@':
+			l.i++
+			if l.ident() == "" {
+				return "@ without a format name"
+			}
+		case c >= '0' && c <= '9':
+			l.number()
+		case jqIdentByte(c, true):
+			name := l.ident()
+			switch {
+			case strings.HasPrefix(l.src[l.i:], "::"):
+				return name + ":: names a module"
+			case name == "import" || name == "include":
+				return name + " loads modules from files"
+			case name == "def":
+				if why := l.def(); why != "" {
+					return why
+				}
+				continue
+			}
+			key := false
+			if len(l.objs) > 0 && l.objs[len(l.objs)-1] && (prev == "{" || prev == ",") {
+				c2, why := l.next()
+				if why != "" {
+					return why
+				}
+				key = c2 == ':' || c2 == ',' || c2 == '}'
+			}
+			l.names = append(l.names, jqName{text: name, key: key})
+		case c == '(' || c == '[' || c == '{':
+			l.i++
+			l.objs = append(l.objs, c == '{')
+			if c == '{' {
+				l.prev = "{"
+			}
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			if depth == 0 {
+				if inInterp && c == ')' {
+					l.i++
+					return ""
+				}
+				return "unbalanced brackets"
+			}
+			l.i++
+			l.objs = l.objs[:len(l.objs)-1]
+			depth--
+		case c == ',':
+			l.i++
+			l.prev = ","
+		case strings.IndexByte("|:;=!<>+-*/%?", c) >= 0:
+			l.i++
+		default:
+			return fmt.Sprintf("character %q is not part of jq", c)
+		}
+	}
+}
+
+// def reads "NAME" or "NAME(PARAMS)" after def: the name and the
+// parameters (a or $a, which defines both) are names the filter may use.
+func (l *jqLexer) def() string {
+	if c, why := l.next(); why != "" || !jqIdentByte(c, true) {
+		return "def without a name"
+	}
+	l.defined[l.ident()] = true
+	if c, why := l.next(); why != "" || c != '(' {
+		return why
+	}
+	l.i++
+	for {
+		c, why := l.next()
+		if c == '$' {
+			l.i++
+			c, why = l.next()
+		}
+		if why != "" || !jqIdentByte(c, true) {
+			return "def parameter without a name"
+		}
+		l.defined[l.ident()] = true
+		switch c, _ := l.next(); c {
+		case ';':
+			l.i++
+		case ')':
+			l.i++
+			return ""
+		default:
+			return "def parameters not understood"
+		}
+	}
+}
+
+// number reads digits, a fraction and an exponent.
+func (l *jqLexer) number() {
+	for l.i < len(l.src) && (l.src[l.i] >= '0' && l.src[l.i] <= '9' || l.src[l.i] == '.') {
+		l.i++
+	}
+	if l.i < len(l.src) && (l.src[l.i] == 'e' || l.src[l.i] == 'E') {
+		l.i++
+		if l.i < len(l.src) && (l.src[l.i] == '+' || l.src[l.i] == '-') {
+			l.i++
+		}
+		for l.i < len(l.src) && l.src[l.i] >= '0' && l.src[l.i] <= '9' {
+			l.i++
+		}
+	}
+}
+
+// str reads a string literal at l.i, its interpolations as code.
+func (l *jqLexer) str() string {
+	l.i++ // the opening quote
+	for l.i < len(l.src) {
+		c := l.src[l.i]
+		l.i++
+		switch c {
+		case '"':
+			return ""
+		case '\\':
+			if l.i >= len(l.src) {
+				return "unterminated string"
+			}
+			if l.src[l.i] == '(' {
+				l.i++
+				saved := l.objs
+				l.objs = nil
+				if why := l.code(true); why != "" {
+					return why
+				}
+				l.objs = saved
+				continue
+			}
+			l.i++
+		}
+	}
+	return "unterminated string"
 }
 
 func checkYq(iv *invocation) string {

@@ -28,11 +28,16 @@ var findWrites = map[string]bool{"-fprint": true, "-fprint0": true, "-fprintf": 
 
 var findNewerXY = regexp.MustCompile(`^-newer[aBcmt][aBcmt]$`)
 
-// checkFind parses find [-H|-L|-P|-D opts|-Olevel] [paths] [expression].
+// checkFind parses find [-H|-L|-P|-D opts|-Olevel] [paths] [expression]
+// and accepts only expressions made of the primaries, operators and
+// options in findPrimaries, each with its arguments. The start points
+// are the directories it lists (iv.files).
 func checkFind(iv *invocation) string {
 	args := iv.args
 	for _, w := range args {
-		if w.lead {
+		// A glob may expand to several words, and one starting with "-"
+		// to a primary: a file named -delete matches -*.
+		if w.lead || w.glob && strings.HasPrefix(w.val, "-") {
 			return iv.failf("glob %s may expand to a find expression", w.val)
 		}
 	}
@@ -53,7 +58,8 @@ func checkFind(iv *invocation) string {
 		break
 	}
 	for i < len(args) && !findExprStart(args[i].val) {
-		i++ // start points
+		iv.files = append(iv.files, args[i]) // start points
+		i++
 	}
 	for i < len(args) {
 		v := args[i].val

@@ -33,7 +33,12 @@ const (
 
 // --output writes its file: refused, but reported so that allow rules
 // (Bash(git log *)) cannot open a write outside the project.
-var gitLog = &spec{opts: gitDiffOpts + gitLogOpts, writeOpts: "output:", reads: readCustom, check: gitObjectReads}
+var gitLog = &spec{opts: gitDiffOpts + gitLogOpts, writeOpts: "output:", reads: readCustom, check: func(iv *invocation) string {
+	if why := gitPrettyOpts(iv); why != "" {
+		return why
+	}
+	return gitObjectReads(iv)
+}}
 
 var gitSpec = &spec{
 	names: "git",
@@ -60,9 +65,9 @@ var gitSpec = &spec{
 		// Listing only: a positional names a branch to create unless --list.
 		"branch": {opts: "a r v l q i all remotes verbose list show-current contains~ no-contains~ merged~ no-merged~ " +
 			"points-at: sort: format: color:: no-color column:: no-column abbrev:: no-abbrev ignore-case omit-empty quiet",
-			check: listOnly},
+			check: func(iv *invocation) string { return gitChecks(iv, listOnly, gitAtomOpts) }},
 		"tag": {opts: "l n:: i list sort: format: contains~ no-contains~ merged~ no-merged~ points-at: color:: column:: " +
-			"no-column ignore-case omit-empty", check: listOnly},
+			"no-column ignore-case omit-empty", check: func(iv *invocation) string { return gitChecks(iv, listOnly, gitAtomOpts) }},
 		// remote show and update contact the remote: only listing and get-url.
 		"remote": {opts: "v verbose push all", check: func(iv *invocation) string {
 			ops := iv.pa.ops
@@ -82,16 +87,17 @@ var gitSpec = &spec{
 			"revs-only no-revs"},
 		"ls-files": {opts: "c d m o i s u k z t v f cached deleted modified others ignored stage unmerged killed directory " +
 			"no-empty-directory x: exclude: X: exclude-from: exclude-per-directory: exclude-standard error-unmatch full-name " +
-			"recurse-submodules abbrev:: format: debug eol sparse deduplicate with-tree: resolve-undo"},
-		"ls-tree": {opts: "d r t l z long name-only name-status object-only full-name full-tree abbrev:: format:"},
+			"recurse-submodules abbrev:: format: debug eol sparse deduplicate with-tree: resolve-undo", check: gitAtomOpts},
+		"ls-tree": {opts: "d r t l z long name-only name-status object-only full-name full-tree abbrev:: format:", check: gitAtomOpts},
 		// --textconv and --filters run configured programs.
 		// --batch reads object names from stdin and prints their content.
 		"cat-file": {opts: "t s e p batch-check:: follow-symlinks unordered buffer Z " +
-			"allow-unknown-type mailmap use-mailmap no-mailmap", ops: "0-2", reads: readCustom, check: gitObjectReads},
+			"allow-unknown-type mailmap use-mailmap no-mailmap", ops: "0-2", reads: readCustom,
+			check: func(iv *invocation) string { return gitChecks(iv, gitAtomOpts, gitObjectReads) }},
 		"describe": {opts: "tags all long abbrev: always dirty:: broken:: match: exclude: contains first-parent candidates: " +
 			"exact-match debug"},
 		"shortlog": {opts: "n s e c w:: numbered summary email committer group: format: all no-merges merges since: until: " +
-			"after: before: author: grep: max-count: first-parent reverse branches:: tags:: remotes:: not"},
+			"after: before: author: grep: max-count: first-parent reverse branches:: tags:: remotes:: not", check: gitPrettyOpts},
 		"reflog": {style: styleSub, check: func(iv *invocation) string {
 			if len(iv.args) == 0 {
 				return ""
@@ -108,7 +114,7 @@ var gitSpec = &spec{
 		"name-rev":      {opts: "tags refs: exclude: all name-only no-undefined always annotate-stdin stdin"},
 		"count-objects": {opts: "v H verbose human-readable", ops: "0"},
 		"for-each-ref": {opts: "s p format: sort: count: points-at: merged~ no-merged~ contains~ no-contains~ shell perl " +
-			"python tcl ignore-case omit-empty exclude: color::"},
+			"python tcl ignore-case omit-empty exclude: color::", check: gitAtomOpts},
 		"check-ignore": {opts: "q v n z quiet verbose non-matching no-index stdin"},
 		"version":      {opts: "build-options", ops: "0"},
 		"show-ref":     {opts: "d s:: head tags branches heads dereference hash:: verify q quiet abbrev:: exists"},
@@ -197,4 +203,167 @@ func gitPaths(ops []wordInfo) []wordInfo {
 		}
 	}
 	return out
+}
+
+// gitChecks runs checks in order and returns the first reason to refuse.
+func gitChecks(iv *invocation, checks ...func(*invocation) string) string {
+	for _, c := range checks {
+		if why := c(iv); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// gitPrettyNames are git's built-in pretty formats. Any other name is a
+// pretty.<name> alias from the configuration, which may hold anything.
+var gitPrettyNames = map[string]bool{"oneline": true, "short": true, "medium": true, "full": true, "fuller": true,
+	"reference": true, "email": true, "mboxrd": true, "raw": true}
+
+// gitPrettyOpts checks the --pretty and --format values of log-like
+// commands: built-in names, or format strings whose placeholders are all
+// known and harmless. %G placeholders verify signatures, which runs gpg
+// (gpg.program may name any program).
+func gitPrettyOpts(iv *invocation) string {
+	for _, v := range iv.pa.values("pretty", "format") {
+		f, isFormat := strings.CutPrefix(v, "format:")
+		if !isFormat {
+			f, isFormat = strings.CutPrefix(v, "tformat:")
+		}
+		switch {
+		case isFormat || strings.Contains(v, "%"):
+			if why := gitPrettyFormat(f); why != "" {
+				return iv.failf("format %q: %s", v, why)
+			}
+		case v != "" && !gitPrettyNames[v]:
+			return iv.failf("format %q may be an alias from the configuration", v)
+		}
+	}
+	return ""
+}
+
+// gitPrettyFormat checks the placeholders of a pretty format string.
+func gitPrettyFormat(f string) string {
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		i++
+		if i < len(f) && (f[i] == '+' || f[i] == '-' || f[i] == ' ') {
+			i++ // line-feed modifiers
+		}
+		if i >= len(f) {
+			return "a lone %"
+		}
+		switch c := f[i]; {
+		case strings.IndexByte("%nHhTtPpdDSesfbBNm", c) >= 0:
+		case c == 'a' || c == 'c':
+			if i+1 >= len(f) || strings.IndexByte("nNeElLdDrtiIsh", f[i+1]) < 0 {
+				return "unknown placeholder %" + f[i:min(i+2, len(f))]
+			}
+			i++
+		case c == 'g':
+			if i+1 >= len(f) || strings.IndexByte("DdnNeEs", f[i+1]) < 0 {
+				return "unknown placeholder %" + f[i:min(i+2, len(f))]
+			}
+			i++
+		case c == 'G':
+			return "%G placeholders verify signatures, which runs gpg"
+		case c == 'x':
+			if i+2 >= len(f) || !isHex(f[i+1]) || !isHex(f[i+2]) {
+				return "%x needs two hex digits"
+			}
+			i += 2
+		case c == 'C':
+			// %Cred, %Cgreen, %Cblue, %Creset, %C(spec).
+			rest := f[i+1:]
+			if strings.HasPrefix(rest, "(") {
+				j := strings.IndexByte(rest, ')')
+				if j < 0 {
+					return "unterminated %C("
+				}
+				i += 1 + j
+				break
+			}
+			n := 0
+			for _, color := range []string{"reset", "red", "green", "blue"} {
+				if strings.HasPrefix(rest, color) {
+					n = len(color)
+					break
+				}
+			}
+			if n == 0 {
+				return "unknown color %C" + rest[:min(len(rest), 5)]
+			}
+			i += n
+		case c == 'w' || c == '<' || c == '>':
+			// %w(...), %<(N), %<|(N), %>(N), %>>(N), %><(N), %>|(N).
+			j := strings.IndexByte(f[i:], '(')
+			k := strings.IndexByte(f[i:], ')')
+			if j < 0 || k < j || j > 3 || strings.Trim(f[i+1:i+j], "<>|") != "" {
+				return "malformed %" + string(c) + " placeholder"
+			}
+			i += k
+		case c == '(':
+			k := strings.IndexByte(f[i:], ')')
+			if k < 0 {
+				return "unterminated %("
+			}
+			name, _, _ := strings.Cut(f[i+1:i+k], ":")
+			if name != "describe" && name != "trailers" && name != "decorate" {
+				return "unknown placeholder %(" + name + ")"
+			}
+			i += k
+		default:
+			return "unknown placeholder %" + string(c)
+		}
+	}
+	return ""
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// gitAtoms are the %(atom) names of for-each-ref, branch, tag,
+// ls-files, ls-tree and cat-file formats that only print what git
+// stores. %(signature) verifies signatures, which runs gpg.
+var gitAtoms = map[string]bool{
+	"refname": true, "objecttype": true, "objectsize": true, "objectname": true, "deltabase": true, "tree": true,
+	"parent": true, "numparent": true, "object": true, "type": true, "tag": true, "author": true, "authorname": true,
+	"authoremail": true, "authordate": true, "committer": true, "committername": true, "committeremail": true,
+	"committerdate": true, "tagger": true, "taggername": true, "taggeremail": true, "taggerdate": true, "creator": true,
+	"creatordate": true, "describe": true, "subject": true, "body": true, "trailers": true, "contents": true, "raw": true,
+	"upstream": true, "push": true, "HEAD": true, "color": true, "align": true, "end": true, "if": true, "then": true,
+	"else": true, "worktreepath": true, "symref": true, "ahead-behind": true, "is-base": true, "rest": true,
+	"objectmode": true, "path": true, "stage": true, "eolinfo": true, "eolattr": true,
+}
+
+// gitAtomOpts checks --format (and cat-file's --batch-check) values:
+// %(atom) names from gitAtoms, %% and %xx.
+func gitAtomOpts(iv *invocation) string {
+	for _, v := range iv.pa.values("format", "batch-check") {
+		for i := 0; i < len(v); i++ {
+			if v[i] != '%' {
+				continue
+			}
+			i++
+			switch {
+			case i < len(v) && v[i] == '%':
+			case i+1 < len(v) && isHex(v[i]) && isHex(v[i+1]):
+				i++
+			case i < len(v) && v[i] == '(':
+				k := strings.IndexByte(v[i:], ')')
+				if k < 0 {
+					return iv.failf("format %q: unterminated %%(", v)
+				}
+				name, _, _ := strings.Cut(strings.TrimPrefix(v[i+1:i+k], "*"), ":")
+				if !gitAtoms[name] {
+					return iv.failf("format %q: %%(%s) is not a known harmless atom", v, name)
+				}
+				i += k
+			default:
+				return iv.failf("format %q: unknown placeholder", v)
+			}
+		}
+	}
+	return ""
 }

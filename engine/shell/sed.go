@@ -105,16 +105,16 @@ func sedParse(scripts []string) ([]sedCmd, string) {
 		// locales; control characters are not worth the doubt.
 		for i := 0; i < len(s); i++ {
 			if c := s[i]; (c < ' ' || c > '~') && c != '\n' && c != '\t' {
-				return nil, fmt.Sprintf("sed script has byte %#x, which is not printable ASCII", c)
+				return nil, fmt.Sprintf("script has byte %#x, which is not printable ASCII", c)
 			}
 		}
 		p.s, p.i = s, 0
 		if why := p.program(); why != "" {
-			return nil, "sed: " + why
+			return nil, why
 		}
 	}
 	if p.depth != 0 {
-		return nil, "sed: unmatched {"
+		return nil, "unmatched {"
 	}
 	return p.cmds, ""
 }

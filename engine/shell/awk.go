@@ -156,10 +156,12 @@ func awkProgram(src string) string {
 				return t.text + " is not allowed"
 			}
 		case awkOp:
+			// Only parentheses hide a ">" from print: gawk and mawk read
+			// print a[1 > 2] as a redirection.
 			switch t.text {
-			case "(", "[":
+			case "(":
 				depth++
-			case ")", "]":
+			case ")":
 				depth--
 			case ";", "}":
 				if depth <= printDepth {

@@ -44,7 +44,7 @@ func TestAwkPrograms(t *testing.T) {
 		"awk 'BEGIN{while((\"id\"|getline l)>0)print l}'", "awk '{\"date\"|getline}' x", "awk '{getline < \"/etc/shadow\"}' x",
 		"awk '{getline line; print line}' x", "awk '{print $1 > $2}' f", "awk '{printf(\"%s\", $1) > \"f\"}' x",
 		"awk '{print(\"x\") > \"f\"}' x", "awk '{print \"a\",\n\"b\" > \"f\"}' x", "awk '{close(\"x\")}' f", "awk '{fflush()}' f",
-		"awk 'BEGIN{print |& \"cat\"}'", "awk '{print 1 >= 0}' f", "awk '{ print $1 > 5 ? \"a\" : \"b\" }' f",
+		"awk 'BEGIN{print |& \"cat\"}'", "awk '{print 1 >= 0}' f", "awk '{ print $1 > 5 ? \"a\" : \"b\" }' f", "awk '{print a[1 > 2]}' f",
 		// The environment and the files awk opens.
 		"awk 'BEGIN{print ENVIRON[\"HOME\"]}'", "awk 'BEGIN{for (k in ENVIRON) print k}'", "awk 'BEGIN{print PROCINFO[\"pid\"]}'",
 		"awk 'BEGIN{ARGV[1]=\"/etc/shadow\"; ARGC=2} {print}' f", "awk -v ARGC=0 '{print}'", "awk '{print}' ARGC=0 f",

@@ -60,7 +60,12 @@ func TestExposure(t *testing.T) {
 			t.Errorf("%s: %+v, want not allowed naming %s", cmd, res, want)
 		}
 	}
-	for _, cmd := range []string{"printenv PATH", "echo $PATH", "echo \"$HOME\"", "ps aux"} {
+	// find's start points are read targets: outside the read roots, the
+	// classifier decides.
+	if res := mustCheck(t, e, &Request{Tool: bashCmd("find / -name '*.pem'"), WorkingDirectory: cwd}); res.Decision == Allow {
+		t.Errorf("find /: %+v, want not allowed", res)
+	}
+	for _, cmd := range []string{"find . -name '*.go'", "printenv PATH", "echo $PATH", "echo \"$HOME\"", "ps aux"} {
 		if res := mustCheck(t, e, &Request{Tool: bashCmd(cmd), WorkingDirectory: cwd}); res.Decision != Allow {
 			t.Errorf("%s: %+v, want allowed", cmd, res)
 		}

@@ -56,7 +56,7 @@ var programTable = []*spec{
 		"hyperlink-format: dfa-size-limit: regex-size-limit: no-require-git",
 		reads: readCustom, check: checkRg},
 	// find runs programs and writes files with some primaries: custom.
-	{names: "find", style: styleCustom, check: checkFind},
+	{names: "find", style: styleCustom, reads: readCustom, check: checkFind},
 	// sed: scripts in a small grammar only (see checkSed), never -i or -f.
 	// --posix changes how scripts parse: not listed.
 	{names: "sed", opts: "n e: E r s u z l: quiet silent regexp-extended expression: separate unbuffered null-data zero-terminated line-length: " +

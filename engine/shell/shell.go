@@ -169,6 +169,7 @@ func Analyze(line string) Analysis {
 		a.fail("does not parse as bash: " + err.Error())
 		return res
 	}
+	a.agree(line, f)
 	sc := &scope{src: line}
 	a.prescan(f, sc)
 	a.stmts(f.Stmts, sc, stmtCtx{})

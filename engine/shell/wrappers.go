@@ -387,6 +387,7 @@ func (a *analyzer) payload(src string, sc *scope) {
 		a.fail("payload does not parse: %v", err)
 		return
 	}
+	a.agree(src, f)
 	before := a.judged
 	a.prescan(f, sc)
 	a.stmts(f.Stmts, sc, stmtCtx{})

@@ -104,7 +104,7 @@ func TestMetricsCountDecisionsAndRPCs(t *testing.T) {
 	}
 	check(checkReq(t, "r1", "Read", map[string]any{"file_path": "/usr/include/stdio.h"}))
 	check(checkReq(t, "r2", "read_file", map[string]any{"absolute_path": "/usr/include/y.h"}))
-	check(checkReq(t, "s1", "Bash", map[string]any{"command": "ls -la"}))
+	check(checkReq(t, "s1", "Bash", map[string]any{"command": "echo ok"})) // reads nothing, so needs no working directory
 	check(checkReq(t, "c1", "mcp__test__danger", map[string]any{"x": 1}))
 	// A bad request is an RPC error, not a decision.
 	if _, err := env.client.Check(t.Context(), &pb.CheckRequest{RequestId: "bad"}); status.Code(err) != codes.InvalidArgument {

@@ -141,7 +141,7 @@ var wrapperCases = map[string]struct{ ok, bad []string }{
 	"pkexec":  {nil, []string{"pkexec ls"}},
 	"run0":    {nil, []string{"run0 ls"}},
 	"env":     {[]string{"env ls", "env -- ls"}, []string{"env X=1 ls", "env -i ls", "env -S 'rm x'"}},
-	"command": {[]string{"command ls -la", "command -p git status"}, []string{"command rm x", "command"}},
+	"command": {[]string{"command ls -la", "command -p git status"}, []string{"command rm x", "command", "command - :", "command\t- -v"}},
 	"builtin": {[]string{"builtin echo hi"}, []string{"builtin eval x", "builtin"}},
 	"exec":    {[]string{"exec git status"}, []string{"exec rm x", "exec 3>&1", "exec -a x ls"}},
 	"nohup":   {[]string{"nohup ls >/dev/null 2>&1 &", "nohup ls | head"}, []string{"nohup ls", "nohup rm x >/dev/null"}},

@@ -177,6 +177,10 @@ func wrapCommand(_ *analyzer, ws []wordInfo, _ *scope, _ *stmtCtx, _ *invCtx) wr
 			i++
 			break
 		}
+		if v == "-" {
+			// bash takes a lone - as the program's name, not an option.
+			return wrapResult{why: "command: - is not an option"}
+		}
 		if strings.ContainsAny(v, "vV") {
 			return wrapResult{self: true}
 		}

@@ -135,14 +135,14 @@ func (e *Engine) analyse(ctx context.Context, req *Request, p *policy) *call {
 			targets = []string{c.cwd}
 		}
 		rs := e.newReadScope(ctx, req, p)
-		content, hidden := contentSearch(c.name)
+		content, hidden, follow := contentSearch(c.name)
 		for _, t := range targets {
 			c.rc.Paths = append(c.rc.Paths, e.absPath(c.cwd, t))
 			if c.sensitive != "" {
 				continue
 			}
 			if content && c.kind == KindSearch {
-				c.sensitive = rs.judgeTree(c.cwd, t, hidden)
+				c.sensitive = rs.judgeTree(c.cwd, t, hidden, follow)
 			} else {
 				c.sensitive = rs.judge(c.cwd, t)
 			}
@@ -211,7 +211,7 @@ func (e *Engine) analyse(ctx context.Context, req *Request, p *policy) *call {
 				dir = resolved
 			}
 		}
-		if a.ReadOnly && c.cwd != "" && len(rs.project) == 0 {
+		if a.ReadOnly && c.cwd != "" && broadSearch(filepath.Clean(c.cwd), e.home) {
 			a.ReadOnly, a.Reason = false, "the working directory is a home directory or above, where relative reads reach credential stores"
 		}
 		for _, r := range a.Reads {
@@ -224,13 +224,13 @@ func (e *Engine) analyse(ctx context.Context, req *Request, p *policy) *call {
 		}
 		for _, t := range a.Trees {
 			if a.ReadOnly {
-				if why := rs.judgeTree(dir, t.Path, t.Hidden); why != "" {
+				if why := rs.judgeTree(dir, t.Path, t.Hidden, t.Follow); why != "" {
 					a.ReadOnly, a.Reason = false, why
 				}
 			}
 		}
 		if a.ReadOnly {
-			if why := exposure(a.Commands, cmd, dir); why != "" {
+			if why := exposure(a.Commands); why != "" {
 				a.ReadOnly, a.Reason = false, why
 			} else if dir != c.cwd && runsGit(a.Commands) {
 				a.ReadOnly, a.Reason = false, gitElsewhere

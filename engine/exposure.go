@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -13,7 +12,7 @@ import (
 // project, whose configuration can run code. "" means nothing found.
 // (Variables and environments are judged by the shell analysis, reads by
 // the read roots.)
-func exposure(cmds []shell.Command, line, cwd string) string {
+func exposure(cmds []shell.Command) string {
 	for _, c := range cmds {
 		if len(c.Argv) == 0 {
 			continue
@@ -21,9 +20,8 @@ func exposure(cmds []shell.Command, line, cwd string) string {
 		args := c.Argv[1:]
 		switch c.Argv[0] {
 		case "cd", "pushd":
-			if len(args) > 0 && !insideLexically(cwd, args[len(args)-1]) {
-				return "changes to a directory outside the project"
-			}
+			// Where cd goes is a read target, judged against the read
+			// roots; git after it runs elsewhere.
 			if runsGit(cmds) {
 				return gitElsewhere
 			}
@@ -84,16 +82,4 @@ var harmlessGitKeys = map[string]bool{
 
 func runsGit(cmds []shell.Command) bool {
 	return slices.ContainsFunc(cmds, func(c shell.Command) bool { return len(c.Argv) > 0 && c.Argv[0] == "git" })
-}
-
-// insideLexically reports whether p (relative to cwd) stays within cwd.
-func insideLexically(cwd, p string) bool {
-	if cwd == "" || strings.HasPrefix(p, "~") || strings.HasPrefix(p, "$") {
-		return false
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(cwd, p)
-	}
-	rel, err := filepath.Rel(cwd, filepath.Clean(p))
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -40,7 +40,7 @@ func TestExposure(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.cmd, func(t *testing.T) {
 			a := shell.Analyze(tt.cmd)
-			got := exposure(a.Commands, tt.cmd, cwd)
+			got := exposure(a.Commands)
 			if (got == "") != (tt.want == "") || !strings.Contains(got, tt.want) {
 				t.Fatalf("exposure(%q) = %q, want %q", tt.cmd, got, tt.want)
 			}

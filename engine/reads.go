@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/toolgate/toolgate/engine/knowledge"
 	"github.com/toolgate/toolgate/engine/pathcheck"
@@ -25,29 +27,51 @@ const (
 // its target, resolved the kernel's way, lies inside a read root (the
 // project, its additional directories, the default roots and the
 // policy's) and neither as written nor as resolved has a secret-shaped
-// component.
+// component. The project directories are resolved on first use: most
+// checks read nothing.
 type readScope struct {
-	ctx     context.Context
-	home    string
-	project []string // resolved project directories that are not broad
-	roots   knowledge.Roots
+	ctx      context.Context
+	home     string
+	dirs     []string // working and additional directories, as given
+	resolved bool
+	project  []string // resolved project directories that are not broad
+	roots    knowledge.Roots
 }
 
 func (e *Engine) newReadScope(ctx context.Context, req *Request, p *policy) *readScope {
-	rs := &readScope{ctx: ctx, home: e.home, roots: p.readRoots}
-	for _, d := range append([]string{req.WorkingDirectory}, req.AdditionalDirectories...) {
+	return &readScope{ctx: ctx, home: e.home, roots: p.readRoots,
+		dirs: append([]string{req.WorkingDirectory}, req.AdditionalDirectories...)}
+}
+
+// projectDirs resolves the project directories once. One that is broad (a
+// home or above, a system, bin or configuration directory) is no read root:
+// it holds the credential stores of tools nobody listed.
+func (rs *readScope) projectDirs() []string {
+	if rs.resolved {
+		return rs.project
+	}
+	rs.resolved = true
+	for _, d := range rs.dirs {
 		if d == "" {
 			continue
 		}
 		r, err := pathcheck.Resolve("/", d)
-		if err != nil || broadSearch(filepath.Clean(d), e.home) || broadSearch(r, e.home) {
-			// A home directory or above is no read root: it holds the
-			// credential stores of tools nobody listed.
+		if err != nil || broadSearch(filepath.Clean(d), rs.home) || knowledge.BroadRoot(r, rs.home) != "" {
 			continue
 		}
 		rs.project = append(rs.project, r)
 	}
-	return rs
+	return rs.project
+}
+
+// inProject reports whether a resolved path lies in a project directory.
+func (rs *readScope) inProject(p string) bool {
+	for _, r := range rs.projectDirs() {
+		if p == r || strings.HasPrefix(p, r+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // within reports whether a resolved path lies in a read root.
@@ -55,43 +79,54 @@ func (rs *readScope) within(p string) bool {
 	return rs.inProject(p) || rs.roots.Within(p)
 }
 
-// judge returns why the read target raw (relative to dir) is not proven
-// safe, or "". Globs are expanded against the file system as bash would
-// and each file is judged.
-func (rs *readScope) judge(dir, raw string) string {
+// place makes raw absolute against dir without cleaning it (.. must follow
+// symlinks), or says why it cannot be placed.
+func (rs *readScope) place(dir, raw string) (string, string) {
 	p := expandHome(raw, rs.home)
 	switch {
 	case p == "":
-		return "an empty read target"
+		return "", "an empty read target"
 	case strings.HasPrefix(p, "~") || strings.Contains(p, "$"):
-		return fmt.Sprintf("reads %s, whose location is not known before it runs", truncate(raw, 200))
-	case !filepath.IsAbs(p) && dir == "":
-		return fmt.Sprintf("reads %s with no working directory to place it", truncate(raw, 200))
+		return "", fmt.Sprintf("reads %s, whose location is not known before it runs", truncate(raw, 200))
+	case filepath.IsAbs(p):
+		return p, ""
+	case dir == "":
+		return "", fmt.Sprintf("reads %s with no working directory to place it", truncate(raw, 200))
 	}
-	if !filepath.IsAbs(p) {
-		p = dir + "/" + p // not cleaned: .. must follow symlinks
-	}
-	if knowledge.HasMeta(p) {
-		return rs.judgeGlob(p, raw)
-	}
-	return rs.judgeFile(p, raw)
+	return dir + "/" + p, ""
 }
 
-func (rs *readScope) judgeFile(p, raw string) string {
-	if knowledge.SecretPath(raw, rs.home) || knowledge.SecretPath(p, rs.home) {
-		return fmt.Sprintf("reads %s, which may hold secrets", truncate(raw, 200))
+// judge returns why the read target raw (relative to dir) is not proven
+// safe, or "". Globs are judged as patterns and expanded against the file
+// system as bash would, and each file is judged.
+func (rs *readScope) judge(dir, raw string) string {
+	p, why := rs.place(dir, raw)
+	switch {
+	case why != "":
+		return why
+	case knowledge.HasMeta(p):
+		return rs.judgeGlob(p, raw)
+	}
+	_, why = rs.judgeFile(p, raw)
+	return why
+}
+
+// judgeFile judges one absolute, unexpanded path and returns it resolved.
+func (rs *readScope) judgeFile(p, raw string) (string, string) {
+	if knowledge.SecretPath(p, rs.home) {
+		return "", fmt.Sprintf("reads %s, which may hold secrets", truncate(raw, 200))
 	}
 	resolved, err := pathcheck.Resolve("/", p)
 	if err != nil {
-		return fmt.Sprintf("reads %s, which cannot be resolved (%v)", truncate(raw, 200), err)
+		return "", fmt.Sprintf("reads %s, which cannot be resolved (%v)", truncate(raw, 200), err)
 	}
-	if knowledge.SecretPath(resolved, rs.home) {
-		return fmt.Sprintf("reads %s, which resolves to %s and may hold secrets", truncate(raw, 200), truncate(resolved, 200))
+	if resolved != p && knowledge.SecretPath(resolved, rs.home) {
+		return "", fmt.Sprintf("reads %s, which resolves to %s and may hold secrets", truncate(raw, 200), truncate(resolved, 200))
 	}
 	if !rs.within(resolved) {
-		return fmt.Sprintf("reads %s, outside the read roots", truncate(resolved, 200))
+		return "", fmt.Sprintf("reads %s, outside the read roots", truncate(resolved, 200))
 	}
-	return ""
+	return resolved, ""
 }
 
 // judgeGlob expands an absolute glob component by component against the
@@ -99,44 +134,39 @@ func (rs *readScope) judgeFile(p, raw string) string {
 // passed to the program as written, and judged so.
 func (rs *readScope) judgeGlob(p, raw string) string {
 	comps := strings.Split(p, "/")
-	for _, c := range comps {
-		if !knowledge.HasMeta(c) {
-			continue
-		}
-		if c == "**" || strings.Contains(c, "**") || !knowledge.GlobSupported(c) {
-			return fmt.Sprintf("reads %s, a glob outside the syntax toolgate matches exactly as bash does", truncate(raw, 200))
-		}
-	}
-	// The pattern is judged too, not only today's matches: a file may
-	// appear before the command runs, and the server's view of the file
-	// system may lag the agent's. A directory part only needs to miss the
-	// secret directories; the last part must miss every secret name.
 	for i, c := range comps {
 		if !knowledge.HasMeta(c) {
 			continue
 		}
+		if strings.Contains(c, "**") || !knowledge.GlobSupported(c) {
+			return fmt.Sprintf("reads %s, a glob outside the syntax toolgate matches exactly as bash does", truncate(raw, 200))
+		}
+		// The pattern is judged too, not only today's matches: a file may
+		// appear before the command runs, and the server's view of the
+		// file system may lag the agent's. A directory part only needs to
+		// miss the secret directories; the last part every secret name.
 		if i == len(comps)-1 && knowledge.NamePicksSecret(c) || i < len(comps)-1 && knowledge.DirPicksSecret(c) {
 			return fmt.Sprintf("reads %s, a glob that can pick secret files", truncate(raw, 200))
 		}
 	}
-	matches := []string{"/"}
-	for _, c := range comps {
-		if c == "" {
-			continue
-		}
+	matches := []string{""}
+	for _, c := range comps[1:] {
 		var next []string
 		for _, m := range matches {
 			if !knowledge.HasMeta(c) {
-				next = append(next, filepath.Join(m, c))
+				next = append(next, m+"/"+c) // not cleaned: bash follows links before ..
 				continue
 			}
-			names, err := readDirNames(m)
-			if err != nil {
-				continue // unreadable or not a directory: bash matches nothing there
+			names, err := readDirNames(m + "/")
+			switch {
+			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+				continue // bash matches nothing there
+			case err != nil:
+				return fmt.Sprintf("reads %s, a glob that cannot be expanded here (%v)", truncate(raw, 200), err)
 			}
 			for _, n := range names {
 				if ok, _ := knowledge.Match(c, n); ok {
-					next = append(next, filepath.Join(m, n))
+					next = append(next, m+"/"+n)
 				}
 			}
 		}
@@ -146,10 +176,11 @@ func (rs *readScope) judgeGlob(p, raw string) string {
 		matches = next
 	}
 	if len(matches) == 0 {
-		return rs.judgeFile(p, raw)
+		_, why := rs.judgeFile(p, raw)
+		return why
 	}
 	for _, m := range matches {
-		if why := rs.judgeFile(m, m); why != "" {
+		if _, why := rs.judgeFile(m, m); why != "" {
 			return why
 		}
 	}
@@ -158,6 +189,7 @@ func (rs *readScope) judgeGlob(p, raw string) string {
 
 var errTooLarge = errors.New("too many entries")
 
+// readDirNames lists at most maxDirEntries names of dir.
 func readDirNames(dir string) ([]string, error) {
 	f, err := os.Open(dir)
 	if err != nil {
@@ -165,10 +197,10 @@ func readDirNames(dir string) ([]string, error) {
 	}
 	defer f.Close()
 	names, err := f.Readdirnames(maxDirEntries + 1)
-	if len(names) > maxDirEntries {
+	switch {
+	case len(names) > maxDirEntries:
 		return nil, errTooLarge
-	}
-	if err != nil && len(names) == 0 {
+	case err != nil && !errors.Is(err, io.EOF):
 		return nil, err
 	}
 	return names, nil
@@ -176,59 +208,64 @@ func readDirNames(dir string) ([]string, error) {
 
 // judgeTree judges a recursive content search rooted at raw: the root is a
 // read, and the tree below it must hold no secret-shaped name the search
-// would read (hidden ones only when the search includes hidden files).
-// Links inside the tree are not followed, as grep -r and ripgrep do not.
-func (rs *readScope) judgeTree(dir, raw string, hidden bool) string {
-	if why := rs.judge(dir, raw); why != "" {
+// would read (hidden ones only when the search includes hidden files), nor
+// a link when the search follows links. The walk is bounded in entries and
+// by the check's context; anything it cannot read refuses, since the agent
+// may read what the server cannot.
+func (rs *readScope) judgeTree(dir, raw string, hidden, follow bool) string {
+	p, why := rs.place(dir, raw)
+	switch {
+	case why != "":
+		return why
+	case knowledge.HasMeta(p):
+		return fmt.Sprintf("searches %s, a glob of trees", truncate(raw, 200))
+	}
+	root, why := rs.judgeFile(p, raw)
+	if why != "" {
 		return why
 	}
-	p := expandHome(raw, rs.home)
-	if !filepath.IsAbs(p) {
-		p = dir + "/" + p
-	}
-	root, err := pathcheck.Resolve("/", p)
-	if err != nil {
-		return fmt.Sprintf("searches %s, which cannot be resolved", truncate(raw, 200))
+	switch fi, err := os.Lstat(root); {
+	case errors.Is(err, fs.ErrNotExist):
+		return "" // nothing there to read
+	case err == nil && !fi.IsDir():
+		return "" // a file, judged above
 	}
 	n := 0
-	var found string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	stack := []string{root}
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if err := rs.ctx.Err(); err != nil {
+			return "the check's deadline passed before the search's tree was checked"
+		}
+		f, err := os.Open(d)
 		if err != nil {
-			if path == root && errors.Is(err, fs.ErrNotExist) {
-				return fs.SkipAll
+			return fmt.Sprintf("searches %s, whose tree cannot be read here (%v)", truncate(raw, 200), err)
+		}
+		entries, err := f.ReadDir(maxTreeEntries - n + 1)
+		f.Close()
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Sprintf("searches %s, whose tree cannot be read here (%v)", truncate(raw, 200), err)
+		}
+		if n += len(entries); n > maxTreeEntries {
+			return fmt.Sprintf("searches %s, a tree of more than %d entries that cannot be checked for secret files", truncate(raw, 200), maxTreeEntries)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if !hidden && strings.HasPrefix(name, ".") {
+				continue
 			}
-			return nil // unreadable: the search cannot read it either
-		}
-		if n++; n > maxTreeEntries {
-			return errTooLarge
-		}
-		if n%256 == 0 && rs.ctx.Err() != nil {
-			return rs.ctx.Err()
-		}
-		if path == root {
-			return nil
-		}
-		name := d.Name()
-		if !hidden && strings.HasPrefix(name, ".") {
-			if d.IsDir() {
-				return fs.SkipDir
+			path := d + "/" + name
+			switch {
+			case knowledge.SecretPath(name, "") || name == ".git" && e.IsDir():
+				// .git holds the repository's config, which may carry tokens.
+				return fmt.Sprintf("searches %s, which holds %s, a file that may hold secrets", truncate(raw, 200), truncate(path, 200))
+			case e.Type()&fs.ModeSymlink != 0 && follow:
+				return fmt.Sprintf("searches %s following links, and %s is one", truncate(raw, 200), truncate(path, 200))
+			case e.IsDir():
+				stack = append(stack, path)
 			}
-			return nil
 		}
-		if knowledge.SecretPath(name, "") || d.IsDir() && name == ".git" {
-			// .git holds the repository's config, which may carry tokens.
-			found = path
-			return fs.SkipAll
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errTooLarge):
-		return fmt.Sprintf("searches %s, a tree of more than %d entries that cannot be checked for secret files", truncate(raw, 200), maxTreeEntries)
-	case err != nil:
-		return "the check's deadline passed"
-	case found != "":
-		return fmt.Sprintf("searches %s, which holds %s, a file that may hold secrets", truncate(raw, 200), truncate(found, 200))
 	}
 	return ""
 }
@@ -247,17 +284,18 @@ func expandHome(p, home string) string {
 }
 
 // contentSearch reports whether a search tool reads file content
-// recursively, and whether it includes hidden files. Claude Code's Grep
-// runs ripgrep with its defaults, which skip hidden files; the others are
-// taken to read everything.
-func contentSearch(name string) (content, hidden bool) {
+// recursively, whether it includes hidden files and whether it follows
+// links. Claude Code's Grep runs ripgrep with its defaults, which skip
+// hidden files and do not follow links; the others are taken to read
+// everything.
+func contentSearch(name string) (content, hidden, follow bool) {
 	switch name {
 	case "Grep":
-		return true, false
+		return true, false, false
 	case "grep", "grep_search", "search_file_content":
-		return true, true
+		return true, true, true
 	}
-	return false, false
+	return false, false, false
 }
 
 // literalDir returns the directory part of a glob pattern before its first
@@ -275,16 +313,6 @@ func literalDir(pattern string) string {
 		return d[:j]
 	}
 	return "."
-}
-
-// inProject reports whether a resolved path lies in a project directory.
-func (rs *readScope) inProject(p string) bool {
-	for _, r := range rs.project {
-		if p == r || strings.HasPrefix(p, r+"/") || r == "/" {
-			return true
-		}
-	}
-	return false
 }
 
 func orRoot(dir string) string {

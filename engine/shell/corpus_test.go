@@ -11,7 +11,7 @@ var bypassCorpus = []string{
 	// read targets known only at run time cannot be judged.
 	"env", "env -0", "printenv", "printenv -0", "printenv DB_PASS", "printenv $(echo AWS_SECRET_ACCESS_KEY)",
 	"echo $SLACK_WEBHOOK_URL", "echo \"${DATABASE_URL:-none}\"", "cat <<EOF\n$GPG_PASSPHRASE\nEOF",
-	"ps eww", "ps auxe", "ps -E", "for f in *.go; do wc -l \"$f\"; done", "ls $(go env GOROOT)",
+	"ps eww", "ps auxe", "ps -E", "ps -p 1 e", "ps -o pid e", "for f in *.go; do wc -l \"$f\"; done", "ls $(go env GOROOT)",
 	// git options that run programs or write files.
 	"git -c core.pager=sh log",
 	"git log --output=/tmp/x",

@@ -229,7 +229,7 @@ func patternFirst(iv *invocation, patternOpts ...string) []wordInfo {
 
 // recursiveRoots rejects recursive reads of homes, their parents, or
 // directories on the way to a credential store (grep -r PAT ~).
-func (iv *invocation) recursiveRoots(roots []wordInfo, hidden bool) string {
+func (iv *invocation) recursiveRoots(roots []wordInfo, how Tree) string {
 	if len(roots) == 0 {
 		roots = []wordInfo{synthetic(".")}
 	}
@@ -238,7 +238,8 @@ func (iv *invocation) recursiveRoots(roots []wordInfo, hidden bool) string {
 			continue
 		}
 		for _, p := range iv.sc.paths(r.val) {
-			iv.a.out.Trees = append(iv.a.out.Trees, Tree{Path: p, Hidden: hidden})
+			how.Path = p
+			iv.a.out.Trees = append(iv.a.out.Trees, how)
 		}
 		p := r.val
 		if isRelative(p) {
@@ -264,7 +265,7 @@ func checkGrep(iv *invocation) string {
 		if why := iv.secretFilters("include"); why != "" {
 			return why
 		}
-		return iv.recursiveRoots(iv.files, true)
+		return iv.recursiveRoots(iv.files, Tree{Hidden: true, Follow: iv.pa.has("R", "dereference-recursive")})
 	}
 	return ""
 }
@@ -308,12 +309,13 @@ func checkRg(iv *invocation) string {
 		}
 	}
 	hidden = hidden || us >= 2
-	return iv.recursiveRoots(iv.files, hidden)
+	return iv.recursiveRoots(iv.files, Tree{Hidden: hidden, Follow: iv.pa.has("L", "follow")})
 }
 
 func checkDiff(iv *invocation) string {
 	if iv.pa.has("r", "recursive") {
-		return iv.recursiveRoots(iv.pa.ops, true)
+		// diff follows links unless told --no-dereference.
+		return iv.recursiveRoots(iv.pa.ops, Tree{Hidden: true, Follow: !iv.pa.has("no-dereference")})
 	}
 	return ""
 }
@@ -721,23 +723,38 @@ func checkPrintenv(iv *invocation) string {
 }
 
 // checkPs refuses listings that print process environments: BSD-style
-// "e" (ps e, ps auxe) and -E on macOS. Run-time words could be either.
+// "e" (ps e, ps auxe) and -E on macOS. Run-time words could be either. A
+// word that is an option's value (-o pid,etime) is not an option cluster.
 func checkPs(iv *invocation) string {
+	value := false
 	for _, w := range iv.args {
 		switch {
 		case w.dyn:
 			return iv.failf("argument %s is only known at run time", w.val)
+		case value:
+			value = false
 		case strings.HasPrefix(w.val, "--"):
+			value = !strings.Contains(w.val, "=") && psLongValued[w.val[2:]]
 		case strings.HasPrefix(w.val, "-"):
 			if strings.Contains(w.val, "E") {
 				return iv.failf("%s prints process environments", w.val)
 			}
+			// A cluster ending in a valued letter takes the next word.
+			value = len(w.val) == 2 && strings.ContainsRune(psValued, rune(w.val[1]))
 		case strings.Contains(w.val, "e"):
 			return iv.failf("%s prints process environments", w.val)
 		}
 	}
 	return ""
 }
+
+// psValued are procps's short options that take a value; psLongValued
+// the long ones.
+const psValued = "oOpuUgGtCqsk"
+
+var psLongValued = map[string]bool{"format": true, "sort": true, "pid": true, "ppid": true, "user": true,
+	"User": true, "group": true, "Group": true, "tty": true, "sid": true, "cols": true, "columns": true,
+	"lines": true, "rows": true, "width": true, "quick-pid": true}
 
 // checkTee: tee writes its operands; only /dev/null is harmless.
 var teeOpts = compileOpts("a i p append ignore-interrupts output-error::", false)

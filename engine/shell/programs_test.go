@@ -82,7 +82,7 @@ var programCases = map[string]struct{ ok, bad []string }{
 	"uname":     {[]string{"uname -a"}, []string{"uname -a > f"}},
 	"free":      {[]string{"free -h"}, []string{"free >f"}},
 	"uptime":    {[]string{"uptime"}, []string{"uptime > f"}},
-	"ps":        {[]string{"ps aux", "ps -ef | grep node"}, []string{"ps aux > f"}},
+	"ps":        {[]string{"ps aux", "ps -ef | grep node", "ps -p 75471 -o pid,etime,command", "ps --format pid,args"}, []string{"ps aux > f", "ps eww", "ps -o pid e", "ps -ef e"}},
 	"lsof":      {[]string{"lsof -i :8080"}, []string{"lsof > f"}},
 	"nproc":     {[]string{"nproc"}, []string{"nproc x"}},
 	"hostname":  {[]string{"hostname", "hostname -f"}, []string{"hostname evil", "hostname -F f"}},

@@ -90,6 +90,9 @@ type Tree struct {
 	// Hidden is set when the search includes hidden files and directories
 	// (grep -r, rg --hidden or -uu, diff -r); ripgrep's default skips them.
 	Hidden bool
+	// Follow is set when the search follows symbolic links below the root
+	// (grep -R, rg -L, diff -r), which may lead anywhere.
+	Follow bool
 }
 
 // Analysis is the verdict on one command line.

@@ -205,3 +205,18 @@ func TestAcceptEditsPolicy(t *testing.T) {
 		})
 	}
 }
+
+// A project directory that is a system, bin or home configuration
+// directory takes no local edits, as home and / do not.
+func TestAcceptEditsBroadProjectDirectories(t *testing.T) {
+	e := newEngine(t, nil, nil)
+	for _, dir := range []string{"/etc/nginx", "/usr/local/bin", "/home/dev/.config/app", "/home/dev/.local/bin", "/boot"} {
+		res := mustCheck(t, e, &Request{Tool: editFile(dir + "/x.conf"), WorkingDirectory: dir})
+		if res.Decision == Allow {
+			t.Errorf("edit in project %s: %+v, want not allowed", dir, res)
+		}
+	}
+	if res := mustCheck(t, e, &Request{Tool: editFile("/srv/site/x.go"), WorkingDirectory: "/srv/site"}); res.Decision != Allow {
+		t.Errorf("edit in /srv/site: %+v, want allowed", res)
+	}
+}

@@ -258,7 +258,7 @@ func (e *Engine) broadRoot(chk *pathcheck.Checker) string {
 			if j == 1 && r == lexical[i] {
 				break // no link on the way: the same checks again
 			}
-			if broadSearch(r, e.home) || knowledge.IsCredentialPathLiteral(r, e.home) {
+			if broadSearch(r, e.home) || knowledge.IsCredentialPathLiteral(r, e.home) || knowledge.BroadRoot(r, e.home) != "" {
 				return lexical[i]
 			}
 		}

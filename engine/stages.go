@@ -1,0 +1,236 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/toolgate/toolgate/engine/rules"
+)
+
+// check is one request on its way through the stages: the request, its
+// facts and what the stages consult.
+type check struct {
+	e   *Engine
+	req *Request
+	p   *policy
+	set *rules.Set
+	env rules.Env
+	c   *call
+}
+
+// A stage decides a call from its facts, or passes (ok false). Stages
+// only read the facts: none changes them for a later one.
+type stage struct {
+	name   string // as in the README's table of stages
+	decide func(ctx context.Context, k *check) (res Result, ok bool)
+}
+
+// stages are run in order; the first that decides wins. Explicit deny and
+// ask rules come before the fast paths: a user's deny or ask is never
+// overtaken by a heuristic allow. The README's table lists them in this
+// order (TestStagesMatchREADME).
+var stages = []stage{
+	{"deny rules", denyRules},
+	{"plan mode", planMode},
+	{"ask rules", askRules},
+	{"bypass mode", bypassMode},
+	{"safe tools", safeTool},
+	{"accept-edits", acceptEdits},
+	{"shell analysis", shellAnalysis},
+	{"allow rules", allowRules},
+	{"default and accept-edits modes", modeAsks},
+	{"classifier", classify},
+}
+
+// decide runs the stages. Only a cancelled context leaves the call
+// undecided (a zero Result).
+func (e *Engine) decide(ctx context.Context, req *Request, p *policy, set *rules.Set, c *call) Result {
+	k := &check{e: e, req: req, p: p, set: set, c: c, env: rules.Env{Cwd: c.cwd, Root: e.root, Home: e.home}}
+	for _, s := range stages {
+		if res, ok := s.decide(ctx, k); ok {
+			return res
+		}
+	}
+	return Result{} // unreachable: the classifier stage always decides
+}
+
+func denyRules(_ context.Context, k *check) (Result, bool) {
+	m := k.set.Deny(k.c.rc, k.env)
+	return Result{Decision: Deny, Source: SourceRule, MatchedRule: m.Rule.Text, Reason: fmt.Sprintf("denied by rule %s", m.Rule.Text)}, m.OK
+}
+
+// planMode denies whatever is not read-only: a safe tool or a read-only
+// shell command, with every read proven.
+func planMode(_ context.Context, k *check) (Result, bool) {
+	if k.req.Mode != ModePlan || k.safeTool() || k.readOnlyCommand() {
+		return Result{}, false
+	}
+	return Result{Decision: Deny, Source: SourceMode, Reason: "plan mode is read-only: " + planWhy(k.c)}, true
+}
+
+func askRules(_ context.Context, k *check) (Result, bool) {
+	m := k.set.Ask(k.c.rc, k.env)
+	return Result{Decision: Ask, Source: SourceRule, MatchedRule: m.Rule.Text, Reason: fmt.Sprintf("rule %s asks for approval", m.Rule.Text)}, m.OK
+}
+
+// bypassMode allows what no rule caught, but still asks before writes to
+// protected paths or writes it could not check.
+func bypassMode(_ context.Context, k *check) (Result, bool) {
+	if k.req.Mode != ModeBypass {
+		return Result{}, false
+	}
+	if k.c.edits.guarded() || k.c.writes.guarded() {
+		return Result{Decision: Ask, Source: SourceMode, Reason: withNotes("bypass mode still asks before protected or unclear edits", k.notes())}, true
+	}
+	return Result{Decision: Allow, Source: SourceMode, Reason: "bypass mode allows what no deny or ask rule catches"}, true
+}
+
+func safeTool(_ context.Context, k *check) (Result, bool) {
+	return Result{Decision: Allow, Source: SourceSafeTool, Reason: fmt.Sprintf("%s is a read-only tool", k.c.name)}, k.safeTool()
+}
+
+// acceptEdits allows an edit whose every target lies inside the working
+// directory or an additional directory and is not protected, in the modes
+// that accept edits, when the policy does.
+func acceptEdits(_ context.Context, k *check) (Result, bool) {
+	w := k.c.edits
+	if !k.c.kind.IsEdit() || w.note() != "" || !k.acceptsEdits() {
+		return Result{}, false
+	}
+	return Result{Decision: Allow, Source: SourceAcceptEdits, Reason: "edit inside the project: " + truncate(strings.Join(w.resolved, ", "), 300)}, true
+}
+
+func shellAnalysis(_ context.Context, k *check) (Result, bool) {
+	return Result{Decision: Allow, Source: SourceCommandAnalysis, Reason: "read-only command"}, k.readOnlyCommand()
+}
+
+// allowRules speak about commands, not about the files they write: a
+// command that writes a protected file or outside the project, or an edit
+// of a protected path, is not theirs to allow.
+func allowRules(_ context.Context, k *check) (Result, bool) {
+	if k.c.edits.guarded() || k.c.writes.note() != "" {
+		return Result{}, false
+	}
+	mode := k.req.Mode
+	m := k.set.Allow(k.c.rc, k.env, mode == ModeAuto || mode == ModeUnspecified)
+	return Result{Decision: Allow, Source: SourceRule, MatchedRule: m.Rule.Text, Reason: fmt.Sprintf("allowed by rule %s", m.Rule.Text)}, m.OK
+}
+
+func modeAsks(_ context.Context, k *check) (Result, bool) {
+	mode := k.req.Mode
+	if mode != ModeDefault && mode != ModeAcceptEdits {
+		return Result{}, false
+	}
+	return Result{Decision: Ask, Source: SourceMode, Reason: withNotes(fmt.Sprintf("%s mode asks before %s", mode, k.c.name), k.notes())}, true
+}
+
+// classify asks the classifier, or the user when none is configured. It
+// fails closed: a classifier that fails or gives no decision never allows.
+func classify(ctx context.Context, k *check) (Result, bool) {
+	e := k.e
+	notes := k.notes()
+	if e.classifier == nil {
+		return Result{Decision: Ask, Source: SourceNoClassifier, Reason: withNotes("no local stage decided and no classifier is configured", notes)}, true
+	}
+	v, err := e.classifier.Classify(ctx, &ClassifyInput{Request: k.req, Kind: k.c.kind, Policy: k.p.name, Notes: notes})
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, true
+		}
+		why := truncate(err.Error(), 300)
+		var details *ClassifierDetails
+		if ce, ok := errors.AsType[*ClassifierError](err); ok {
+			details = ce.Details
+			if ce.Reason != "" {
+				why = ce.Reason
+			}
+		}
+		return Result{Decision: e.onUnavailable, Source: SourceClassifierUnavailable, Reason: "classifier failed, so the call is not allowed: " + why, Classifier: details}, true
+	}
+	src := SourceClassifier
+	if v.Cached {
+		src = SourceCache
+	}
+	switch v.Decision {
+	case Allow, Deny, Ask:
+		return Result{Decision: v.Decision, Source: src, Reason: v.Reason, Classifier: v.Details}, true
+	}
+	return Result{Decision: e.onUnavailable, Source: SourceClassifierUnavailable, Reason: "classifier failed, so the call is not allowed: it gave no decision", Classifier: v.Details}, true
+}
+
+// safeTool reports whether the call is a read-only tool (by kind or by the
+// policy's list) whose every read is proven.
+func (k *check) safeTool() bool {
+	return (k.c.kind.isSafe() || k.p.safe[k.c.name]) && k.c.unproven == ""
+}
+
+// readOnlyCommand reports whether the call is a shell command the shell
+// analysis found read-only, whose every read is proven.
+func (k *check) readOnlyCommand() bool {
+	return k.c.shell != nil && k.c.shell.ReadOnly && k.c.unproven == ""
+}
+
+// acceptsEdits reports whether the mode and the policy accept edits.
+func (k *check) acceptsEdits() bool { return k.modeAcceptsEdits() && k.p.acceptEdits }
+
+func (k *check) modeAcceptsEdits() bool {
+	m := k.req.Mode
+	return m == ModeUnspecified || m == ModeAuto || m == ModeAcceptEdits
+}
+
+// notes say why no local stage allowed the call; they reach the
+// classifier and the decision log.
+func (k *check) notes() []string {
+	c := k.c
+	var notes []string
+	if c.kind.IsEdit() {
+		switch n := c.edits.note(); {
+		case n != "":
+			notes = append(notes, n)
+		case !k.modeAcceptsEdits():
+			notes = append(notes, fmt.Sprintf("%s mode does not accept edits", k.req.Mode))
+		case !k.p.acceptEdits:
+			notes = append(notes, "accept-edits is off in this policy")
+		}
+	}
+	if n := c.writes.note(); n != "" {
+		notes = append(notes, n)
+	}
+	switch {
+	case c.shell != nil && (!c.shell.ReadOnly || c.unproven != ""):
+		notes = append(notes, "command not known to be read-only: "+truncate(shellWhy(c), 200))
+	case c.unproven != "":
+		notes = append(notes, c.unproven)
+	}
+	if c.kind == KindUnknown {
+		notes = append(notes, fmt.Sprintf("%s is not a known tool", c.name))
+	}
+	return notes
+}
+
+// shellWhy is why a shell command is not read-only or not proven safe.
+func shellWhy(c *call) string {
+	if !c.shell.ReadOnly {
+		return c.shell.Reason
+	}
+	return c.unproven
+}
+
+func withNotes(reason string, notes []string) string {
+	if len(notes) == 0 {
+		return reason
+	}
+	return reason + " (" + strings.Join(notes, "; ") + ")"
+}
+
+func planWhy(c *call) string {
+	switch {
+	case c.shell != nil:
+		return "the command is not known to be read-only: " + truncate(shellWhy(c), 200)
+	case c.unproven != "":
+		return c.unproven
+	}
+	return fmt.Sprintf("%s is not a read-only tool", c.name)
+}

@@ -65,9 +65,9 @@ func (k Kind) isSafe() bool {
 // near-miss must stay unknown rather than be guessed into a safe kind.
 //
 // Left out on purpose, so unknown (to the classifier, or ask):
-//   - Claude Code's KillShell and KillBash (stop a background process),
-//     Skill (runs a user- or project-defined skill: instructions, scripts,
-//     tools) and SlashCommand (runs a user- or project-defined command).
+//   - Claude Code's Skill (runs a user- or project-defined skill:
+//     instructions, scripts, tools) and SlashCommand (runs a user- or
+//     project-defined command).
 //   - Gemini CLI's save_memory (writes GEMINI.md memory, which steers later
 //     sessions), activate_skill (loads a skill and adds its directory to the
 //     workspace), invoke_agent (runs a subagent by name; a remote A2A
@@ -100,14 +100,18 @@ var builtinTools = map[string]Kind{
 	"TaskGet":             KindMetadata,
 	"TaskUpdate":          KindMetadata,
 	"TaskList":            KindMetadata,
-	"TaskStop":            KindMetadata,
-	"AskUserQuestion":     KindMetadata,
-	"EnterPlanMode":       KindMetadata,
-	"ExitPlanMode":        KindMetadata,
-	"TeamCreate":          KindMetadata,
-	"TeamDelete":          KindMetadata,
-	"SendMessage":         KindMetadata,
-	"Sleep":               KindMetadata,
+	// Stops one of this session's background tasks; KillShell and
+	// KillBash are its earlier names (permissionRuleParser.ts).
+	"TaskStop":        KindMetadata,
+	"KillShell":       KindMetadata,
+	"KillBash":        KindMetadata,
+	"AskUserQuestion": KindMetadata,
+	"EnterPlanMode":   KindMetadata,
+	"ExitPlanMode":    KindMetadata,
+	"TeamCreate":      KindMetadata,
+	"TeamDelete":      KindMetadata,
+	"SendMessage":     KindMetadata,
+	"Sleep":           KindMetadata,
 	// Launches a subagent; each of its tool calls goes through the same
 	// hooks and is checked on its own, and it cannot widen the session's
 	// permission mode (its mode input is ignored). Agent is the current

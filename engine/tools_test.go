@@ -54,8 +54,8 @@ func TestVocabularyBuiltins(t *testing.T) {
 }
 
 // Tools left out on purpose stay unknown: they run user- or
-// project-defined instructions, stop processes, steer later sessions, or
-// act where no hook sees them.
+// project-defined instructions, steer later sessions, or act where no hook
+// sees them.
 func TestVocabularyUnknownOnPurpose(t *testing.T) {
 	v, err := NewVocabulary(nil)
 	if err != nil {
@@ -63,7 +63,7 @@ func TestVocabularyUnknownOnPurpose(t *testing.T) {
 	}
 	for _, name := range []string{
 		// Claude Code.
-		"KillShell", "KillBash", "Skill", "SlashCommand",
+		"Skill", "SlashCommand",
 		// Gemini CLI.
 		"save_memory", "activate_skill", "invoke_agent", "get_internal_docs",
 	} {
@@ -268,8 +268,8 @@ func TestToolNamesThroughCheck(t *testing.T) {
 		{"Agent", tool("Agent", map[string]any{"description": "Find callers", "prompt": "Find all callers of NewServer", "subagent_type": "Explore"}), KindMetadata, allowSafe},
 		{"Task", tool("Task", map[string]any{"description": "Find callers", "prompt": "Find all callers of NewServer"}), KindMetadata, allowSafe},
 		{"update_topic", tool("update_topic", map[string]any{"title": "Fix the parser", "summary": "x"}), KindMetadata, allowSafe},
-		{"KillShell", tool("KillShell", map[string]any{"shell_id": "bash_1"}), KindUnknown, askNoClfWhy(notKnownNote)},
-		{"KillBash", tool("KillBash", map[string]any{"shell_id": "bash_1"}), KindUnknown, askNoClfWhy(notKnownNote)},
+		{"KillShell", tool("KillShell", map[string]any{"shell_id": "bash_1"}), KindMetadata, allowSafe},
+		{"KillBash", tool("KillBash", map[string]any{"shell_id": "bash_1"}), KindMetadata, allowSafe},
 		{"Skill", tool("Skill", map[string]any{"skill": "deploy"}), KindUnknown, askNoClfWhy(notKnownNote)},
 		{"SlashCommand", tool("SlashCommand", map[string]any{"command": "/deploy prod"}), KindUnknown, askNoClfWhy(notKnownNote)},
 		{"activate_skill", tool("activate_skill", map[string]any{"name": "deploy"}), KindUnknown, askNoClfWhy(notKnownNote)},

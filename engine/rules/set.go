@@ -100,7 +100,7 @@ type Call struct {
 	Tool string
 	// Kind is the tool's canonical kind: "shell", "read", "search", "edit",
 	// "write", "notebook_edit", "patch", "web_fetch", "web_search",
-	// "metadata" or "unknown".
+	// "metadata", "background_output" or "unknown".
 	Kind string
 	// Commands are every simple command of a shell call (may be empty),
 	// wrapped and substituted commands included.

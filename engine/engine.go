@@ -244,6 +244,25 @@ func (e *Engine) analyseRead(ctx context.Context, req *Request, p *policy, c *ca
 			c.unproven = rs.judge(base, literalDir(pat))
 		}
 	}
+	if c.unproven == "" && c.kind == KindRead {
+		// Gemini CLI's read_many_files reads what its include globs pick,
+		// below the working directory or wherever they point: a glob is a
+		// recursive read of its literal directory, a plain path a read.
+		includes, _ := in["include"].([]any)
+		if s, ok := in["include"].(string); ok {
+			includes = []any{s}
+		}
+		for _, v := range includes {
+			pat, _ := v.(string) // not a string: sensitiveFilter says so
+			switch {
+			case c.unproven != "" || pat == "":
+			case knowledge.HasMeta(pat):
+				c.unproven = rs.judgeTree(c.cwd, literalDir(pat), true, false)
+			default:
+				c.unproven = rs.judge(c.cwd, pat)
+			}
+		}
+	}
 	if c.unproven == "" {
 		if f := sensitiveFilter(in, e.home); f != "" {
 			c.unproven = "a file filter that can pick secret files: " + f

@@ -387,3 +387,43 @@ func TestRulesSeeThroughCd(t *testing.T) {
 		}
 	}
 }
+
+// TestReadManyFilesIncludes: Gemini CLI's read_many_files reads what its
+// include globs pick, so each is a read: a plain path a file read, a glob
+// a recursive read of its literal directory.
+func TestReadManyFilesIncludes(t *testing.T) {
+	l := newLayout(t)
+	for _, f := range []string{"sub/notes.md", "sub/deep/more.md", "keys/server.key", "keys/readme.md"} {
+		p := filepath.Join(l.app, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(l.outside, "a.md"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, nil, nil)
+	check := func(include any) Result {
+		return mustCheck(t, e, &Request{Tool: tool("read_many_files", map[string]any{"include": include}), WorkingDirectory: l.app, Mode: ModeAuto})
+	}
+	for _, inc := range []any{
+		[]any{"../outside/*.md"},
+		[]any{filepath.Join(l.outside, "a.md")},
+		[]any{"sub/*.md", "link/*.md"},
+		[]any{"keys/*.md"}, // the tree holds a key, whatever the filter picks
+		"../outside/a.md",
+		[]any{"/etc/*.conf"},
+	} {
+		if res := check(inc); res.Decision == Allow {
+			t.Errorf("include %v: allowed by %s (%s)", inc, res.Source, res.Reason)
+		}
+	}
+	for _, inc := range []any{[]any{"sub/*.md"}, []any{"sub/**/*.md"}, "main.go", []any{"sub/notes.md", "sub/deep/*.md"}} {
+		if res := check(inc); res.Decision != Allow {
+			t.Errorf("include %v: %s by %s (%s), want allow", inc, res.Decision, res.Source, res.Reason)
+		}
+	}
+}

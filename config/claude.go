@@ -73,7 +73,7 @@ func resolvePath(p, dir string) (string, error) {
 func readClaudeSettings(path string) (Permissions, AutoMode, error) {
 	var perms Permissions
 	var auto AutoMode
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return perms, auto, err
 	}

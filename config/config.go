@@ -39,7 +39,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -125,7 +124,7 @@ func Load(path string) (*Config, error) {
 }
 
 func load(path string, lookup func(string) (string, bool)) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}

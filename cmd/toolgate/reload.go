@@ -121,6 +121,8 @@ type reloader struct {
 	// classifier metrics); reloads counts reloads (nil: not counted).
 	clsOpts []classifier.Option
 	reloads *prometheus.CounterVec
+	// settle is the settle window; zero means settleWindow.
+	settle time.Duration
 
 	mu      sync.Mutex // serialises reloads
 	cur     *generation
@@ -133,24 +135,35 @@ type retiree struct {
 	timer *time.Timer
 }
 
-// quiet is how long the config files must be still before a change is
-// read: editors and Kubernetes write in several steps. maxSettle bounds
-// the wait when they never are.
+// quiet is how long the watched directories must be still before a
+// change is looked at: editors and Kubernetes write in several steps.
+// maxSettle bounds that wait when they never are.
 const (
 	quiet     = 100 * time.Millisecond
 	maxSettle = time.Second
 )
 
+// settleWindow is how long the config files must stay byte for byte
+// unchanged before a reload reads them, so that a file written in place,
+// slowly, is not loaded half written; maxSettleWait bounds how long a
+// reload waits for that before it gives up and keeps the running config.
+const (
+	settleWindow  = time.Second
+	maxSettleWait = 30 * time.Second
+)
+
 // reload re-reads the config. force reloads even when the files are
-// unchanged (SIGHUP).
-func (r *reloader) reload(trigger string, force bool) error {
+// unchanged (SIGHUP). It waits for the files to settle, and gives up when
+// ctx ends.
+func (r *reloader) reload(ctx context.Context, trigger string, force bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	sum, err := fingerprint(r.files(r.cur.cfg))
+	files := r.files(r.cur.cfg)
+	sum, err := fingerprint(files)
 	if err == nil && !force && sum == r.cur.sum {
 		return nil
 	}
-	err = r.swap(trigger, sum)
+	err = r.swap(ctx, trigger, files)
 	countReload(r.reloads, err)
 	if err != nil {
 		r.log.Error("config reload rejected; the running config stays", zap.String("trigger", trigger), zap.String("file", r.path), zap.Error(err))
@@ -159,10 +172,64 @@ func (r *reloader) reload(trigger string, force bool) error {
 	return nil
 }
 
-func (r *reloader) swap(trigger string, sum [sha256.Size]byte) error {
+// settled waits until the files have stayed unchanged for the settle
+// window and returns their fingerprint.
+func (r *reloader) settled(ctx context.Context, files []string) ([sha256.Size]byte, error) {
+	window := r.settle
+	if window == 0 {
+		window = settleWindow
+	}
+	sum, err := fingerprint(files)
+	if err != nil {
+		return sum, err
+	}
+	timer := time.NewTimer(window)
+	defer timer.Stop()
+	for waited := time.Duration(0); ; waited += window {
+		select {
+		case <-ctx.Done():
+			return sum, fmt.Errorf("waiting for the config files to settle: %w", context.Cause(ctx))
+		case <-timer.C:
+		}
+		next, err := fingerprint(files)
+		switch {
+		case err != nil:
+			return next, err
+		case next == sum:
+			return sum, nil
+		case waited >= maxSettleWait:
+			return next, fmt.Errorf("the config files were still changing after %s", maxSettleWait)
+		}
+		sum = next
+		timer.Reset(window)
+	}
+}
+
+// swap loads the config once its files have settled, and swaps the new
+// generation in when the files did not change while they were read.
+func (r *reloader) swap(ctx context.Context, trigger string, files []string) error {
+	sum, err := r.settled(ctx, files)
+	if err != nil {
+		return err
+	}
 	cfg, err := r.load()
 	if err != nil {
 		return err
+	}
+	if now := configFiles(r.path, cfg); !slices.Equal(now, files) {
+		// The new config imports other files: they must have settled too.
+		if _, err := r.settled(ctx, now); err != nil {
+			return err
+		}
+		if cfg, err = r.load(); err != nil {
+			return err
+		}
+		files = configFiles(r.path, cfg)
+		if sum, err = fingerprint(files); err != nil {
+			return err
+		}
+	} else if after, err := fingerprint(files); err != nil || after != sum {
+		return fmt.Errorf("the config files changed while they were read; the next change reloads (%v)", err)
 	}
 	if !reflect.DeepEqual(cfg.Server, r.cur.cfg.Server) {
 		r.log.Warn("server settings changed; they apply after a restart", zap.String("file", r.path))
@@ -220,7 +287,7 @@ func configFiles(path string, cfg *config.Config) []string {
 func fingerprint(files []string) ([sha256.Size]byte, error) {
 	h := sha256.New()
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := config.ReadFile(f)
 		if err != nil {
 			return [sha256.Size]byte{}, err
 		}
@@ -281,7 +348,7 @@ func (r *reloader) watch(fileWatch bool) (func(ctx context.Context), error) {
 					r.log.Warn("SIGHUP: no config file to reload (running the embedded default)")
 					continue
 				}
-				if r.reload("SIGHUP", true) == nil && w != nil {
+				if r.reload(ctx, "SIGHUP", true) == nil && w != nil {
 					r.rewatch(w)
 				}
 			case ev := <-events:
@@ -294,7 +361,7 @@ func (r *reloader) watch(fileWatch bool) (func(ctx context.Context), error) {
 				settle()
 			case <-timer.C:
 				pending = time.Time{}
-				if r.reload("file change", false) == nil {
+				if r.reload(ctx, "file change", false) == nil {
 					r.rewatch(w)
 				}
 			}

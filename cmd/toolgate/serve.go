@@ -181,7 +181,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	if *cfgPath != "" && *watch {
 		// A change made before the watcher started sent no event: look
 		// once now (nothing happens if the files are as they were read).
-		_ = rl.reload("start", false)
+		_ = rl.reload(watchCtx, "start", false)
 	}
 	metricsAddr, stopMetrics, err := startMetrics(cfg.Server.MetricsListen, metrics.reg, log)
 	if err != nil {

@@ -39,7 +39,9 @@ func accessLogUnary(log *zap.Logger) grpc.UnaryServerInterceptor {
 			return resp, err
 		}
 		level := zap.InfoLevel
-		if err == nil && info.FullMethod == pb.PermissionService_Check_FullMethodName {
+		if err == nil && info.FullMethod == pb.PermissionService_Check_FullMethodName || status.Code(err) == codes.Canceled {
+			// A cancelled call is the client's choice, and one line each
+			// would let a client flood the log.
 			level = zap.DebugLevel
 		}
 		ce := log.Check(level, "rpc")
@@ -71,6 +73,14 @@ func accessLogStream(log *zap.Logger) grpc.StreamServerInterceptor {
 		if quiet(info.FullMethod) {
 			return err
 		}
+		level := zap.InfoLevel
+		if status.Code(err) == codes.Canceled {
+			level = zap.DebugLevel
+		}
+		ce := log.Check(level, "rpc")
+		if ce == nil {
+			return err
+		}
 		fields := []zap.Field{
 			zap.String("method", info.FullMethod),
 			zap.Stringer("code", status.Code(err)),
@@ -79,7 +89,7 @@ func accessLogStream(log *zap.Logger) grpc.StreamServerInterceptor {
 		if err != nil {
 			fields = append(fields, zap.String("error", status.Convert(err).Message()))
 		}
-		log.Info("rpc", fields...)
+		ce.Write(fields...)
 		return err
 	}
 }

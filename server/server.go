@@ -62,8 +62,8 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 	rec := recovery.WithRecoveryHandlerContext(recoveryHandler(log))
 	// Recovery is innermost so that the access log sees the Internal code
 	// a panic turns into; auth sits between, so refusals are logged too.
-	unary := []grpc.UnaryServerInterceptor{accessLogUnary(log)}
-	stream := []grpc.StreamServerInterceptor{accessLogStream(log)}
+	unary := []grpc.UnaryServerInterceptor{accessLogUnary(log), decodeErrorsUnary}
+	stream := []grpc.StreamServerInterceptor{accessLogStream(log), decodeErrorsStream}
 	if m := o.metrics; m != nil {
 		// Outermost: RPCs are counted with the code the client sees.
 		unary = append([]grpc.UnaryServerInterceptor{m.grpc.UnaryServerInterceptor()}, unary...)
@@ -106,6 +106,7 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 		limits = append(limits, tracingOption(o.tracer))
 	}
 	gopts := append(append([]grpc.ServerOption{
+		grpc.ForceServerCodecV2(newDecodeCodec()),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 	}, limits...), o.grpc...)

@@ -30,6 +30,10 @@ type Config struct {
 	MaxStreamInFlight int `yaml:"max_stream_in_flight"`
 	// MaxTranscriptEntryBytes caps the text of one transcript entry.
 	MaxTranscriptEntryBytes int `yaml:"max_transcript_entry_bytes"`
+	// MaxHeldTranscriptBytes caps the transcripts all open streams hold
+	// together (encoded bytes): a transcript that would pass it is
+	// refused with RESOURCE_EXHAUSTED.
+	MaxHeldTranscriptBytes int `yaml:"max_held_transcript_bytes"`
 	// MaxRecvMsgBytes caps one message from a client; larger ones are
 	// refused with ResourceExhausted before they are decoded.
 	MaxRecvMsgBytes int `yaml:"max_recv_msg_bytes"`
@@ -94,6 +98,7 @@ func DefaultConfig() Config {
 		MaxTranscriptEntries:    500,
 		MaxStreamInFlight:       32,
 		MaxTranscriptEntryBytes: 64 << 10,
+		MaxHeldTranscriptBytes:  64 << 20,
 		MaxRecvMsgBytes:         4 << 20,
 		MaxConcurrentStreams:    256,
 		Keepalive: KeepaliveConfig{
@@ -125,6 +130,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxTranscriptEntries <= 0 {
 		errs = append(errs, fmt.Errorf("server.max_transcript_entries: must be positive, got %d", c.MaxTranscriptEntries))
+	}
+	if c.MaxHeldTranscriptBytes <= 0 {
+		errs = append(errs, fmt.Errorf("server.max_held_transcript_bytes: must be positive, got %d", c.MaxHeldTranscriptBytes))
 	}
 	if c.MaxTranscriptEntryBytes <= 0 {
 		errs = append(errs, fmt.Errorf("server.max_transcript_entry_bytes: must be positive, got %d", c.MaxTranscriptEntryBytes))

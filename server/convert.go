@@ -76,7 +76,7 @@ func (s *Service) toEngine(req *pb.CheckRequest) (*engine.Request, error) {
 	if n := len(req.GetTranscript()); n > s.cfg.MaxTranscriptEntries {
 		return nil, invalid("transcript has %d entries, over the limit of %d", n, s.cfg.MaxTranscriptEntries)
 	}
-	if err := s.checkEntries("transcript", req.GetTranscript()); err != nil {
+	if _, err := s.checkEntries("transcript", req.GetTranscript()); err != nil {
 		return nil, err
 	}
 	mode, ok := modeFromProto[req.GetMode()]
@@ -106,15 +106,18 @@ func (s *Service) toEngine(req *pb.CheckRequest) (*engine.Request, error) {
 	return out, nil
 }
 
-// checkEntries refuses transcript entries over the size limit; field
-// names the list in the error.
-func (s *Service) checkEntries(field string, entries []*pb.TranscriptEntry) error {
+// checkEntries refuses transcript entries over the size limit, and
+// returns the size of each; field names the list in the error.
+func (s *Service) checkEntries(field string, entries []*pb.TranscriptEntry) ([]int, error) {
+	sizes := make([]int, len(entries))
 	for i, e := range entries {
-		if n := len(e.GetText()) + proto.Size(e.GetToolCall()); n > s.cfg.MaxTranscriptEntryBytes {
-			return invalid("%s[%d] is %d bytes, over the limit of %d per entry", field, i, n, s.cfg.MaxTranscriptEntryBytes)
+		n := len(e.GetText()) + proto.Size(e.GetToolCall())
+		if n > s.cfg.MaxTranscriptEntryBytes {
+			return nil, invalid("%s[%d] is %d bytes, over the limit of %d per entry", field, i, n, s.cfg.MaxTranscriptEntryBytes)
 		}
+		sizes[i] = n
 	}
-	return nil
+	return sizes, nil
 }
 
 func toolToEngine(t *pb.ToolCall) engine.ToolCall {

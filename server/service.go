@@ -21,6 +21,9 @@ type Service struct {
 	log    *zap.Logger
 	audit  *zap.Logger // nil without an audit log
 	engine atomic.Pointer[engine.Engine]
+	// transcriptHeld is what all open streams' transcripts hold, in
+	// encoded bytes; bounded by cfg.MaxHeldTranscriptBytes.
+	transcriptHeld atomic.Int64
 
 	metrics *Metrics // nil: none
 
@@ -47,7 +50,7 @@ func newID() string { return rand.Text() }
 
 // Check decides one tool call.
 func (s *Service) Check(ctx context.Context, req *pb.CheckRequest) (*pb.CheckResponse, error) {
-	resp, err := s.decide(ctx, req)
+	resp, err := s.decide(ctx, req, nil)
 	if err != nil {
 		return nil, statusFromError(err).Err()
 	}
@@ -56,7 +59,8 @@ func (s *Service) Check(ctx context.Context, req *pb.CheckRequest) (*pb.CheckRes
 
 // decide validates, runs the engine, maps the answer and logs the decision.
 // The request_id is filled in on req when empty so callers can echo it.
-func (s *Service) decide(ctx context.Context, req *pb.CheckRequest) (*pb.CheckResponse, error) {
+// transcript is the stream's, used when the check sends none of its own.
+func (s *Service) decide(ctx context.Context, req *pb.CheckRequest, transcript []engine.TranscriptEntry) (*pb.CheckResponse, error) {
 	start := time.Now()
 	if req.GetRequestId() == "" {
 		req.RequestId = newID()
@@ -64,6 +68,9 @@ func (s *Service) decide(ctx context.Context, req *pb.CheckRequest) (*pb.CheckRe
 	ereq, err := s.toEngine(req)
 	if err != nil {
 		return nil, err
+	}
+	if len(ereq.Transcript) == 0 {
+		ereq.Transcript = transcript
 	}
 	res, err := s.engine.Load().Check(ctx, ereq)
 	if err != nil {

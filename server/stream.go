@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -11,14 +12,20 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 )
 
 // session is the state of one CheckStream: its defaults and transcript.
 // Only the receive loop touches it.
 type session struct {
-	ctx        *pb.SessionContext
-	transcript []*pb.TranscriptEntry
+	ctx *pb.SessionContext
+	// transcript is converted once, when it arrives: every later check
+	// shares it. sizes are the entries' encoded sizes, held their sum,
+	// counted against the server-wide MaxHeldTranscriptBytes.
+	transcript []engine.TranscriptEntry
+	sizes      []int
+	held       int
 	checked    bool // a check has arrived; a session context is too late
 	inFlight   map[string]bool
 	mu         sync.Mutex // guards inFlight, which workers clear
@@ -73,6 +80,7 @@ func (s *Service) CheckStream(stream pb.PermissionService_CheckStreamServer) err
 	}()
 
 	sess := &session{inFlight: map[string]bool{}}
+	defer func() { s.transcriptHeld.Add(-int64(sess.held)) }()
 	sem := make(chan struct{}, s.cfg.MaxStreamInFlight)
 	var workers sync.WaitGroup
 	var endErr error
@@ -138,14 +146,40 @@ func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.Chec
 		}
 	case *pb.CheckStreamRequest_Transcript:
 		entries := k.Transcript.GetEntries()
-		if err := s.checkEntries("transcript.entries", entries); err != nil {
+		sizes, err := s.checkEntries("transcript.entries", entries)
+		if err != nil {
 			itemErr("", codes.InvalidArgument, err.Error())
 			return true
 		}
-		sess.transcript = append(sess.transcript, entries...)
+		if len(entries) > s.cfg.MaxTranscriptEntries {
+			// Only the newest fit; the older ones would be dropped at once.
+			drop := len(entries) - s.cfg.MaxTranscriptEntries
+			entries, sizes = entries[drop:], sizes[drop:]
+		}
+		n := 0
+		for _, sz := range sizes {
+			n += sz
+		}
+		if !s.holdTranscript(n) {
+			itemErr("", codes.ResourceExhausted, fmt.Sprintf("the server holds %d bytes of stream transcripts, its limit (max_held_transcript_bytes); this one was not added: send a shorter transcript, or send it with each check", s.cfg.MaxHeldTranscriptBytes))
+			return true
+		}
+		for _, e := range entries {
+			sess.transcript = append(sess.transcript, transcriptToEngine(e))
+		}
+		sess.sizes = append(sess.sizes, sizes...)
+		sess.held += n
 		if over := len(sess.transcript) - s.cfg.MaxTranscriptEntries; over > 0 {
 			// Keep the newest entries: they are what the classifier reads.
+			// A new array, so that checks holding the old one keep it whole.
+			freed := 0
+			for _, sz := range sess.sizes[:over] {
+				freed += sz
+			}
 			sess.transcript = append(sess.transcript[:0:0], sess.transcript[over:]...)
+			sess.sizes = append(sess.sizes[:0:0], sess.sizes[over:]...)
+			sess.held -= freed
+			s.transcriptHeld.Add(-int64(freed))
 		}
 	case *pb.CheckStreamRequest_Check:
 		sess.checked = true
@@ -175,20 +209,22 @@ func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.Chec
 			sess.mu.Unlock()
 			return false
 		}
-		s.runCheck(ctx, sess, req, sem, workers, out)
+		// The transcript so far, as the check's own unless it sent one:
+		// later appends go past its length and never change it.
+		s.runCheck(ctx, sess, req, sess.transcript[:len(sess.transcript):len(sess.transcript)], sem, workers, out)
 	default:
 		itemErr("", codes.InvalidArgument, "empty stream message: set session, check or transcript")
 	}
 	return true
 }
 
-func (s *Service) runCheck(ctx context.Context, sess *session, req *pb.CheckRequest, sem chan struct{}, workers *sync.WaitGroup, out chan<- *pb.CheckStreamResponse) {
+func (s *Service) runCheck(ctx context.Context, sess *session, req *pb.CheckRequest, transcript []engine.TranscriptEntry, sem chan struct{}, workers *sync.WaitGroup, out chan<- *pb.CheckStreamResponse) {
 	workers.Add(1)
 	go func() {
 		defer workers.Done()
 		defer func() { <-sem }()
 		id := req.GetRequestId()
-		resp, err := s.decideRecovered(ctx, req)
+		resp, err := s.decideRecovered(ctx, req, transcript)
 		sess.mu.Lock()
 		delete(sess.inFlight, id)
 		sess.mu.Unlock()
@@ -214,24 +250,24 @@ func (s *Service) logItemError(id string, code codes.Code, msg string) {
 // decideRecovered is decide with a panic turned into Internal, as the
 // recovery interceptor does for unary calls: a stream's checks run on
 // goroutines of their own, which the interceptor does not cover.
-func (s *Service) decideRecovered(ctx context.Context, req *pb.CheckRequest) (resp *pb.CheckResponse, err error) {
+func (s *Service) decideRecovered(ctx context.Context, req *pb.CheckRequest, transcript []engine.TranscriptEntry) (resp *pb.CheckResponse, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			resp, err = nil, recoveryHandler(s.log)(ctx, p)
 		}
 	}()
-	return s.decide(ctx, req)
+	return s.decide(ctx, req, transcript)
 }
 
 // mergeSession fills what a check leaves empty from the session context.
 // Rules add up: the session's and the check's both apply.
 func (s *Service) mergeSession(sess *session, c *pb.CheckRequest) *pb.CheckRequest {
 	sc := sess.ctx
-	if sc == nil && len(sess.transcript) == 0 {
+	if sc == nil {
 		return c
 	}
 	req := proto.CloneOf(c)
-	if sc != nil {
+	{
 		if req.SessionId == "" {
 			req.SessionId = sc.GetSessionId()
 		}
@@ -255,9 +291,19 @@ func (s *Service) mergeSession(sess *session, c *pb.CheckRequest) *pb.CheckReque
 			}
 		}
 	}
-	if len(req.Transcript) == 0 && len(sess.transcript) > 0 {
-		// A copy: later appends must not race with this check.
-		req.Transcript = append([]*pb.TranscriptEntry(nil), sess.transcript...)
-	}
 	return req
+}
+
+// holdTranscript counts n more bytes of stream transcript against the
+// server-wide limit, or reports false when they would pass it.
+func (s *Service) holdTranscript(n int) bool {
+	for {
+		cur := s.transcriptHeld.Load()
+		if cur+int64(n) > int64(s.cfg.MaxHeldTranscriptBytes) {
+			return false
+		}
+		if s.transcriptHeld.CompareAndSwap(cur, cur+int64(n)) {
+			return true
+		}
+	}
 }

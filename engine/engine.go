@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -206,11 +207,11 @@ func (e *Engine) analyseRead(ctx context.Context, req *Request, p *policy, c *ca
 	if uri, present := in["uri"]; present {
 		// An MCP resource read: a file:// URI is a read of that file;
 		// any other resource is the MCP server's to serve, unknown here.
-		s, isStr := uri.(string)
-		if rest, isFile := strings.CutPrefix(s, "file://"); isStr && isFile && strings.HasPrefix(rest, "/") {
-			targets = append(targets, rest)
+		s, _ := uri.(string)
+		if p, ok := fileURIPath(s); ok {
+			targets = append(targets, p)
 		} else if c.unproven == "" {
-			c.unproven = "a resource that is not a file:// URI"
+			c.unproven = "a resource that is not a plain file:// URI"
 		}
 	}
 	if len(targets) == 0 && c.kind == KindSearch && c.cwd != "" {
@@ -385,6 +386,18 @@ func (e *Engine) shellWrites(req *Request, p *policy, dir string, writes []strin
 		w.broad = fmt.Sprintf("the project directory %s is a home directory or above", truncate(r, 200))
 	}
 	return w
+}
+
+// fileURIPath returns the file a file:// URI names, decoded as an MCP
+// server would decode it (%2E%2E is ..), or false for any other URI or
+// one with a host, query or fragment, whose meaning is the server's.
+func fileURIPath(s string) (string, bool) {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "file" || u.Opaque != "" || (u.Host != "" && u.Host != "localhost") ||
+		u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || !strings.HasPrefix(u.Path, "/") || strings.ContainsRune(u.Path, 0) {
+		return "", false
+	}
+	return u.Path, true
 }
 
 // broadRoot returns the first project directory that is a home directory,

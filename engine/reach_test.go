@@ -3,6 +3,7 @@ package engine
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -424,6 +425,46 @@ func TestReadManyFilesIncludes(t *testing.T) {
 	for _, inc := range []any{[]any{"sub/*.md"}, []any{"sub/**/*.md"}, "main.go", []any{"sub/notes.md", "sub/deep/*.md"}} {
 		if res := check(inc); res.Decision != Allow {
 			t.Errorf("include %v: %s by %s (%s), want allow", inc, res.Decision, res.Source, res.Reason)
+		}
+	}
+}
+
+// TestMCPFileURIs: an MCP resource read of a file:// URI is a read of the
+// file the URI names once decoded, as the MCP server decodes it; any
+// other URI is the server's to interpret and never local.
+func TestMCPFileURIs(t *testing.T) {
+	l := newLayout(t)
+	e := newEngine(t, nil, nil)
+	check := func(uri string) Result {
+		return mustCheck(t, e, &Request{Tool: tool("ReadMcpResourceTool", map[string]any{"server": "fs", "uri": uri}), WorkingDirectory: l.app, Mode: ModeAuto})
+	}
+	esc := strings.ReplaceAll(l.app, "/", "%2F")
+	for _, uri := range []string{
+		"file://" + l.app + "/sub/%2E%2E/%2E%2E/outside/x",
+		"file://" + l.app + "/%2e%2e/outside/x",
+		"file://" + l.app + "/link/x",
+		"file:///proc/self/environ",
+		"file://" + l.app + "%2F..%2Foutside%2Fx",
+		"file://evil.example" + l.app + "/main.go",
+		"file://" + l.app + "/main.go?raw=1",
+		"file://" + l.app + "/main.go#x",
+		"file://" + l.app + "/main.go%00.txt",
+		"docs://readme",
+		"",
+	} {
+		if res := check(uri); res.Decision == Allow {
+			t.Errorf("%s: allowed by %s (%s)", uri, res.Source, res.Reason)
+		}
+	}
+	for _, uri := range []string{
+		"file://" + l.app + "/main.go",
+		"file://localhost" + l.app + "/main.go",
+		"file:" + l.app + "/main.go", // RFC 8089's short form
+		"file://" + l.app + "/sub/%2E%2E/main.go",
+		"file://" + strings.Replace(esc, "%2F", "/", 1),
+	} {
+		if res := check(uri); res.Decision != Allow {
+			t.Errorf("%s: %s by %s (%s), want allow", uri, res.Decision, res.Source, res.Reason)
 		}
 	}
 }

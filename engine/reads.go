@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine/knowledge"
 	"github.com/toolgate/toolgate/engine/pathcheck"
+	"github.com/toolgate/toolgate/engine/shell"
 )
 
 // Bounds on the file-system work one check may do to prove reads safe.
@@ -206,13 +207,66 @@ func readDirNames(dir string) ([]string, error) {
 	return names, nil
 }
 
-// judgeTree judges a recursive content search rooted at raw: the root is a
-// read, and the tree below it must hold no secret-shaped name the search
-// would read (hidden ones only when the search includes hidden files), nor
-// a link when the search follows links. The walk is bounded in entries and
-// by the check's context; anything it cannot read refuses, since the agent
-// may read what the server cannot.
+// treeWalk says what a recursive read reads below its root.
+type treeWalk struct {
+	hidden bool // hidden entries are read
+	follow bool // links are followed (or read through): any link refuses
+	// skipDirs are globs of directory names the search does not enter
+	// (grep --exclude-dir, rg -g '!name'); a directory is skipped only
+	// when one surely matches its name (knowledge.NameMatch).
+	skipDirs []string
+	// names, when set, are globs one of which a file's name matches for
+	// the search to read it (grep --include, find -name before -exec);
+	// a file is left out only when none may match.
+	names []string
+}
+
+// skips reports whether the search surely does not enter directory name.
+func (w *treeWalk) skips(name string) bool {
+	for _, g := range w.skipDirs {
+		if m, ok := knowledge.NameMatch(g, name); ok && m {
+			return true
+		}
+	}
+	return false
+}
+
+// reads reports whether the search may read the file name.
+func (w *treeWalk) reads(name string) bool {
+	if w.names == nil {
+		return true
+	}
+	for _, g := range w.names {
+		if m, ok := knowledge.NameMatch(g, name); m || !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// judgeTree judges a recursive content search rooted at raw that reads
+// every file below it (hidden ones when hidden), following links when
+// follow; see walkTree.
 func (rs *readScope) judgeTree(dir, raw string, hidden, follow bool) string {
+	return rs.walkTree(dir, raw, treeWalk{hidden: hidden, follow: follow})
+}
+
+// judgeShellTree judges a tree a shell command reads (shell.Tree), with
+// the directories it skips and the file names it keeps.
+func (rs *readScope) judgeShellTree(dir string, t shell.Tree) string {
+	return rs.walkTree(dir, t.Path, treeWalk{hidden: t.Hidden, follow: t.Follow, skipDirs: t.SkipDirs, names: t.Names})
+}
+
+// walkTree judges a recursive read rooted at raw: the root is a read, and
+// the tree below it must hold no secret-shaped name the search would read
+// (hidden ones only when the search includes hidden files, files only
+// when their name passes the search's name filter), nor a link when the
+// search follows links. A repository's .git counts as secret, its config
+// may hold tokens: with no name filter the search may not enter one, nor
+// a secret directory; with one, no file it keeps may lie in them. The walk
+// is bounded in entries and by the check's context; anything it cannot read
+// refuses, since the agent may read what the server cannot.
+func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 	p, why := rs.place(dir, raw)
 	switch {
 	case why != "":
@@ -224,21 +278,28 @@ func (rs *readScope) judgeTree(dir, raw string, hidden, follow bool) string {
 	if why != "" {
 		return why
 	}
+	if inGitDir(p) || inGitDir(root) {
+		return fmt.Sprintf("searches %s, inside a repository's .git, whose config may hold tokens", truncate(raw, 200))
+	}
 	switch fi, err := os.Lstat(root); {
 	case errors.Is(err, fs.ErrNotExist):
 		return "" // nothing there to read
 	case err == nil && !fi.IsDir():
 		return "" // a file, judged above
 	}
+	type walkDir struct {
+		path   string
+		secret bool // inside .git or a secret directory
+	}
 	n := 0
-	stack := []string{root}
+	stack := []walkDir{{path: root}}
 	for len(stack) > 0 {
 		d := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if err := rs.ctx.Err(); err != nil {
 			return "the check's deadline passed before the search's tree was checked"
 		}
-		f, err := os.Open(d)
+		f, err := os.Open(d.path)
 		if err != nil {
 			return fmt.Sprintf("searches %s, whose tree cannot be read here (%v)", truncate(raw, 200), err)
 		}
@@ -252,22 +313,39 @@ func (rs *readScope) judgeTree(dir, raw string, hidden, follow bool) string {
 		}
 		for _, e := range entries {
 			name := e.Name()
-			if !hidden && strings.HasPrefix(name, ".") {
+			if !w.hidden && strings.HasPrefix(name, ".") {
 				continue
 			}
-			path := d + "/" + name
+			path := d.path + "/" + name
+			isDir := e.IsDir()
+			// .git holds the repository's config, which may carry tokens.
+			secretDir := isDir && (knowledge.Fold(name) == ".git" || knowledge.SecretPath(name, ""))
 			switch {
-			case knowledge.SecretPath(name, "") || name == ".git" && e.IsDir():
-				// .git holds the repository's config, which may carry tokens.
-				return fmt.Sprintf("searches %s, which holds %s, a file that may hold secrets", truncate(raw, 200), truncate(path, 200))
-			case e.Type()&fs.ModeSymlink != 0 && follow:
+			case isDir && w.skips(name):
+				continue
+			case e.Type()&fs.ModeSymlink != 0 && w.follow:
 				return fmt.Sprintf("searches %s following links, and %s is one", truncate(raw, 200), truncate(path, 200))
-			case e.IsDir():
-				stack = append(stack, path)
+			case w.names == nil && (secretDir || knowledge.SecretPath(name, "")):
+				return fmt.Sprintf("searches %s, which holds %s, a file that may hold secrets", truncate(raw, 200), truncate(path, 200))
+			case w.names != nil && w.reads(name) && (d.secret || secretDir || knowledge.SecretPath(name, "")):
+				return fmt.Sprintf("searches %s, which holds %s, a file that may hold secrets and that the search reads", truncate(raw, 200), truncate(path, 200))
+			case isDir:
+				stack = append(stack, walkDir{path: path, secret: d.secret || secretDir})
 			}
 		}
 	}
 	return ""
+}
+
+// inGitDir reports whether a component of p is a repository's .git
+// directory (folded: on a case-insensitive file system .GIT is .git).
+func inGitDir(p string) bool {
+	for _, c := range strings.Split(p, "/") {
+		if knowledge.Fold(c) == ".git" {
+			return true
+		}
+	}
+	return false
 }
 
 // expandHome expands a leading ~ or $HOME when the home is known.

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/engine/shell"
 )
 
 // TestReadsJudgedOnTheFileSystem covers what only the file system shows:
@@ -59,5 +61,86 @@ func TestReadsJudgedOnTheFileSystem(t *testing.T) {
 	// The Grep tool is ripgrep with its defaults: hidden files are skipped.
 	if res := mustCheck(t, e, &Request{Tool: tool("Grep", map[string]any{"pattern": "TOKEN", "path": "conf"}), WorkingDirectory: project}); res.Decision != Allow {
 		t.Errorf("Grep conf: %s %q, want allowed", res.Decision, res.Reason)
+	}
+}
+
+// TestShellTreesSkipAndKeep judges the trees shell searches read with
+// what they skip (grep --exclude-dir, rg -g '!NAME') and the file names
+// they keep (grep --include): only what the program surely leaves out is
+// left unjudged, and a repository's .git is never searched into.
+func TestShellTreesSkipAndKeep(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := filepath.Join(base, "project")
+	for f, body := range map[string]string{
+		".git/config": "[remote \"o\"]\n\turl = https://x:TOKEN@host/r", ".git/HEAD": "ref: refs/heads/main",
+		"node_modules/pkg/.env": "K=v", "src/a.js": "a", "src/b.go": "b", "dist/secrets/k.rst": "k", "conf/.env": "K=v",
+		"conf/app.yaml": "a: 1",
+	} {
+		p := filepath.Join(project, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs := &readScope{ctx: t.Context(), dirs: []string{project}}
+	judge := func(cmd string) string {
+		a := shell.Analyze(cmd)
+		if !a.ReadOnly {
+			return "not read-only: " + a.Reason
+		}
+		for _, tr := range a.Trees {
+			if why := rs.judgeShellTree(project, tr); why != "" {
+				return why
+			}
+		}
+		return ""
+	}
+	const skipRest = " --exclude-dir=node_modules --exclude-dir=conf --exclude-dir=dist"
+	for cmd, want := range map[string]string{
+		"grep -r x .":                                        "/.git",
+		"grep -r x --exclude-dir=.git .":                     ".env",
+		"grep -r x --exclude-dir=.GIT" + skipRest + " .":     "/.git",
+		"grep -r x --exclude-dir='[.]git'" + skipRest + " .": "/.git",
+		"grep -r x --exclude-dir='\\.git'" + skipRest + " .": "/.git",
+		"grep -r x --exclude-dir=.git/x" + skipRest + " .":   "/.git",
+		// The root is not skipped, though grep would skip it.
+		"grep -r x --exclude-dir=conf conf":                 "conf/.env",
+		"grep -r x --include='*.rst' .":                     "dist/secrets/k.rst",
+		"grep -r x --include=HEAD .":                        ".git/HEAD",
+		"grep -r x --include='*.txt' .":                     "picks secret files",
+		"grep -r x --include=config .":                      ".git/config",
+		"grep -r x --include='*' .":                         "picks secret files",
+		"grep -r x --include='*.js' --exclude='*.min.js' .": "may hold secrets",
+		"grep -r x --include='[.]env' .":                    "picks secret files",
+		"grep -r x --include='*.js' .git":                   "inside a repository's .git",
+		"grep -r x .git":                                    "inside a repository's .git",
+		"grep -r x src/../.git":                             "inside a repository's .git",
+		"grep -r x ./.git/":                                 "inside a repository's .git",
+		"rg --hidden x -g '!.git'":                          ".env",
+		"rg --hidden x -g '!.git' -g '!node_modules' -g '!conf' -g '!dist' -g '*.go'": "/.git",
+	} {
+		if why := judge(cmd); !strings.Contains(why, want) {
+			t.Errorf("%s: %q, want a refusal naming %q", cmd, why, want)
+		}
+	}
+	for _, cmd := range []string{
+		"grep -r x --exclude-dir=.git" + skipRest + " .",
+		"grep -r x --exclude-dir=.git/" + skipRest + " .",
+		"grep -r x --exclude-dir .git --exclude-dir node_modules --exclude-dir=conf --exclude-dir=dist .",
+		"grep -r x --exclude-dir='.g?t'" + skipRest + " .",
+		"grep -r x --exclude-dir='.g*'" + skipRest + " .",
+		"grep -rn x --include='*.js' --include='*.go' .",
+		"grep -rn x --include='*.yaml' --exclude-dir=.git .",
+		"rg --hidden x -g '!.git' -g '!node_modules' -g '!conf' -g '!dist/'",
+		"rg x src",
+	} {
+		if why := judge(cmd); why != "" {
+			t.Errorf("%s: %q, want allowed", cmd, why)
+		}
 	}
 }

@@ -265,3 +265,37 @@ func compMatch(c, want string) bool {
 	m, ok := Match(c, want)
 	return m || !ok
 }
+
+// NameMatch reports whether the glob g matches the file name the way
+// fnmatch(3) without flags does, which is how GNU grep matches the base
+// names of what it meets against --exclude-dir and --include globs, and
+// how find matches -name: '*' and '?' match any characters, a leading dot
+// included, and case counts. Unlike Match, it folds nothing: it answers
+// "does the program surely treat this name as matching, or surely not?",
+// which a walk needs in both directions, to skip what a search skips and
+// to judge what it reads.
+//
+// Only '*', '?' and plain ASCII characters other than '/' are read. ok is
+// false for any other syntax (bracket sets, backslashes, a slash,
+// non-ASCII bytes, an empty glob), and for '?' against a name with
+// non-ASCII bytes, since fnmatch matches the locale's characters, not
+// bytes: callers must then assume either answer.
+func NameMatch(g, name string) (matched, ok bool) {
+	if g == "" {
+		return false, false
+	}
+	for i := 0; i < len(g); i++ {
+		switch c := g[i]; {
+		case c == '[' || c == '\\' || c == '/' || c >= 0x80:
+			return false, false
+		case c == '?':
+			for j := 0; j < len(name); j++ {
+				if name[j] >= 0x80 {
+					return false, false
+				}
+			}
+		}
+	}
+	m, _ := match(g, name)
+	return m, true
+}

@@ -75,6 +75,9 @@ type popt struct {
 	name string // "n", "lines", or "#" for -NUM
 	val  string
 	has  bool // a value was given
+	// glob: the word holding the value has an unquoted glob
+	// metacharacter, so bash may replace it with file names first.
+	glob bool
 }
 
 // parsedArgs is a command's arguments split into options and operands.
@@ -101,6 +104,24 @@ func (pa *parsedArgs) values(names ...string) []string {
 	for _, o := range pa.opts {
 		for _, n := range names {
 			if o.name == n && o.has {
+				vs = append(vs, o.val)
+			}
+		}
+	}
+	return vs
+}
+
+// staticValues returns the values given to any of the named options
+// that bash passes as written: not those in words with an unquoted glob,
+// which bash may replace with file names.
+func (pa *parsedArgs) staticValues(names ...string) []string {
+	var vs []string
+	for _, o := range pa.opts {
+		if !o.has || o.glob {
+			continue
+		}
+		for _, n := range names {
+			if o.name == n {
 				vs = append(vs, o.val)
 			}
 		}
@@ -148,11 +169,13 @@ func parseGNU(o, wo *optset, args []wordInfo, posix, safeOpts bool) (parsedArgs,
 			dd = dd || posix
 			continue
 		}
+		glob := w.glob
 		next := func() (string, bool) {
 			if i+1 >= len(args) {
 				return "", false
 			}
 			i++
+			glob = args[i].glob
 			return args[i].val, true
 		}
 		if v[1] == '-' {
@@ -197,7 +220,7 @@ func parseGNU(o, wo *optset, args []wordInfo, posix, safeOpts bool) (parsedArgs,
 				}
 				val, eq = n1, true
 			}
-			pa.opts = append(pa.opts, popt{name: name, val: val, has: eq})
+			pa.opts = append(pa.opts, popt{name: name, val: val, has: eq, glob: glob})
 			continue
 		}
 		if o.numeric && allDigits(v[1:]) {
@@ -241,7 +264,7 @@ func parseGNU(o, wo *optset, args []wordInfo, posix, safeOpts bool) (parsedArgs,
 					val, has = next()
 				}
 			}
-			pa.opts = append(pa.opts, popt{name: name, val: val, has: has})
+			pa.opts = append(pa.opts, popt{name: name, val: val, has: has, glob: glob})
 			break
 		}
 	}

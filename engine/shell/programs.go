@@ -265,7 +265,21 @@ func checkGrep(iv *invocation) string {
 		if why := iv.secretFilters("include"); why != "" {
 			return why
 		}
-		return iv.recursiveRoots(iv.files, Tree{Hidden: true, Follow: iv.pa.has("R", "dereference-recursive")})
+		t := Tree{Hidden: true, Follow: iv.pa.has("R", "dereference-recursive")}
+		// GNU grep matches --exclude-dir against the base name of each
+		// directory it meets, ignoring trailing slashes in the glob.
+		for _, g := range iv.pa.staticValues("exclude-dir") {
+			if g = strings.TrimRight(g, "/"); g != "" {
+				t.SkipDirs = append(t.SkipDirs, g)
+			}
+		}
+		// With --include alone a file is read only when its base name
+		// matches one; once --exclude joins in, the first and last
+		// matching options decide, which a name list does not say.
+		if !iv.pa.has("exclude", "exclude-from") {
+			t.Names = iv.pa.values("include")
+		}
+		return iv.recursiveRoots(iv.files, t)
 	}
 	return ""
 }
@@ -309,7 +323,30 @@ func checkRg(iv *invocation) string {
 		}
 	}
 	hidden = hidden || us >= 2
-	return iv.recursiveRoots(iv.files, Tree{Hidden: hidden, Follow: iv.pa.has("L", "follow")})
+	return iv.recursiveRoots(iv.files, Tree{Hidden: hidden, Follow: iv.pa.has("L", "follow"), SkipDirs: rgSkipDirs(iv)})
+}
+
+// rgSkipDirs returns the directory names ripgrep's -g '!NAME' and
+// -g '!NAME/' globs keep it out of. A glob without a slash is matched, as
+// in gitignore, against the base name at every depth; a later glob that
+// matches overrides an earlier one, so any glob that is not such an
+// exclusion (a whitelist -g '*', a path, a wildcard) leaves nothing
+// skipped. Case-insensitive globs (--iglob) skip more than the name
+// itself, never less.
+func rgSkipDirs(iv *invocation) []string {
+	var dirs []string
+	for _, o := range iv.pa.opts {
+		if o.name != "g" && o.name != "glob" && o.name != "iglob" {
+			continue
+		}
+		name, neg := strings.CutPrefix(o.val, "!")
+		name = strings.TrimSuffix(name, "/")
+		if !neg || o.glob || name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/*?[]{}\\!") {
+			return nil
+		}
+		dirs = append(dirs, name)
+	}
+	return dirs
 }
 
 func checkDiff(iv *invocation) string {

@@ -91,8 +91,19 @@ type Tree struct {
 	// (grep -r, rg --hidden or -uu, diff -r); ripgrep's default skips them.
 	Hidden bool
 	// Follow is set when the search follows symbolic links below the root
-	// (grep -R, rg -L, diff -r), which may lead anywhere.
+	// (grep -R, rg -L, diff -r), which may lead anywhere, or reads the
+	// files they name (what find hands to -exec).
 	Follow bool
+	// SkipDirs are globs of directory names the search does not enter
+	// (grep --exclude-dir, rg -g '!name'), as the program matches them:
+	// fnmatch(3) without flags on the base name (knowledge.NameMatch).
+	// The root itself is never skipped. Ignoring them judges more.
+	SkipDirs []string
+	// Names, when set, are globs of file names, also in fnmatch's reading:
+	// the search reads only files whose name matches one of them (grep
+	// --include, find -name before -exec or -print0). Directories are
+	// entered whatever their name. Ignoring them judges more.
+	Names []string
 }
 
 // Analysis is the verdict on one command line.

@@ -1,0 +1,64 @@
+package shell
+
+import (
+	"reflect"
+	"testing"
+)
+
+// TestTrees checks the trees recursive searches read: the directories
+// they skip and the file names they keep are only what the program surely
+// skips and keeps.
+func TestTrees(t *testing.T) {
+	tests := []struct {
+		line string
+		want []Tree
+	}{
+		{"grep -r x .", []Tree{{Path: ".", Hidden: true}}},
+		{"grep -R x src", []Tree{{Path: "src", Hidden: true, Follow: true}}},
+		// --exclude-dir, with or without =, trailing slashes ignored as
+		// grep ignores them.
+		{"grep -r x --exclude-dir=.git --exclude-dir=node_modules .", []Tree{{Path: ".", Hidden: true, SkipDirs: []string{".git", "node_modules"}}}},
+		{"grep -rn x --exclude-dir .git .", []Tree{{Path: ".", Hidden: true, SkipDirs: []string{".git"}}}},
+		{"grep -r x --exclude-dir=.git/ --exclude-dir=dist// .", []Tree{{Path: ".", Hidden: true, SkipDirs: []string{".git", "dist"}}}},
+		{"grep -r x --exclude-dir='*.egg-info' .", []Tree{{Path: ".", Hidden: true, SkipDirs: []string{"*.egg-info"}}}},
+		{"grep -r x --exclude-dir=/ .", []Tree{{Path: ".", Hidden: true}}},
+		// An unquoted glob is expanded by bash first: a file named
+		// --exclude-dir=foo would make grep skip only foo.
+		{"grep -r x --exclude-dir=* .", []Tree{{Path: ".", Hidden: true}}},
+		{"grep -r x --exclude-dir node* .", []Tree{{Path: ".", Hidden: true}}},
+		// After --, and as -e's value, it is no option.
+		{"grep -r x -- --exclude-dir=.git .", []Tree{{Path: "--exclude-dir=.git", Hidden: true}, {Path: ".", Hidden: true}}},
+		{"grep -r -e --exclude-dir=.git .", []Tree{{Path: ".", Hidden: true}}},
+		// --include keeps file names, unless --exclude joins in.
+		{"grep -rn x --include='*.js' --include=*.ts .", []Tree{{Path: ".", Hidden: true, Names: []string{"*.js", "*.ts"}}}},
+		{"grep -rn x --include='*.js' --exclude='*.min.js' .", []Tree{{Path: ".", Hidden: true}}},
+		{"grep -rn x --exclude='*.min.js' --include='*.js' .", []Tree{{Path: ".", Hidden: true}}},
+		{"grep -rn x --include='*.js' --exclude-from=ex .", []Tree{{Path: ".", Hidden: true}}},
+		{"grep -rn x --include='*.go' --exclude-dir=vendor src", []Tree{{Path: "src", Hidden: true, SkipDirs: []string{"vendor"}, Names: []string{"*.go"}}}},
+		// Not recursive: no tree, the excluded directory means nothing.
+		{"grep x --exclude-dir=.git f", nil},
+		// ripgrep: -g '!NAME' and '!NAME/' skip directories named NAME,
+		// only when every glob is such an exclusion.
+		{"rg --hidden x -g '!.git' -g '!node_modules/'", []Tree{{Path: ".", Hidden: true, SkipDirs: []string{".git", "node_modules"}}}},
+		{"rg -uu x --glob='!.git' src", []Tree{{Path: "src", Hidden: true, SkipDirs: []string{".git"}}}},
+		{"rg --hidden x --iglob '!.git'", []Tree{{Path: ".", Hidden: true, SkipDirs: []string{".git"}}}},
+		{"rg --hidden x -g '!.git' -g '*.go'", []Tree{{Path: ".", Hidden: true}}},
+		{"rg --hidden x -g '*.go' -g '!.git'", []Tree{{Path: ".", Hidden: true}}},
+		{"rg --hidden x -g '!/.git'", []Tree{{Path: ".", Hidden: true}}},
+		{"rg --hidden x -g '!.g*'", []Tree{{Path: ".", Hidden: true}}},
+		{"rg --hidden x -g '!a/.git'", []Tree{{Path: ".", Hidden: true}}},
+		{"rg --hidden x -g '!{.git,x}'", []Tree{{Path: ".", Hidden: true}}},
+		{"rg --hidden x -g '!\\.git'", []Tree{{Path: ".", Hidden: true}}},
+		{"rg --hidden x -g '!'", []Tree{{Path: ".", Hidden: true}}},
+	}
+	for _, tt := range tests {
+		a := Analyze(tt.line)
+		if !a.ReadOnly {
+			t.Errorf("Analyze(%q): not read-only (%s)", tt.line, a.Reason)
+			continue
+		}
+		if !reflect.DeepEqual(a.Trees, tt.want) {
+			t.Errorf("Analyze(%q).Trees = %+v, want %+v", tt.line, a.Trees, tt.want)
+		}
+	}
+}

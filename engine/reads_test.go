@@ -144,3 +144,27 @@ func TestShellTreesSkipAndKeep(t *testing.T) {
 		}
 	}
 }
+
+// TestGitReadsOfFiles: git commands that print a file, or its lines in
+// error messages, read it.
+func TestGitReadsOfFiles(t *testing.T) {
+	e := newEngine(t, nil, nil)
+	project := t.TempDir()
+	check := func(cmd string) Result {
+		return mustCheck(t, e, &Request{Tool: bashCmd(cmd), WorkingDirectory: project})
+	}
+	for _, cmd := range []string{
+		"git blame .env", "git blame HEAD -- config/.env", "git blame -S .env main.go", "git blame --ignore-revs-file=.env main.go",
+		"git blame --ignore-revs-file .env main.go", "git log -L1,5:.env", "git log -L '/API_KEY/,+2:config/.env'",
+		"git log -L :main:.env", "git show -L1,2:.env HEAD",
+	} {
+		if res := check(cmd); res.Decision == Allow {
+			t.Errorf("%s: allowed, want not", cmd)
+		}
+	}
+	for _, cmd := range []string{"git blame main.go", "git blame -L 10,20 main.go", "git log -L1,5:main.go", "git log -L :main:main.go"} {
+		if res := check(cmd); res.Decision != Allow {
+			t.Errorf("%s: %s %q, want allowed", cmd, res.Decision, res.Reason)
+		}
+	}
+}

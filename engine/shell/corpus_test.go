@@ -469,6 +469,11 @@ func TestAnalysisDetails(t *testing.T) {
 		{line: "sort -o sorted.txt in.txt", writes: []string{"sorted.txt"}},
 		{line: "ls | xargs -I{} echo {}", argv: [][]string{{"ls"}, {"echo", "{}"}}, dyn: []bool{false, true}},
 		{line: "find . | xargs grep x", argv: [][]string{{"find", "."}, {"grep", "x"}}},
+		// git blame prints its file; its error messages print the lines
+		// of -S and --ignore-revs-file files; git log -L prints lines of
+		// the file after the range, wherever the range ends.
+		{line: "git blame -S revs --ignore-revs-file=ign -- f.go", reads: []string{"f.go", "revs", "ign"}},
+		{line: "git log -L1,5:a.go -L '/x:y/,+2:b.go' -- c.go", reads: []string{"c.go", "a.go", "y/,+2:b.go", "b.go"}},
 	}
 	for _, tt := range tests {
 		a := Analyze(tt.line)

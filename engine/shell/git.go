@@ -37,8 +37,26 @@ var gitLog = &spec{opts: gitDiffOpts + gitLogOpts, writeOpts: "output:", reads: 
 	if why := gitPrettyOpts(iv); why != "" {
 		return why
 	}
-	return gitObjectReads(iv)
+	gitObjectReads(iv)
+	iv.files = append(iv.files, lineLogFiles(iv.pa.values("L"))...)
+	return ""
 }}
+
+// lineLogFiles returns the files git log -L RANGE:FILE and -L
+// :FUNCNAME:FILE print lines of. Where the range ends depends on its
+// syntax (a /regex/ may hold a colon), so every text after a colon is
+// taken for the file.
+func lineLogFiles(vals []string) []wordInfo {
+	var out []wordInfo
+	for _, v := range vals {
+		for i := 0; i < len(v); i++ {
+			if v[i] == ':' && i+1 < len(v) {
+				out = append(out, wordInfo{val: v[i+1:], cred: v[i+1:], glob: hasGlobMeta(v[i+1:])})
+			}
+		}
+	}
+	return out
+}
 
 var gitSpec = &spec{
 	names: "git",
@@ -59,9 +77,17 @@ var gitSpec = &spec{
 		"rev-list": gitLog,
 		// --no-index compares files outside the repository: not listed.
 		"diff": {opts: gitDiffOpts + "cached staged merge-base base ours theirs", writeOpts: "output:", reads: readCustom, check: gitObjectReads},
+		// blame prints its file, and error messages print the lines of
+		// the files -S and --ignore-revs-file name: all are reads.
 		"blame": {opts: "b f n p c l t s e w M:: C:: L: S: root show-stats score-debug show-name show-number porcelain " +
 			"line-porcelain incremental show-email reverse first-parent date: abbrev:: ignore-rev: ignore-revs-file: " +
-			"color-lines color-by-age progress no-progress encoding: minimal"},
+			"color-lines color-by-age progress no-progress encoding: minimal", reads: readCustom, check: func(iv *invocation) string {
+			iv.files = gitPaths(iv.pa.ops)
+			for _, f := range iv.pa.values("S", "ignore-revs-file") {
+				iv.files = append(iv.files, synthetic(f))
+			}
+			return ""
+		}},
 		// Listing only: a positional names a branch to create unless --list.
 		"branch": {opts: "a r v l q i all remotes verbose list show-current contains~ no-contains~ merged~ no-merged~ " +
 			"points-at: sort: format: color:: no-color column:: no-column abbrev:: no-abbrev ignore-case omit-empty quiet",

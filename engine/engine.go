@@ -40,6 +40,10 @@ type Config struct {
 	// Root anchors "/path" rule patterns (the policy file's directory);
 	// empty means the working directory.
 	Root string
+	// Guarded are files no agent may write, move, link or delete by any
+	// means, in any mode: toolgate's own config, the files it imports, its
+	// TLS and token files. Absolute paths.
+	Guarded []string
 }
 
 // Engine runs the decision pipeline. It is immutable and safe for
@@ -49,12 +53,17 @@ type Engine struct {
 	classifier    Classifier
 	onUnavailable Decision
 	home, root    string
+	guarded       guardedFiles
 	warnings      []string
 }
 
 // New compiles the policies.
 func New(cfg Config) (*Engine, error) {
 	e := &Engine{policies: map[string]*policy{}, classifier: cfg.Classifier, onUnavailable: Deny, home: cfg.Home, root: cfg.Root}
+	var err error
+	if e.guarded, err = newGuardedFiles(cfg.Guarded); err != nil {
+		return nil, err
+	}
 	switch cfg.OnClassifierUnavailable {
 	case DecisionUnspecified, Deny:
 	case Ask:
@@ -105,8 +114,11 @@ type call struct {
 	// it runs and which repository its git reads.
 	unproven string
 	shell    *shell.Analysis // shell kinds with a command, as the shell analysis found it
+	shellDir string          // where the shell command runs
 	edits    writeFacts      // edit kinds: the targets
 	writes   writeFacts      // shell kinds: the files the command writes
+	// guarded says why the call may change one of toolgate's own files.
+	guarded string
 }
 
 // writeFacts are the files a call writes, checked against the project and
@@ -148,6 +160,7 @@ func (e *Engine) analyse(ctx context.Context, req *Request, p *policy) *call {
 	case c.kind == KindWebFetch:
 		c.rc.URL, _ = req.Tool.Input["url"].(string)
 	}
+	c.guarded = e.guarded.write(c)
 	return c
 }
 
@@ -348,6 +361,7 @@ func (e *Engine) analyseShell(ctx context.Context, req *Request, p *policy, c *c
 	for _, w := range a.Writes {
 		c.rc.ShellWrites = append(c.rc.ShellWrites, e.absPath(dir, w))
 	}
+	c.shellDir = dir
 	if len(a.Writes) > 0 {
 		c.writes = e.shellWrites(req, p, dir, a.Writes)
 	}

@@ -57,6 +57,9 @@ func (e *Engine) decide(ctx context.Context, req *Request, p *policy, set *rules
 }
 
 func denyRules(_ context.Context, k *check) (Result, bool) {
+	if k.c.guarded != "" {
+		return Result{Decision: Deny, Source: SourceRule, Reason: k.c.guarded}, true
+	}
 	m := k.set.Deny(k.c.rc, k.env)
 	return Result{Decision: Deny, Source: SourceRule, MatchedRule: m.Rule.Text, Reason: fmt.Sprintf("denied by rule %s", m.Rule.Text)}, m.OK
 }

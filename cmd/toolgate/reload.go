@@ -44,7 +44,7 @@ func buildGeneration(cfg *config.Config, prev *generation, home string, log *zap
 		p.Permissions.Deny = append(slices.Clip(p.Permissions.Deny), guard...)
 		policies[name] = p
 	}
-	ecfg := engine.Config{Policies: policies, OnClassifierUnavailable: engine.Deny, Home: home}
+	ecfg := engine.Config{Policies: policies, OnClassifierUnavailable: engine.Deny, Home: home, Guarded: guardedFiles(cfg)}
 	if cfg.Classifier.OnUnavailable == "ask" {
 		ecfg.OnClassifierUnavailable = engine.Ask
 	}
@@ -78,9 +78,9 @@ func buildGeneration(cfg *config.Config, prev *generation, home string, log *zap
 // selfProtection are deny rules that keep the guarded agents away from
 // toolgate's own files: no edits of the config and the files it imports
 // (hot reload would apply them), the TLS files and the token file, and no
-// reads of the secrets among them. The engine applies Edit rules to the
-// edit tools and to shell redirections and tee; other shell writes still go
-// through the usual stages.
+// reads of the secrets among them. The engine's guarded files
+// (guardedFiles) also keep shell commands from moving, linking or deleting
+// them.
 func selfProtection(cfg *config.Config, log *zap.Logger) []string {
 	tls := cfg.Server.TLS
 	edit := append(cfg.Files(), tls.CertFile, tls.KeyFile, tls.ClientCAFile, cfg.Server.TokenFile)
@@ -106,6 +106,22 @@ func selfProtection(cfg *config.Config, log *zap.Logger) []string {
 	add("Edit", edit)
 	add("Read", read)
 	return rules
+}
+
+// guardedFiles are toolgate's own files, which the engine keeps every
+// agent from writing, moving, linking or deleting by any means.
+func guardedFiles(cfg *config.Config) []string {
+	tls := cfg.Server.TLS
+	var out []string
+	for _, f := range append(cfg.Files(), tls.CertFile, tls.KeyFile, tls.ClientCAFile, cfg.Server.TokenFile) {
+		if f == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(f); err == nil {
+			out = append(out, abs)
+		}
+	}
+	return out
 }
 
 // reloader re-reads the config file on change (fsnotify) or SIGHUP and

@@ -333,9 +333,13 @@ func TestSelfProtection(t *testing.T) {
 		{"Bash", `{"command":"echo 'policies: {}' > ` + path + `"}`},
 		{"Read", `{"file_path":"` + tokens + `"}`},
 		{"Bash", `{"command":"cat ` + tokens + `"}`},
+		{"Bash", `{"command":"ln -sf /dev/zero ` + target + `"}`},
+		{"Bash", `{"command":"rm ` + path + ` && mkfifo ` + path + `"}`},
+		{"Bash", `{"command":"mv /tmp/evil.yaml ` + target + `"}`},
+		{"Bash", `{"command":"cp /tmp/t ` + tokens + `"}`},
 	} {
 		code, out, errOut := runCheck(t, "--addr", addr, "--token-file", token, "--tool", tt.tool, "--input", tt.input, "--cwd", project, "--mode", "bypass")
-		if code != exitDeny || !strings.Contains(out, "denied by rule") {
+		if code != exitDeny || !strings.Contains(out, "denied by rule") && !strings.Contains(out, "(self-protection)") {
 			t.Errorf("%s %s: exit %d %s %s", tt.tool, tt.input, code, out, errOut)
 		}
 	}

@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/toolgate/toolgate/engine/knowledge"
+	"github.com/toolgate/toolgate/engine/pathcheck"
+)
+
+// guardedFiles are files no agent may write by any means (toolgate's own
+// config, the files it imports, its TLS and token files): an agent that
+// could change them could change what toolgate allows it.
+type guardedFiles struct {
+	paths []string // absolute and clean, as given and as resolved
+}
+
+func newGuardedFiles(files []string) (guardedFiles, error) {
+	var g guardedFiles
+	for i, f := range files {
+		if !filepath.IsAbs(f) {
+			return g, fmt.Errorf("guarded[%d]: %q is not absolute", i, f)
+		}
+		f = filepath.Clean(f)
+		g.paths = append(g.paths, f)
+		if r, err := pathcheck.Resolve("/", f); err == nil && r != f {
+			g.paths = append(g.paths, r)
+		}
+	}
+	return g, nil
+}
+
+// treeMovers act on a directory and what is below it, or put files into
+// one: naming a guarded file's directory is enough for them to replace it.
+var treeMovers = map[string]bool{
+	"mv": true, "rm": true, "rmdir": true, "ln": true, "cp": true, "install": true, "rsync": true,
+	"chmod": true, "chown": true, "chgrp": true, "chattr": true, "setfacl": true, "mount": true,
+	"umount": true, "tar": true, "unzip": true, "cpio": true, "find": true, "shred": true, "unlink": true,
+}
+
+// write returns why the call may write, move, link or delete a guarded
+// file, or "". Reads are left to the usual stages. Edit targets are
+// compared as given and as resolved; a shell command that is not
+// read-only may not name a guarded file in any word (nor inside one, as
+// in a script's text), nor, for programs that move or remove trees, one of
+// its directories. A word whose value is known only at run time can name
+// anything: those are beyond this check, and go through the usual stages.
+func (g guardedFiles) write(c *call) string {
+	if len(g.paths) == 0 {
+		return ""
+	}
+	if c.kind.IsEdit() {
+		for _, p := range slices.Concat(c.rc.Paths, c.edits.resolved) {
+			if g.is(p) {
+				return g.why(p)
+			}
+		}
+		return ""
+	}
+	if c.kind != KindShell || c.shell != nil && c.shell.ReadOnly {
+		return "" // the shell analysis found that it writes nothing
+	}
+	for _, w := range c.rc.ShellWrites {
+		if g.is(w) || g.under(w) {
+			return g.why(w)
+		}
+	}
+	if p := g.inText(c.rc.Raw); p != "" {
+		return g.why(p)
+	}
+	if c.shell == nil {
+		return ""
+	}
+	// A relative word may be relative to any directory the command goes
+	// to: the one it starts in and every cd target.
+	dirs := []string{c.shellDir}
+	for _, cmd := range c.shell.Commands {
+		if len(cmd.Argv) == 2 && (cmd.Argv[0] == "cd" || cmd.Argv[0] == "pushd") {
+			dirs = append(dirs, g.placed(c.shellDir, cmd.Argv[1], nil)...)
+		}
+	}
+	words := 0
+	for _, cmd := range c.shell.Commands {
+		words += len(cmd.Argv)
+	}
+	if len(dirs) > maxGuardDirs || words > maxGuardWords {
+		return fmt.Sprintf("the command has more directories or words than toolgate checks for writes to its own files (%d, %d)", maxGuardDirs, maxGuardWords)
+	}
+	budget := maxGuardResolves
+	for _, cmd := range c.shell.Commands {
+		if len(cmd.Argv) == 0 {
+			continue
+		}
+		trees := treeMovers[cmd.Argv[0]]
+		for _, w := range cmd.Argv[1:] {
+			if _, v, ok := strings.Cut(w, "="); ok && strings.HasPrefix(w, "-") {
+				w = v // --target-directory=DIR
+			}
+			if w == "" || strings.ContainsAny(w, "$`") {
+				continue
+			}
+			for _, dir := range dirs {
+				for _, p := range g.placed(dir, w, &budget) {
+					if g.is(p) || trees && g.under(p) {
+						return g.why(w)
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// Bounds on the work of the check: a command past the first two is
+// denied; past the third, words are compared as written only.
+const (
+	maxGuardDirs     = 32
+	maxGuardWords    = 4096
+	maxGuardResolves = 256
+)
+
+// placed returns the absolute forms of word w run in dir: lexical, and
+// resolved the kernel's way when that differs and the budget (nil: none)
+// allows a resolution.
+func (g guardedFiles) placed(dir, w string, budget *int) []string {
+	p := w
+	if !filepath.IsAbs(p) {
+		if dir == "" {
+			return nil
+		}
+		p = dir + "/" + p
+	}
+	out := []string{filepath.Clean(p)}
+	if knowledge.HasMeta(p) || budget != nil && *budget <= 0 {
+		return out
+	}
+	if budget != nil {
+		*budget--
+	}
+	if r, err := pathcheck.Resolve("/", p); err == nil && r != out[0] {
+		out = append(out, r)
+	}
+	return out
+}
+
+// is reports whether p is a guarded file, or a glob that may match one.
+func (g guardedFiles) is(p string) bool {
+	for _, f := range g.paths {
+		if p == f || knowledge.HasMeta(p) && globMayMatch(p, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// under reports whether a guarded file lies below p, or p is a glob that
+// may match one of their directories.
+func (g guardedFiles) under(p string) bool {
+	for _, f := range g.paths {
+		for d := filepath.Dir(f); ; d = filepath.Dir(d) {
+			if p == d || knowledge.HasMeta(p) && globMayMatch(p, d) {
+				return true
+			}
+			if d == "/" {
+				break
+			}
+		}
+	}
+	return false
+}
+
+// inText returns the guarded file whose path appears in text, or "".
+func (g guardedFiles) inText(text string) string {
+	for _, f := range g.paths {
+		if strings.Contains(text, f) {
+			return f
+		}
+	}
+	return ""
+}
+
+func (g guardedFiles) why(p string) string {
+	return fmt.Sprintf("%s is one of toolgate's own files, which no agent may change (self-protection)", truncate(p, 200))
+}
+
+// globMayMatch reports whether the glob pattern may match path, component
+// by component; syntax the matcher does not read exactly counts as a match.
+func globMayMatch(pattern, path string) bool {
+	ps, fs := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(ps) != len(fs) {
+		return slices.Contains(ps, "**")
+	}
+	for i := range ps {
+		if m, ok := knowledge.Match(ps[i], fs[i]); ok && !m {
+			return false
+		}
+	}
+	return true
+}

@@ -134,7 +134,12 @@ var gitSpec = &spec{
 			"list": gitLog,
 			"show": {opts: gitDiffOpts + "include-untracked only-untracked", ops: "0-1", writeOpts: "output:"},
 		}},
-		"worktree":      {style: styleSub, subs: map[string]*spec{"list": {opts: "porcelain v verbose z expire:", ops: "0"}}},
+		"worktree": {style: styleSub, subs: map[string]*spec{"list": {opts: "porcelain v verbose z expire:", ops: "0"}}},
+		// git submodule alone is status, which prints each submodule's
+		// commit as git status looks into them; foreach runs commands,
+		// update, sync, summary and the rest fetch or change state.
+		"submodule": {style: styleSub, opts: "q quiet cached", check: func(iv *invocation) string { return "" },
+			subs: map[string]*spec{"status": {opts: "q quiet cached recursive"}}},
 		"grep":          {opts: gitGrepOpts, reads: readCustom, check: gitGrepReads},
 		"merge-base":    {opts: "a all octopus is-ancestor independent fork-point"},
 		"name-rev":      {opts: "tags refs: exclude: all name-only no-undefined always annotate-stdin stdin"},

@@ -156,14 +156,50 @@ var programTable = []*spec{
 	{names: "whoami", ops: "0", safeOpts: true, dyn: true},
 	{names: "id uname free uptime", style: styleAny, safeOpts: true, dyn: true},
 	{names: "ps", style: styleAny, safeOpts: true, check: checkPs},
-	// lsof +m writes a mount supplement file.
+	// lsof +m writes a mount supplement file, -D b and -D u (BSD, macOS)
+	// the device cache file, and -k and -m read kernel name list and
+	// memory files. A leading glob may expand to any of them.
 	{names: "lsof", style: styleAny, safeOpts: true, check: func(iv *invocation) string {
 		for _, w := range iv.args {
-			if w.dyn || strings.HasPrefix(w.val, "+m") {
+			if w.dyn || w.lead || strings.HasPrefix(w.val, "+m") ||
+				strings.HasPrefix(w.val, "-") && !strings.HasPrefix(w.val, "--") && strings.ContainsAny(w.val, "Dkm") {
 				return iv.failf("argument %s is not allowed", w.val)
 			}
 		}
 		return ""
+	}},
+	// pgrep is ps by name: -a and -f print and match command lines, as
+	// ps aux does. -F reads a PID file; -M and -N (BSD, macOS) read
+	// kernel memory and name list files. pkill signals: not listed.
+	{names: "pgrep", opts: "d: l a v w c f g: G: i n o O: P: s: t: u: U: x r: A q h V delimiter: list-name list-full inverse " +
+		"lightweight count full pgroup: group: ignore-case newest oldest older: parent: session: terminal: euid: uid: exact " +
+		"runstates: ignore-ancestors cgroup: ns: nslist: help version", ops: "0-1"},
+	// ss and netstat list sockets. ss -K closes them, -D writes a file,
+	// -F reads one, -N switches network namespace; netstat -M and -N
+	// read kernel files on BSD and macOS. ss operands are a filter
+	// expression, netstat's (macOS -p tcp) a protocol.
+	{names: "ss", opts: "h V n r a l o e m p T i s b 4 6 0 t M S u d w x H O f: A: help version numeric resolve all listening " +
+		"options extended memory processes threads info tipcinfo summary tos cgroup bpf ipv4 ipv6 packet tcp mptcp sctp udp " +
+		"dccp raw unix tipc vsock xdp family: query: socket: no-header oneline inet-sockopt"},
+	{names: "netstat", opts: "a n t u U S w x l p e o c r i g s v W F C Z 4 6 A: f: h V all numeric numeric-hosts numeric-ports " +
+		"numeric-users tcp udp udplite sctp raw unix listening programs extend timers continuous route interfaces groups " +
+		"statistics verbose wide fib cache context protocol: inet inet6 help version"},
+	// docker: listing containers and images, and versions, with no
+	// global option (--context, -H, --config point docker elsewhere).
+	// docker ps prints command lines, as ps does. Go templates are
+	// checked (dockerFormat). docker compose and docker-compose load
+	// the project's compose file, whose include: may name an OCI or git
+	// resource, interpolated from the environment, to fetch: not listed.
+	{names: "docker", style: styleSub, opts: "v version", check: versionOnly, subs: map[string]*spec{
+		"ps":      dockerPs,
+		"images":  dockerImages,
+		"version": {opts: "f: format:", ops: "0", check: dockerFormat},
+		"container": {style: styleSub, subs: map[string]*spec{
+			"ls": dockerPs, "list": dockerPs, "ps": dockerPs,
+		}},
+		"image": {style: styleSub, subs: map[string]*spec{
+			"ls": dockerImages, "list": dockerImages,
+		}},
 	}},
 	{names: "nproc", opts: "all ignore:", ops: "0", safeOpts: true, dyn: true},
 	// hostname NAME sets the host name: no operands.
@@ -195,6 +231,67 @@ var programTable = []*spec{
 	{names: "cargo rustc", exact: "--version|-V|version"},
 	{names: "node", exact: "--version|-v"},
 	{names: "python python3", exact: "--version|-V"},
+}
+
+var (
+	dockerPs     = &spec{opts: "a f: n: l q s all filter: format: last: latest no-trunc quiet size", ops: "0", check: dockerFormat}
+	dockerImages = &spec{opts: "a f: q all digests filter: format: no-trunc quiet tree", ops: "0-1", check: dockerFormat}
+)
+
+// dockerFormat accepts docker's --format values (docker version's -f too)
+// that are "table" or "json", or Go templates, optionally after "table ",
+// whose actions are all {{.Field}}, {{json .}} or {{json .Field}}: docker
+// templates cannot run programs, but functions and methods with arguments
+// are more than a listing needs. A field may be a chain (.Server.Version).
+func dockerFormat(iv *invocation) string {
+	vals := iv.pa.values("format")
+	if iv.name == "docker version" {
+		vals = append(vals, iv.pa.values("f")...)
+	}
+	for _, v := range vals {
+		if !dockerTemplate(v) {
+			return iv.failf("format %q is not a plain template of fields", v)
+		}
+	}
+	return ""
+}
+
+func dockerTemplate(v string) bool {
+	if v == "table" || v == "json" {
+		return true
+	}
+	v = strings.TrimPrefix(v, "table ")
+	for {
+		i := strings.Index(v, "{{")
+		if i < 0 {
+			return !strings.Contains(v, "}}")
+		}
+		if strings.Contains(v[:i], "}}") {
+			return false
+		}
+		v = v[i+2:]
+		j := strings.Index(v, "}}")
+		if j < 0 {
+			return false
+		}
+		act := strings.TrimSpace(v[:j])
+		v = v[j+2:]
+		if rest, ok := strings.CutPrefix(act, "json "); ok {
+			act = strings.TrimSpace(rest)
+			if act == "." {
+				continue
+			}
+		}
+		fields, ok := strings.CutPrefix(act, ".")
+		if !ok {
+			return false
+		}
+		for _, f := range strings.Split(fields, ".") {
+			if !isAlnum(f) || f[0] >= '0' && f[0] <= '9' {
+				return false
+			}
+		}
+	}
 }
 
 var npmLs = &spec{opts: "a all json l long p parseable depth: omit: include: prod production dev development global g link unicode " +

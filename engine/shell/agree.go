@@ -155,6 +155,9 @@ func (t *treeCheck) fail(why string) {
 func (t *treeCheck) visit(n syntax.Node) bool {
 	switch n := n.(type) {
 	case *syntax.CallExpr:
+		for _, as := range n.Assigns {
+			t.wordEnds(as.Value)
+		}
 		for _, w := range n.Args {
 			t.wordEnds(w)
 		}

@@ -36,6 +36,21 @@ type scope struct {
 	// locals are variables the script itself sets (for and read names):
 	// their values come from the script, not the environment.
 	locals map[string]bool
+	// assigned are the names plain assignments set (base="${f%.go}"),
+	// visible only to what runs after them for certain: later statements
+	// of the same list and what those contain (see stmts).
+	assigned []string
+}
+
+// isAssigned reports whether an assignment the analysis judged set name
+// before what is being judged now.
+func (sc *scope) isAssigned(name string) bool {
+	for _, n := range sc.assigned {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // paths returns p as written and, after a static cd, also joined to where
@@ -69,10 +84,15 @@ func (a *analyzer) fail(format string, args ...any) {
 	a.out.Reason = format
 }
 
+// stmts judges a statement list. An assignment that runs in it is seen by
+// the statements after it, not after the list: the list may be a loop's
+// body that never runs, a branch, a subshell or a substitution.
 func (a *analyzer) stmts(list []*syntax.Stmt, sc *scope, sx stmtCtx) {
+	mark := len(sc.assigned)
 	for _, s := range list {
 		a.stmt(s, sc, sx)
 	}
+	sc.assigned = sc.assigned[:mark]
 }
 
 func (a *analyzer) stmt(s *syntax.Stmt, sc *scope, sx stmtCtx) {
@@ -97,6 +117,11 @@ func (a *analyzer) stmt(s *syntax.Stmt, sc *scope, sx stmtCtx) {
 			}
 		}
 	}
+	mark := len(sc.assigned)
+	if s.Background {
+		// A background statement runs in a subshell.
+		defer func() { sc.assigned = sc.assigned[:mark] }()
+	}
 	switch c := s.Cmd.(type) {
 	case nil:
 		a.fail("redirection without a command")
@@ -105,13 +130,19 @@ func (a *analyzer) stmt(s *syntax.Stmt, sc *scope, sx stmtCtx) {
 	case *syntax.BinaryCmd:
 		switch c.Op {
 		case syntax.AndStmt, syntax.OrStmt:
+			// The left side always runs; the right side may not.
 			a.stmt(c.X, sc, sx)
+			right := len(sc.assigned)
 			a.stmt(c.Y, sc, sx)
+			sc.assigned = sc.assigned[:right]
 		case syntax.Pipe, syntax.PipeAll:
+			// Each part of a pipeline runs in a subshell.
 			left := sx
 			left.stdoutRedir = true // a pipe, not a terminal
 			a.stmt(c.X, sc, left)
+			sc.assigned = sc.assigned[:mark]
 			a.stmt(c.Y, sc, stmtCtx{producer: lastCall(c.X), producerSc: sc})
+			sc.assigned = sc.assigned[:mark]
 		default:
 			a.fail("unsupported operator %s", c.Op)
 		}
@@ -210,7 +241,8 @@ func (a *analyzer) call(c *syntax.CallExpr, sc *scope, sx stmtCtx) {
 		env = append(env, source(sc.src, as))
 	}
 	if len(c.Args) == 0 {
-		a.fail("variable assignment changes shell state")
+		a.assigns(c, sc)
+		return
 	} else {
 		if len(env) > 0 {
 			a.fail("environment prefix %s changes what runs", env[0])
@@ -227,6 +259,54 @@ func (a *analyzer) call(c *syntax.CallExpr, sc *scope, sx stmtCtx) {
 	for _, w := range c.Args {
 		a.wordSubs(w, sc)
 	}
+}
+
+// assigns judges a statement of plain assignments (base="${f%.go}").
+// Each sets a variable of the script's own (localName), from a value
+// whose expansions are proven like an argument's; later statements may
+// then expand the name. Anything else changes shell state: arrays,
+// subscripts (arithmetic), names bash or the programs it starts read,
+// and every assignment in a payload of a shell other than bash.
+func (a *analyzer) assigns(c *syntax.CallExpr, sc *scope) {
+	for _, as := range c.Assigns {
+		name := ""
+		if as.Name != nil {
+			name = as.Name.Value
+		}
+		ok := false
+		switch {
+		case sc.strict:
+			a.fail("variable assignment in a non-bash payload")
+		case as.Naked || as.Index != nil || as.Array != nil || as.Name == nil:
+			a.fail("variable assignment changes shell state: %s", source(sc.src, as))
+		case !localName(name):
+			a.fail("variable assignment sets %s, which the shell or the programs it starts may read", name)
+		default:
+			ok = true
+		}
+		// The value expands before the name is set: x=$x reads the
+		// environment's x.
+		a.nodeSubs(as, sc)
+		if ok {
+			sc.assigned = append(sc.assigned, name)
+		}
+	}
+}
+
+// localName reports whether name is a variable only the script gives a
+// meaning: lower-case letters, digits and underscores, with a letter, and
+// none of the names bash (auto_resume, histchars, _), zsh (specialVar) or
+// the programs it starts (http_proxy and the other *_proxy) read.
+func localName(name string) bool {
+	if !isName(name) || !strings.ContainsAny(name, "abcdefghijklmnopqrstuvwxyz") ||
+		strings.ContainsAny(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") || specialVar(name) {
+		return false
+	}
+	switch name {
+	case "auto_resume", "histchars":
+		return false
+	}
+	return !strings.HasSuffix(name, "_proxy")
 }
 
 // record adds a Command for the final argv of a simple command.
@@ -282,7 +362,7 @@ func (a *analyzer) nodeSubs(n syntax.Node, sc *scope) {
 		case *syntax.ParamExp:
 			if !simpleParam(n) {
 				a.fail(paramReason(n))
-			} else if name := n.Param.Value; !knowledge.HarmlessVar(name) && !sc.locals[name] {
+			} else if name := n.Param.Value; !knowledge.HarmlessVar(name) && !sc.locals[name] && !sc.isAssigned(name) {
 				// Allowlist: a variable nobody listed may hold a secret
 				// under any name (*_PASS, *_URL, *WEBHOOK*).
 				a.fail("expands $%s, which is not known to be harmless to print", name)

@@ -964,6 +964,11 @@ func checkTest(iv *invocation) string {
 		if static(args[1]) && testBinary[args[1].val] {
 			return ""
 		}
+		// [ ! -f "$x" ]: with a first "!" and a second word that is no
+		// binary operator, the last is the negated unary test's operand.
+		if static(args[0], args[1]) && args[0].val == "!" && testUnary[args[1].val] && args[1].val != "!" {
+			return ""
+		}
 	}
 	if !static(args...) {
 		return iv.failf("run-time arguments are only allowed as operands")

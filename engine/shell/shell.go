@@ -23,9 +23,12 @@
 //     is harmful. Brace expansion ({a,b}) is rejected: it turns one word into
 //     several, which defeats option checks.
 //   - VAR=value prefixes, env with assignments or options, sudo, functions,
-//     eval, source, declarations, assignments, let and ((..)) are never
-//     read-only. for/while/if/case are judged by their parts; read with plain
-//     variable names is allowed so that "while read l" loops are.
+//     eval, source, declarations, let and ((..)) are never read-only.
+//     for/while/if/case are judged by their parts; read with plain
+//     variable names is allowed so that "while read l" loops are. A plain
+//     assignment (base="${f%.png}") is, in bash, to a lower-case name no
+//     shell or program reads, from a value whose expansions are proven;
+//     the statements that surely run after it may expand the name.
 //   - Arithmetic is allowed on number literals only, and [[ ]] and test
 //     without -eq-style comparisons on run-time values or -v/-R: variable
 //     values evaluated as arithmetic can run command substitutions.

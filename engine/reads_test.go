@@ -168,3 +168,99 @@ func TestGitReadsOfFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestFindTrees judges the trees of what find hands to -exec and to xargs
+// readers: the files below its start points, with the names its -name
+// globs keep.
+func TestFindTrees(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := filepath.Join(base, "project")
+	for f, body := range map[string]string{
+		".git/config": "[remote \"o\"]\n\turl = https://x:TOKEN@host/r", "docs/a.md": "a", "docs/b.md": "b", "conf/.env": "K=v",
+		"conf/app.yaml": "a: 1", "src/main.go": "package main", "links/x.md": "x",
+	} {
+		p := filepath.Join(project, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/etc/hostname", filepath.Join(project, "links", "host")); err != nil {
+		t.Fatal(err)
+	}
+	rs := &readScope{ctx: t.Context(), dirs: []string{project}}
+	judge := func(cmd string) string {
+		a := shell.Analyze(cmd)
+		if !a.ReadOnly {
+			return "not read-only: " + a.Reason
+		}
+		for _, r := range a.Reads {
+			if why := rs.judge(project, r); why != "" {
+				return why
+			}
+		}
+		for _, tr := range a.Trees {
+			if why := rs.judgeShellTree(project, tr); why != "" {
+				return why
+			}
+		}
+		return ""
+	}
+	for cmd, want := range map[string]string{
+		"find conf -exec cat {} \\;":                                    "conf/.env",
+		"find . -name '*.md' -exec cat {} \\;":                          "links/host", // without -type f, the links it meets count
+		"find . -type f -name config -exec cat {} \\;":                  ".git/config",
+		"find . -type f -name config -print0 | xargs -0 cat":            ".git/config",
+		"find . -type f -name '*.yaml' -print0 | xargs -0 cat":          "",
+		"find links -name '*' -exec cat {} +":                           "links/host",
+		"find links -exec cat {} +":                                     "links/host",
+		"find -L links -type f -name '*.md' -exec cat {} +":             "links/host",
+		"find . -type f -name '*.md' -exec grep -r x {} +":              "/.git",
+		"find .git -name HEAD -exec cat {} \\;":                         "inside a repository's .git",
+		"find . -type f -name '.env' -exec cat {} \\;":                  ".env",
+		"find conf -type f -name '*' -exec cat {} \\;":                  ".env",
+		"find . -type f -name '*.md' -print0 -o -print0 | xargs -0 cat": "xargs",
+	} {
+		why := judge(cmd)
+		if want == "" {
+			// The row is about what is left: app.yaml is no secret.
+			if why != "" {
+				t.Errorf("%s: %q, want allowed", cmd, why)
+			}
+			continue
+		}
+		if !strings.Contains(why, want) {
+			t.Errorf("%s: %q, want a refusal naming %q", cmd, why, want)
+		}
+	}
+	for _, cmd := range []string{
+		"find docs -name '*.md' -exec cat {} \\;", "find . -type f -name '*.md' -exec cat {} \\;", "find . -name '*.md' -type f -exec grep -l a {} +",
+		"find . -exec basename {} \\;", "find src docs -type f -exec wc -l {} +", "find links -type f -name '*.md' -exec cat {} +",
+		"find . -type f -name '*.go' -print0 | xargs -0 grep -n main", "find docs -name x -exec echo \"=== {} ===\" \\; -exec ls -la {} \\;",
+	} {
+		if why := judge(cmd); why != "" {
+			t.Errorf("%s: %q, want allowed", cmd, why)
+		}
+	}
+	// Through the engine: what find lists from a tree with a repository,
+	// a .env or a link is not printed unasked.
+	e := newEngine(t, nil, nil)
+	for _, cmd := range []string{
+		"find . -type f -name config -print0 | xargs -0 cat", "find . -type f -print0 -name '*.go' | xargs -0 cat",
+		"find conf -exec cat {} \\;", "find links -exec cat {} +", "find . -name x -exec cat {} \\;",
+	} {
+		if res := mustCheck(t, e, &Request{Tool: bashCmd(cmd), WorkingDirectory: project}); res.Decision == Allow {
+			t.Errorf("%s: allowed, want not", cmd)
+		}
+	}
+	for _, cmd := range []string{"find docs -name '*.md' -exec cat {} \\;", "find src -exec grep -l main {} +", "find . -name '*.png' -exec basename {} \\;"} {
+		if res := mustCheck(t, e, &Request{Tool: bashCmd(cmd), WorkingDirectory: project}); res.Decision != Allow {
+			t.Errorf("%s: %s %q, want allowed", cmd, res.Decision, res.Reason)
+		}
+	}
+}

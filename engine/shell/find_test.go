@@ -14,6 +14,13 @@ func TestFindExpressions(t *testing.T) {
 		"find . -name x -quit", "find /tmp -maxdepth 1 -user me", "find . \\( -name a -o -name b \\) -print", "find . -name '-exec'",
 		"find -P -O3 . -mindepth 1 -not -empty", "find . -iname '*.MD' -xtype l", "find src tests -name '*_test.go'",
 		"find . -name x -printf '%f %l %m\\n'", "find . -samefile a -links +1", "find", "find . -depth -daystart -mtime 0",
+		// -exec and -execdir running a reader, a lister or a namer.
+		"find . -name x -exec ls -la {} \\;", "find src -name '*.md' -exec cat {} \\;", "find src -exec grep -l pat {} +",
+		"find . -exec wc -l {} +", "find . -name '*.go' -exec head -n 5 {} \\;", "find . -type f -exec sed -n 1p {} \\;",
+		"find . -exec awk '{print FILENAME}' {} \\;", "find . -exec jq .name {} \\;", "find . -exec basename {} .puml \\;",
+		"find . -name x -exec echo \"=== {} ===\" \\; -exec cat {} \\;", "find . -execdir grep -l x {} +", "find . -exec test -f {} \\; -print",
+		"find . -exec grep -H x -- {} +", "find . -exec echo + \\;", "find . -exec ls -l {} ';'", "find . -exec /usr/bin/cat {} \\;",
+		"find . -mtime -1 -name '*.log' -exec ls -lh {} \\; | sort -k9", "find . -exec printf '%s\\n' {} +",
 	}
 	bad := []string{
 		"find . -exec id \\;", "find . -execdir id \\;", "find . -ok id \\;", "find . -okdir id \\;", "find . -delete",
@@ -22,6 +29,20 @@ func TestFindExpressions(t *testing.T) {
 		"find . -name -*", "find *", "find . -nam x", "find . -name", "find . -exec", "find . -newerXY x", "find . -print -quit -unknown",
 		"find ~/.ssh -name id_rsa", "find . -name $X", "find $(pwd) -name x", "ls | xargs find", "find . -name x > out",
 		"find - -name x", "find . -- -name x",
+		// -exec of what is not a plain reader, or of a found file where
+		// the program does not read a file.
+		"find . -exec sh -c 'cat {}' \\;", "find . -exec bash -c 'cat \"$1\"' _ {} \\;", "find . -exec env cat {} \\;",
+		"find . -exec xargs cat \\;", "find . -exec timeout 5 cat {} \\;", "find . -exec nice cat {} \\;", "find . -exec command cat {} \\;",
+		"find . -exec {} \\;", "find . -exec ./{} \\;", "find . -exec ./run {} \\;", "find . -exec python3 {} \\;", "find . -exec node {} \\;",
+		"find . -exec git log {} \\;", "find . -exec tee {} \\;", "find . -exec cp {} /tmp \\;", "find . -exec rm {} +", "find . -exec du {} \\;",
+		"find . -exec tree {} \\;", "find . -exec find {} -delete \\;", "find . -exec ls -R {} \\;", "find . -exec ls -laR {} +",
+		"find . -exec cat {}/../.env \\;", "find . -exec cat {} {} +", "find . -exec echo {} x{} +", "find . -exec cat *.go \\;",
+		"find . -exec cat $F {} \\;", "find . -exec cat {} \\", "find . -exec cat {}", "find . -exec \\;", "find . -exec ;",
+		"find . -exec sed {} f \\;", "find . -exec sed -e {} f \\;", "find . -exec awk {} \\;", "find . -exec jq {} \\;",
+		"find . -exec head -n {} f \\;", "find . -exec grep -f {} f \\;", "find . -exec sort -o out {} \\;", "find . -exec cd {} \\;",
+		"find . -exec read x \\;", "find . -execdir cat README {} \\;", "find . -execdir grep -r x src {} +", "find . -ok cat {} \\;",
+		"find . -okdir cat {} \\;", "find ~ -exec cat {} \\;", "find / -name x -exec cat {} \\;", "find . -exec cat {} + -delete",
+		"find . -exec cat {} \\; > out",
 	}
 	for _, line := range ok {
 		if a := Analyze(line); !a.ReadOnly {

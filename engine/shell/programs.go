@@ -332,6 +332,9 @@ func (iv *invocation) recursiveRoots(roots []wordInfo, how Tree) string {
 	}
 	for _, r := range roots {
 		if r.dyn {
+			if r.xargs {
+				iv.ic.recursive = true
+			}
 			continue
 		}
 		for _, p := range iv.sc.paths(r.val) {

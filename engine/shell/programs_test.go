@@ -177,11 +177,14 @@ var wrapperCases = map[string]struct{ ok, bad []string }{
 	"stdbuf":  {[]string{"stdbuf -oL grep x f"}, []string{"stdbuf -oL rm x", "stdbuf -x ls"}},
 	"nice":    {[]string{"nice ls", "nice -n 10 git log", "nice -5 ls"}, []string{"nice rm x", "nice -n 5 rm x", "nice --foo ls"}},
 	"time":    {[]string{"time ls", "time -p git status", `\time -v ls`}, []string{"time rm x", `\time -o out ls`}},
-	"xargs":   {[]string{"ls | xargs echo", "find . -type f -name '*.go' -print0 | xargs -0 grep foo", "git ls-files | xargs wc -l", "xargs"}, []string{"xargs rm", "ls | xargs cat", "ls | xargs -I{} sh -c 'echo {}'", "xargs -a list cat", "echo ~/.ssh/id_rsa | xargs grep ."}},
-	"bash":    {[]string{"bash -c 'git status'", "bash -c 'ls; pwd'"}, []string{"bash -c 'rm -rf /'", "bash script.sh", "bash -lc ls", "bash"}},
-	"sh":      {[]string{"sh -c 'ls'"}, []string{"sh -c \"ls; rm x\"", `sh -c "echo \$'a\\' ; rm x ; #'"`, "sh -c 'cat <<< ~/x'"}},
-	"dash":    {[]string{"dash -c 'pwd'"}, []string{"dash -c 'rm x'"}},
-	"zsh":     {[]string{"zsh -c 'git status'"}, []string{"zsh -c 'ls *(e:rm:)'", "zsh -c 'ls *.go'"}},
+	"xargs": {[]string{"ls | xargs echo", "find . -type f -name '*.go' -print0 | xargs -0 grep foo", "git ls-files | xargs wc -l", "xargs"}, []string{"xargs rm", "ls | xargs cat", "ls | xargs -I{} sh -c 'echo {}'", "xargs -a list cat", "echo ~/.ssh/id_rsa | xargs grep .",
+		"find . -type f -print0 -name '*.go' | xargs -0 cat", "find . -print0 -type f -name '*.go' | xargs -0 cat",
+		"find . -type f -name '*.go' -print -print0 | xargs -0 cat", "find . -type f -name '*.go' -follow -print0 | xargs -0 cat",
+		"find . -type f -name '*.go' -print0 -o -name x | xargs -0 cat"}},
+	"bash": {[]string{"bash -c 'git status'", "bash -c 'ls; pwd'"}, []string{"bash -c 'rm -rf /'", "bash script.sh", "bash -lc ls", "bash"}},
+	"sh":   {[]string{"sh -c 'ls'"}, []string{"sh -c \"ls; rm x\"", `sh -c "echo \$'a\\' ; rm x ; #'"`, "sh -c 'cat <<< ~/x'"}},
+	"dash": {[]string{"dash -c 'pwd'"}, []string{"dash -c 'rm x'"}},
+	"zsh":  {[]string{"zsh -c 'git status'"}, []string{"zsh -c 'ls *(e:rm:)'", "zsh -c 'ls *.go'"}},
 }
 
 func runCases(t *testing.T, name string, c struct{ ok, bad []string }) {

@@ -35,7 +35,13 @@
 //   - xargs: the command must accept any argument, unless stdin is piped from
 //     a path lister (find, git ls-files, rg -l/--files, grep -l) under static
 //     roots that do not reach a credential store, and the command's options
-//     are all harmless (find . -print0 | xargs -0 grep foo).
+//     are all harmless (find . -print0 | xargs -0 grep foo). A command that
+//     prints the files' content needs find -type f -name GLOB -print0 and
+//     xargs -0; find's start points are then trees (Analysis.Trees).
+//   - find -exec and -execdir may run a program on disk that reads, lists
+//     or names files (findExecPrograms), judged like any command, with
+//     each {} a path find found, accepted only where the program reads a
+//     file; when it reads them, find's start points are trees.
 //   - bash -c payloads are parsed recursively up to maxDepth levels; sh,
 //     dash and zsh payloads also reject syntax those shells read otherwise
 //     ($'..', <<<, process substitution; globs in zsh).

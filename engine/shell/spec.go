@@ -3,6 +3,7 @@ package shell
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -104,8 +105,17 @@ type invCtx struct {
 	// lister (find, git ls-files, ...) under static roots.
 	pathOK bool
 	// contentOK: those paths are named by find -name patterns that pick
-	// no secret file, so a program may also print what is in them.
+	// no secret file, so a program may also print what is in them, once
+	// trees, find's start points, are judged (run adds them).
 	contentOK bool
+	trees     []Tree
+	// found: words marked xargs are the paths find hands to -exec: under
+	// its start points, never starting with "-", their content judged
+	// by the start points' trees.
+	found bool
+	// recursive is set when a program searched such a word recursively
+	// (grep -r {}): what it reads is not only the files find matched.
+	recursive bool
 }
 
 // invocation is one program run being judged.
@@ -135,7 +145,7 @@ func (iv *invocation) run() string {
 			return iv.failf("brace expansion %s", w.val)
 		case iv.sc.zsh && w.glob:
 			return iv.failf("glob %s in a zsh payload", w.val)
-		case w.dyn && !w.pipe && !sp.dyn && !sp.ownDyn && !(w.xargs && iv.ic.pathOK && sp.safeOpts && (sp.reads == readNone || iv.ic.contentOK)):
+		case w.dyn && !w.pipe && !sp.dyn && !sp.ownDyn && !(w.xargs && (iv.ic.found || iv.ic.pathOK && sp.safeOpts && (sp.reads == readNone || iv.ic.contentOK))):
 			return iv.failf("argument %s is only known at run time", w.val)
 		}
 	}
@@ -176,16 +186,31 @@ func (iv *invocation) run() string {
 			return why
 		}
 	}
-	switch sp.reads {
-	case readAll:
+	if sp.reads == readAll {
 		iv.files = iv.pa.ops
-		fallthrough
-	case readCustom:
+	}
+	if iv.ic.contentOK && sp.reads != readNone && !sp.dyn && !sp.ownDyn {
+		// The program prints what is in the files find listed.
+		iv.a.out.Trees = append(iv.a.out.Trees, iv.ic.trees...)
+		iv.ic.trees = nil
+	}
+	if iv.ic.found && !sp.dyn && !sp.ownDyn {
+		// A path find hands over is harmless only where the program
+		// reads a file: as sed's script, awk's program, a pattern or an
+		// option's value it is code or data from a file name.
+		for _, w := range iv.args {
+			if w.xargs && !slices.ContainsFunc(iv.files, func(f wordInfo) bool { return f.xargs && f.pos == w.pos }) {
+				return iv.failf("%s stands for a found file where the program does not read a file", w.val)
+			}
+		}
+	}
+	switch sp.reads {
+	case readAll, readCustom:
 		for _, f := range iv.files {
 			switch {
 			case f.pipe || f.val == "-" && !f.dyn:
 				continue
-			case f.xargs && iv.ic.pathOK:
+			case f.xargs && (iv.ic.pathOK || iv.ic.found):
 				continue // the lister's roots are read targets themselves
 			case f.dyn:
 				// Read targets are judged against the read roots: one

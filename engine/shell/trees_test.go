@@ -50,6 +50,32 @@ func TestTrees(t *testing.T) {
 		{"rg --hidden x -g '!{.git,x}'", []Tree{{Path: ".", Hidden: true}}},
 		{"rg --hidden x -g '!\\.git'", []Tree{{Path: ".", Hidden: true}}},
 		{"rg --hidden x -g '!'", []Tree{{Path: ".", Hidden: true}}},
+		// find -exec: the files it hands a reader are trees of its start
+		// points, hidden files included; links count unless -type f
+		// keeps them out; the -name globs of a plain conjunction before
+		// the -exec keep file names, unless the program recurses.
+		{"find . -exec basename {} \\;", nil},
+		{"find src -exec cat {} \\;", []Tree{{Path: "src", Hidden: true, Follow: true}}},
+		{"find -exec cat {} +", []Tree{{Path: ".", Hidden: true, Follow: true}}},
+		{"find a b -type f -name '*.md' -exec grep -l x {} +", []Tree{{Path: "a", Hidden: true, Names: []string{"*.md"}}, {Path: "b", Hidden: true, Names: []string{"*.md"}}}},
+		{"find . -name '*.md' -name 'r*' -exec cat {} \\;", []Tree{{Path: ".", Hidden: true, Follow: true, Names: []string{"*.md", "r*"}}}},
+		{"find -L . -type f -name '*.md' -exec cat {} \\;", []Tree{{Path: ".", Hidden: true, Follow: true, Names: []string{"*.md"}}}},
+		{"find . -type f -name '*.md' -follow -exec cat {} \\;", []Tree{{Path: ".", Hidden: true, Follow: true, Names: []string{"*.md"}}}},
+		{"find . -exec cat {} \\; -type f -name '*.md'", []Tree{{Path: ".", Hidden: true, Follow: true}}},
+		{"find . -type f -name '*.md' -exec cat {} \\; -o -print", []Tree{{Path: ".", Hidden: true, Follow: true}}},
+		{"find . ! -name '*.md' -type f -exec cat {} \\;", []Tree{{Path: ".", Hidden: true, Follow: true}}},
+		{"find . -type f -name '*.md' -exec grep -r x {} +", []Tree{{Path: ".", Hidden: true}}},
+		{"find . -type f -iname '*.md' -exec cat {} +", []Tree{{Path: ".", Hidden: true}}},
+		{"find . -type f -name '*.md' -exec echo {} \\; -exec cat {} \\;", []Tree{{Path: ".", Hidden: true, Names: []string{"*.md"}}}},
+		{"cd docs && find . -name '*.md' -type f -exec cat {} \\;", []Tree{{Path: ".", Hidden: true, Names: []string{"*.md"}}, {Path: "docs/.", Hidden: true, Names: []string{"*.md"}}}},
+		// xargs printing what find lists: the same trees, for readers
+		// only.
+		{"find . -type f -name '*.go' -print0 | xargs -0 grep -n TODO", []Tree{{Path: ".", Hidden: true, Names: []string{"*.go"}}}},
+		{"find src -name '*.go' -type f -print0 | xargs -0 cat", []Tree{{Path: "src", Hidden: true, Names: []string{"*.go"}}}},
+		{"find . -type f -name '*.go' -print0 | xargs -0 wc -l", nil},
+		{"find . -type f -iname '*.go' -print0 | xargs -0 cat", []Tree{{Path: ".", Hidden: true}}},
+		{"find . -type f -iname '*.go' -name 'main*' -print0 | xargs -0 cat", []Tree{{Path: ".", Hidden: true, Names: []string{"main*"}}}},
+		{"find . -type f -name '*.go' -print0 | xargs -0 ls -l", nil},
 	}
 	for _, tt := range tests {
 		a := Analyze(tt.line)

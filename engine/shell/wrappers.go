@@ -84,23 +84,31 @@ func (a *analyzer) simple(ws []wordInfo, env []string, sc *scope, sx stmtCtx) {
 				return
 			}
 		}
-		a.record(ws, env, sc, name)
-		for i := 1; i < len(ws); i++ {
-			if credWord(&ws[i]) {
-				a.fail("%s: reads credential store %s", name, ws[i].val)
-			}
-		}
-		sp := programs[name]
-		if sp == nil {
-			a.fail("%s is not a known read-only program", name)
-			return
-		}
-		iv := invocation{a: a, sp: sp, name: name, args: ws[1:], sc: sc, sx: &sx, ic: &ic}
-		if why := iv.run(); why != "" {
-			a.fail(why)
-		}
+		a.program(ws, env, name, sc, sx, &ic)
 		return
 	}
+}
+
+// program records and judges a program from the table (not a wrapper)
+// run with the words ws, whose first is the program named name. It
+// returns the program's spec, nil when it is not in the table.
+func (a *analyzer) program(ws []wordInfo, env []string, name string, sc *scope, sx stmtCtx, ic *invCtx) *spec {
+	a.record(ws, env, sc, name)
+	for i := 1; i < len(ws); i++ {
+		if credWord(&ws[i]) {
+			a.fail("%s: reads credential store %s", name, ws[i].val)
+		}
+	}
+	sp := programs[name]
+	if sp == nil {
+		a.fail("%s is not a known read-only program", name)
+		return nil
+	}
+	iv := invocation{a: a, sp: sp, name: name, args: ws[1:], sc: sc, sx: &sx, ic: ic}
+	if why := iv.run(); why != "" {
+		a.fail(why)
+	}
+	return sp
 }
 
 // credWord reports whether a word names a credential store, alone or as
@@ -299,7 +307,10 @@ func wrapXargs(_ *analyzer, ws []wordInfo, _ *scope, sx *stmtCtx, ic *invCtx) wr
 	ic.pathOK = !sx.stdinRedir && sx.producer != nil && isPathLister(sx.producer, sx.producerSc)
 	// Names split on blanks (a file called "x .env y.go") unless -0.
 	// -d or --delimiter given after -0 wins over it.
-	ic.contentOK = ic.pathOK && pa.has("0", "null") && !pa.has("d", "delimiter") && findNamesNoSecret(sx.producer, sx.producerSc)
+	if ic.pathOK && pa.has("0", "null") && !pa.has("d", "delimiter") {
+		// The files' contents are judged as the trees find lists.
+		ic.trees, ic.contentOK = findContent(sx.producer, sx.producerSc)
+	}
 	if repl := pa.values("I"); len(repl) > 0 {
 		r := repl[len(repl)-1]
 		if r == "" {
@@ -400,42 +411,67 @@ func (a *analyzer) payload(src string, sc *scope) {
 	}
 }
 
-// findNamesNoSecret reports a find that prints NUL-separated regular files
-// (-type f -print0: no symlink to a key) whose every one must match a
-// -name or -iname pattern (all of them joined by -a, the default), at
-// least one, none of which matches a secret name:
-// find . -type f -name '*.go' -print0. Anything else (-o, !, -path, no
-// -name, -L) may list .env or a link to one.
-func findNamesNoSecret(c *syntax.CallExpr, sc *scope) bool {
+// findContent reports a find that prints NUL-separated regular files
+// (-type f before -print0, its first action, in a plain conjunction of
+// primaries: no -o, !, parentheses, -L or -follow) whose every one matches
+// -name or -iname globs, at least one, none of which matches a secret name:
+// find . -type f -name '*.go' -print0. It returns the trees a program
+// reading those files reads: its start points with their hidden files,
+// only the files the globs keep. Anything else (-o, -path, no -name, -L,
+// -print0 before the tests) may list .env or a link to one.
+func findContent(c *syntax.CallExpr, sc *scope) ([]Tree, bool) {
 	if c == nil || sc == nil || len(c.Args) < 2 {
-		return false
+		return nil, false
 	}
 	ws := make([]wordInfo, len(c.Args))
 	for i, w := range c.Args {
 		ws[i] = wordOf(w, sc.src)
-	}
-	if path.Base(ws[0].val) != "find" {
-		return false
-	}
-	names, regular, print0 := 0, false, false
-	for i := 1; i < len(ws); i++ {
-		switch v := ws[i].val; v {
-		case "-o", "-or", "!", "-not", "(", ")", ",", "-L", "-follow", "-H":
-			return false
-		case "-type":
-			regular = regular || i+1 < len(ws) && ws[i+1].val == "f"
-		case "-print0":
-			print0 = true
-		case "-name", "-iname":
-			if i+1 >= len(ws) || ws[i+1].dyn {
-				return false
-			}
-			if knowledge.NamePicksSecret(ws[i+1].val) {
-				return false
-			}
-			names++
-			i++
+		if ws[i].dyn || ws[i].glob || ws[i].brace {
+			return nil, false
 		}
 	}
-	return names > 0 && regular && print0
+	if path.Base(ws[0].val) != "find" {
+		return nil, false
+	}
+	fl := splitFind(ws[1:])
+	if fl.follow {
+		return nil, false
+	}
+	at := -1
+	for i, w := range fl.expr {
+		if findActions[w.val] {
+			at = i
+			break
+		}
+	}
+	if at < 0 || !fl.expr[at].is("-print0") {
+		return nil, false
+	}
+	ff, ok := fl.filterBefore(at)
+	if !ok || !ff.regular || len(ff.names)+len(ff.inames) == 0 {
+		return nil, false
+	}
+	for _, n := range append(ff.names, ff.inames...) {
+		if knowledge.NamePicksSecret(n) {
+			return nil, false
+		}
+	}
+	names := ff.names // -iname globs ignore case: they keep no name here
+	starts := fl.starts
+	if len(starts) == 0 {
+		starts = []wordInfo{synthetic(".")}
+	}
+	var trees []Tree
+	for _, r := range starts {
+		for _, p := range sc.paths(r.val) {
+			trees = append(trees, Tree{Path: p, Hidden: true, Names: names})
+		}
+	}
+	return trees, true
 }
+
+// findActions are find's primaries that act on a file (print, run,
+// write, delete or stop).
+var findActions = map[string]bool{"-print": true, "-print0": true, "-printf": true, "-ls": true, "-fls": true,
+	"-fprint": true, "-fprint0": true, "-fprintf": true, "-exec": true, "-execdir": true, "-ok": true, "-okdir": true,
+	"-delete": true, "-quit": true}

@@ -278,14 +278,14 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 	if why != "" {
 		return why
 	}
-	if inGitDir(p) || inGitDir(root) {
-		return fmt.Sprintf("searches %s, inside a repository's .git, whose config may hold tokens", truncate(raw, 200))
-	}
 	switch fi, err := os.Lstat(root); {
-	case errors.Is(err, fs.ErrNotExist):
-		return "" // nothing there to read
 	case err == nil && !fi.IsDir():
 		return "" // a file, judged above
+	case inGitDir(p) || inGitDir(root):
+		// Also when the server cannot see it: the agent's may exist.
+		return fmt.Sprintf("searches %s, inside a repository's .git, whose config may hold tokens", truncate(raw, 200))
+	case errors.Is(err, fs.ErrNotExist):
+		return "" // nothing there to read
 	}
 	type walkDir struct {
 		path   string

@@ -121,6 +121,7 @@ func TestShellTreesSkipAndKeep(t *testing.T) {
 		"grep -r x .git":                                    "inside a repository's .git",
 		"grep -r x src/../.git":                             "inside a repository's .git",
 		"grep -r x ./.git/":                                 "inside a repository's .git",
+		"grep -r x .git/config":                             "credential store",
 		"rg --hidden x -g '!.git'":                          ".env",
 		"rg --hidden x -g '!.git' -g '!node_modules' -g '!conf' -g '!dist' -g '*.go'": "/.git",
 	} {
@@ -138,6 +139,9 @@ func TestShellTreesSkipAndKeep(t *testing.T) {
 		"grep -rn x --include='*.yaml' --exclude-dir=.git .",
 		"rg --hidden x -g '!.git' -g '!node_modules' -g '!conf' -g '!dist/'",
 		"rg x src",
+		// A file in .git is a read like any other: .git/config is a
+		// credential store, .git/HEAD is not.
+		"grep -r main .git/HEAD",
 	} {
 		if why := judge(cmd); why != "" {
 			t.Errorf("%s: %q, want allowed", cmd, why)
@@ -157,6 +161,8 @@ func TestGitReadsOfFiles(t *testing.T) {
 		"git blame .env", "git blame HEAD -- config/.env", "git blame -S .env main.go", "git blame --ignore-revs-file=.env main.go",
 		"git blame --ignore-revs-file .env main.go", "git log -L1,5:.env", "git log -L '/API_KEY/,+2:config/.env'",
 		"git log -L :main:.env", "git show -L1,2:.env HEAD",
+		// A .git the server does not see may be the agent's.
+		"grep -r x .git", "rg --hidden x .git/", "grep -r x sub/.git/refs",
 	} {
 		if res := check(cmd); res.Decision == Allow {
 			t.Errorf("%s: allowed, want not", cmd)

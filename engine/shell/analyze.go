@@ -89,13 +89,23 @@ func (a *analyzer) fail(format string, args ...any) {
 // body that never runs, a branch, a subshell or a substitution.
 func (a *analyzer) stmts(list []*syntax.Stmt, sc *scope, sx stmtCtx) {
 	mark := len(sc.assigned)
-	for _, s := range list {
-		a.stmt(s, sc, sx)
-	}
+	a.stmtsKeep(list, sc, sx)
 	sc.assigned = sc.assigned[:mark]
 }
 
-func (a *analyzer) stmt(s *syntax.Stmt, sc *scope, sx stmtCtx) {
+// stmtsKeep judges a statement list and leaves the names it surely
+// assigns for what runs after it (an if's branches after its condition).
+func (a *analyzer) stmtsKeep(list []*syntax.Stmt, sc *scope, sx stmtCtx) {
+	for _, s := range list {
+		sc.assigned = sc.assigned[:a.stmt(s, sc, sx)]
+	}
+}
+
+// stmt judges a statement. Of the names assignments in it set (appended
+// to sc.assigned), those up to the returned length are set once it ran;
+// the rest only when it succeeded, which is what the right side of && may
+// count on (a && x=1 && echo $x).
+func (a *analyzer) stmt(s *syntax.Stmt, sc *scope, sx stmtCtx) int {
 	if s.Coprocess || s.Disown {
 		a.fail("coprocess or disown")
 	}
@@ -117,24 +127,29 @@ func (a *analyzer) stmt(s *syntax.Stmt, sc *scope, sx stmtCtx) {
 			}
 		}
 	}
-	mark := len(sc.assigned)
-	if s.Background {
-		// A background statement runs in a subshell.
-		defer func() { sc.assigned = sc.assigned[:mark] }()
-	}
+	mark, set := len(sc.assigned), -1
 	switch c := s.Cmd.(type) {
 	case nil:
 		a.fail("redirection without a command")
 	case *syntax.CallExpr:
 		a.call(c, sc, sx)
+		if len(c.Args) == 0 && len(s.Redirs) > 0 {
+			// A failing redirection may leave the assignment undone.
+			sc.assigned = sc.assigned[:mark]
+		}
 	case *syntax.BinaryCmd:
 		switch c.Op {
-		case syntax.AndStmt, syntax.OrStmt:
-			// The left side always runs; the right side may not.
-			a.stmt(c.X, sc, sx)
-			right := len(sc.assigned)
+		case syntax.AndStmt:
+			// The left side always runs; the right side runs after it
+			// succeeded, and may not run.
+			set = a.stmt(c.X, sc, sx)
 			a.stmt(c.Y, sc, sx)
-			sc.assigned = sc.assigned[:right]
+		case syntax.OrStmt:
+			// The right side runs after the left one failed.
+			set = a.stmt(c.X, sc, sx)
+			sc.assigned = sc.assigned[:set]
+			a.stmt(c.Y, sc, sx)
+			sc.assigned = sc.assigned[:set]
 		case syntax.Pipe, syntax.PipeAll:
 			// Each part of a pipeline runs in a subshell.
 			left := sx
@@ -151,10 +166,12 @@ func (a *analyzer) stmt(s *syntax.Stmt, sc *scope, sx stmtCtx) {
 	case *syntax.Block:
 		a.stmts(c.Stmts, sc, sx)
 	case *syntax.IfClause:
+		// A branch runs after its condition and those before it.
 		for ic := c; ic != nil; ic = ic.Else {
-			a.stmts(ic.Cond, sc, sx)
+			a.stmtsKeep(ic.Cond, sc, sx)
 			a.stmts(ic.Then, sc, sx)
 		}
+		sc.assigned = sc.assigned[:mark]
 	case *syntax.WhileClause:
 		a.stmts(c.Cond, sc, sx)
 		a.stmts(c.Do, sc, sx)
@@ -212,6 +229,19 @@ func (a *analyzer) stmt(s *syntax.Stmt, sc *scope, sx stmtCtx) {
 	for _, r := range s.Redirs {
 		a.redirect(r, sc)
 	}
+	switch {
+	case s.Background:
+		// A background statement runs in a subshell.
+		sc.assigned = sc.assigned[:mark]
+		return mark
+	case set < 0:
+		set = len(sc.assigned)
+	}
+	if s.Negated {
+		// ! a succeeds when a failed.
+		sc.assigned = sc.assigned[:set]
+	}
+	return set
 }
 
 // lastCall returns the simple command at the end of a pipeline, whose output

@@ -13,7 +13,12 @@ func TestAssignments(t *testing.T) {
 		"x=1; echo $x", "x=1 && echo $x", "x=1 || echo $x", "x=; echo \"[$x]\"", "x=a y=$x; echo $y", "name=$(git rev-parse --abbrev-ref HEAD); echo $name",
 		"dir=$PWD; echo $dir", "n=$((1+2)); echo $n", "x+=a; echo $x", "my_var2=x; echo ${my_var2:-none}", "x=1; (echo $x)", "x=1; echo $(echo $x)",
 		"x=1; if true; then echo $x; fi", "x=1; for i in a; do echo $x$i; done", "x=1; echo $x | cat", "x=~; echo $x",
-		"f=README.md; echo $f", "x='a b'; echo \"$x\"",
+		"f=README.md; echo $f",
+		// The right side of && runs after the left side succeeded; an if's
+		// branches run after its condition.
+		"true && x=1 && echo $x", "echo a && n=$(ls | wc -l | tr -d ' ') && m=$(ls) && echo \"$n $m\"", "x=1 && y=2 && echo $x$y",
+		"if x=$(pwd); then echo $x; else echo $x; fi", "if false; then :; elif x=1; then echo $x; else echo $x; fi",
+		"x=1 || y=$x; echo $x", "while read -r l; do n=$l; echo $n; done < README.md", "x='a b'; echo \"$x\"",
 	}
 	bad := []string{
 		// Names the shell, zsh or programs read.
@@ -29,6 +34,9 @@ func TestAssignments(t *testing.T) {
 		"echo $x; x=1", "true && x=1; echo $x", "false || x=1; echo $x", "x=1 | cat; echo $x", "(x=1); echo $x", "{ x=1; }; echo $x",
 		"if true; then x=1; fi; echo $x", "for i in a; do x=1; done; echo $x", "x=1 & echo $x", "echo $(x=1); echo $x",
 		"while false; do x=1; done; echo $x", "for i in a b; do echo $x; x=$i; done",
+		"true || x=1 && echo $x", "(true && x=1) && echo $x", "if x=1; then :; fi; echo $x", "if true; then x=1; fi && echo $x",
+		"x=1 < /dev/null; echo $x", "x=1 >/dev/null && echo $x", "true && x=1 | cat && echo $x", "true && x=1 & echo $x",
+		"while x=1; false; do :; done; echo $x", "if false; then x=1; elif echo $x; then :; fi",
 		// Prefixes stay environment for the command.
 		"x=1 ls", "x=1 git status", "GIT_DIR=x git log",
 		// Other shells.

@@ -54,6 +54,7 @@ fuzz: ## Fuzz path containment, shell analysis, the rule parser and the tool inp
 	go test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZTIME) ./engine/shell/
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./engine/rules/
 	go test -run '^$$' -fuzz '^FuzzStructSize$$' -fuzztime $(FUZZTIME) ./server/
+	go test -run '^$$' -fuzz '^FuzzDecodeAnswer$$' -fuzztime $(FUZZTIME) ./classifier/
 
 .PHONY: bench
 bench: $(GHZ) ## Go benchmarks, then ghz load on toolgate and a bare server; writes bench/results.md (about 4 minutes)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -60,6 +61,9 @@ func New(cfg Config, rules map[string]Rules, log *zap.Logger, opts ...Option) (*
 	}
 	if !cfg.Enabled() {
 		return nil, errors.New("classifier: no backends configured")
+	}
+	if log == nil {
+		log = zap.NewNop()
 	}
 	var o options
 	for _, f := range opts {
@@ -125,8 +129,19 @@ func (c *Classifier) Close() error { return c.dump.close() }
 // Pool exposes the backend pool (for metrics).
 func (c *Classifier) Pool() *Pool { return c.pool }
 
-// Classify asks the model whether the call should be blocked.
-func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (engine.Verdict, error) {
+// Classify asks the model whether the call should be blocked. A panic
+// anywhere in it, or in the coalesced call it waits for, becomes an error
+// (errInternal): the check fails closed and the process keeps running.
+func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (v engine.Verdict, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			perr := c.recovered("classify", r)
+			v, err = engine.Verdict{}, &engine.ClassifierError{Err: perr, Reason: perr.Error()}
+		}
+	}()
+	if in == nil || in.Request == nil {
+		return engine.Verdict{}, &engine.ClassifierError{Err: errNoRequest, Reason: errNoRequest.Error()}
+	}
 	sess := c.session(in.Request.SessionID)
 	if reason, over := sess.overLimit(c.cfg.SessionBlockLimits); over {
 		return engine.Verdict{Decision: engine.Ask, Reason: reason}, nil
@@ -200,10 +215,13 @@ func details(o outcome, latency time.Duration) *engine.ClassifierDetails {
 // caller stops waiting at its own deadline.
 func (c *Classifier) run(ctx context.Context, key string, p Prompt) (outcome, error) {
 	if !c.cfg.CoalesceOn() {
-		return c.query(ctx, p)
+		return c.safeQuery(ctx, p)
 	}
+	// The shared call runs on a goroutine of its own, where singleflight
+	// re-panics what fn does not recover, out of any caller's reach: so
+	// safeQuery recovers it, and every waiter gets the error.
 	ch := c.flight.DoChan(key, func() (any, error) {
-		return c.query(context.WithoutCancel(ctx), p)
+		return c.safeQuery(context.WithoutCancel(ctx), p)
 	})
 	select {
 	case r := <-ch:
@@ -214,7 +232,56 @@ func (c *Classifier) run(ctx context.Context, key string, p Prompt) (outcome, er
 	}
 }
 
-// query runs one classification under the classifier's own deadline.
+// errInternal is what a panic in the classification path becomes.
+var errInternal = errors.New("internal error in the classifier")
+
+// errNoRequest answers a ClassifyInput without a request.
+var errNoRequest = errors.New("the classifier got no request to judge")
+
+// backendPanic carries a panic out of a backend call, where it was
+// counted, to the recover in safeQuery.
+type backendPanic struct {
+	backend string
+	value   any
+	stack   []byte
+}
+
+// Error describes the panic should it ever escape.
+func (p backendPanic) Error() string {
+	return fmt.Sprintf("panic in a call to classifier backend %s: %v", p.backend, p.value)
+}
+
+// recovered turns a recovered panic into errInternal: it logs the panic
+// with its stack and counts it unless a backend call already did.
+func (c *Classifier) recovered(where string, r any) error {
+	stack := debug.Stack()
+	if bp, ok := r.(backendPanic); ok {
+		where, r, stack = "backend "+bp.backend, bp.value, bp.stack
+	} else {
+		c.metrics.panicked()
+	}
+	c.log.Error("classifier panic recovered; the check fails closed",
+		zap.String("where", where),
+		zap.String("panic", redact.String(promptCutRunes(fmt.Sprint(r), 500), c.keys...)),
+		zap.ByteString("stack", stack))
+	return fmt.Errorf("%w (%s)", errInternal, where)
+}
+
+// safeQuery is query with its panics recovered into errInternal.
+func (c *Classifier) safeQuery(ctx context.Context, p Prompt) (o outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			o, err = outcome{}, c.recovered("classification", r)
+		}
+	}()
+	return c.query(ctx, p)
+}
+
+// query runs one classification under the classifier's own deadline. A
+// panic in a backend call is counted under the backend and goes on up,
+// through the pool (which frees the slot and counts a failure on the
+// breaker) to safeQuery: the check fails closed, without failing over, as
+// a panic is a bug on this side, not an answer from the backend.
 func (c *Classifier) query(ctx context.Context, p Prompt) (outcome, error) {
 	qctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
@@ -224,22 +291,30 @@ func (c *Classifier) query(ctx context.Context, p Prompt) (outcome, error) {
 	var busy time.Duration // in backend calls; the rest of Do is queueing
 	start := time.Now()
 	_, err := c.pool.Do(qctx, func(actx context.Context, i int) error {
-		record := c.metrics.backendCall(c.backends[i].cfg.Name)
+		name := c.backends[i].cfg.Name
+		record := c.metrics.backendCall(name)
 		callStart := time.Now()
 		o, err := outcome{}, errCallDidNotReturn
 		defer func() {
+			r := recover()
+			if r != nil {
+				err = errInternal
+			}
 			record(actx, o, err)
 			mu.Lock()
 			calls++
 			busy += time.Since(callStart)
 			mu.Unlock()
+			if r != nil {
+				panic(backendPanic{backend: name, value: r, stack: debug.Stack()})
+			}
 		}()
 		o, err = c.backends[i].classify(actx, p)
 		mu.Lock()
 		last = o
 		mu.Unlock()
 		if err != nil {
-			return fmt.Errorf("backend %s: %w", c.backends[i].cfg.Name, err)
+			return fmt.Errorf("backend %s: %w", name, err)
 		}
 		return nil
 	})

@@ -22,8 +22,10 @@ const (
 	outcomeTimeout     = "timeout"      // an attempt or the classifier deadline ran out
 	outcomeCanceled    = "canceled"     // the caller went away
 	outcomeTransport   = "transport"    // connection refused, reset, TLS...
-	outcomeBadAnswer   = "bad_answer"   // no tool call, or arguments off the schema
-	outcomeError       = "error"        // anything else (a panic in the call)
+	outcomeBadAnswer   = "bad_answer"   // not a verdict: a malformed, oversized or compressed body, no tool call, arguments off the schema
+	// outcomeError is anything else: a panic in the call or, with an empty
+	// backend, one recovered elsewhere in the classification.
+	outcomeError = "error"
 	// Pool outcomes, with an empty backend label: no backend was called.
 	outcomeSaturated   = "saturated"    // every usable backend stayed busy for the queue time
 	outcomeBreakerOpen = "breaker_open" // no backend's breaker let the call through
@@ -129,6 +131,14 @@ func (m *Metrics) poolResult(err error, called bool, wait time.Duration) {
 	}
 }
 
+// panicked counts a panic recovered outside any backend call; one inside
+// a backend call is counted under its backend by backendCall's record.
+func (m *Metrics) panicked() {
+	if m != nil {
+		m.requests.WithLabelValues("", outcomeError).Inc()
+	}
+}
+
 // callOutcome names the outcome of one backend call; ctx is the call's.
 func callOutcome(ctx context.Context, o outcome, err error) string {
 	if err == nil {
@@ -146,7 +156,7 @@ func callOutcome(ctx context.Context, o outcome, err error) string {
 			return outcomeRateLimited
 		}
 		return outcomeServerError
-	case errors.Is(err, errNoToolCall), errors.Is(err, errBadArguments):
+	case isBadAnswer(err):
 		return outcomeBadAnswer
 	case errors.Is(ctx.Err(), context.Canceled):
 		return outcomeCanceled
@@ -159,5 +169,6 @@ func callOutcome(ctx context.Context, o outcome, err error) string {
 	return outcomeError
 }
 
-// errCallDidNotReturn is recorded for a backend call that panicked.
+// errCallDidNotReturn is recorded for a backend call that left its goroutine
+// (runtime.Goexit) without returning; a panic is recorded as errInternal.
 var errCallDidNotReturn = errors.New("the backend call did not return")

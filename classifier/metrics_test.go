@@ -105,6 +105,10 @@ func TestMetricsOutcomeOfEachFault(t *testing.T) {
 		fakellm.FaultNoToolCall:  outcomeBadAnswer,
 		fakellm.FaultMalformed:   outcomeBadAnswer,
 		fakellm.FaultWrongSchema: outcomeBadAnswer,
+		fakellm.FaultNullBody:    outcomeBadAnswer,
+		fakellm.FaultOversized:   outcomeBadAnswer,
+		fakellm.FaultGzipBomb:    outcomeBadAnswer,
+		fakellm.FaultSlowDrip:    outcomeTimeout,
 	}
 	for _, fault := range fakellm.Faults {
 		t.Run(string(fault), func(t *testing.T) {

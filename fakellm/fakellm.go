@@ -4,7 +4,8 @@
 // POST {base}/responses, with a tool call to the function the request forced
 // through tool_choice (classify_result by default), whose arguments carry a
 // verdict chosen by a [Handler]. It can also inject faults: rate limits,
-// server errors, hangs, connection resets and malformed answers.
+// server errors, hangs, connection resets, malformed answers and hostile
+// bodies (JSON null, an oversized answer, a gzip bomb, a slow drip).
 //
 // In a test:
 //
@@ -35,10 +36,15 @@
 package fakellm
 
 import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"net/http"
@@ -108,12 +114,40 @@ const (
 	// valid JSON of the wrong shape: should_block is the string "yes" or
 	// "no" and reason is missing.
 	FaultWrongSchema Fault = "wrong_schema"
+	// FaultNullBody answers 200 with the JSON body null, as a misbehaving
+	// proxy or gateway may.
+	FaultNullBody Fault = "null_body"
+	// FaultOversized answers 200 with OversizedBytes of JSON whitespace
+	// followed by a normal answer, streamed without a Content-Length: valid
+	// JSON that only a cap on the size of an answer refuses.
+	FaultOversized Fault = "oversized"
+	// FaultGzipBomb answers 200 with Content-Encoding: gzip, whether or not
+	// the client asked for it, and about 256 KiB of gzip (two members) that
+	// expand to GzipBombBytes of whitespace followed by a normal answer.
+	FaultGzipBomb Fault = "gzip_bomb"
+	// FaultSlowDrip answers 200 at once and then sends a normal answer one
+	// byte every DripInterval, until it is complete (which takes about a
+	// minute), the client gives up, or the server is closed or shut down
+	// (then the connection is dropped mid-body).
+	FaultSlowDrip Fault = "slow_drip"
+)
+
+// Sizes and pace of the hostile-body faults.
+const (
+	// OversizedBytes is the whitespace before FaultOversized's answer.
+	OversizedBytes = 128 << 20
+	// GzipBombBytes is the whitespace FaultGzipBomb's body expands to
+	// before its answer.
+	GzipBombBytes = 256 << 20
+	// DripInterval is FaultSlowDrip's pause before each byte.
+	DripInterval = 100 * time.Millisecond
 )
 
 // Faults lists every fault except FaultNone, in a stable order.
 var Faults = []Fault{
 	FaultRateLimit, FaultServerError, FaultBadRequest, FaultHang, FaultReset,
 	FaultNoToolCall, FaultMalformed, FaultWrongSchema,
+	FaultNullBody, FaultOversized, FaultGzipBomb, FaultSlowDrip,
 }
 
 // Tool is one function tool definition offered by a request.
@@ -372,10 +406,10 @@ func (s *Server) Count() int {
 	return len(s.requests)
 }
 
-// Close stops the server at once: hanging requests and latencies end by
-// dropping their connections, the listener and connections are closed, and
-// Close returns once every request being handled has returned (so a
-// Handler that blocks delays it). Requests
+// Close stops the server at once: hanging and dripping requests and
+// latencies end by dropping their connections, the listener and
+// connections are closed, and Close returns once every request being
+// handled has returned (so a Handler that blocks delays it). Requests
 // reaching a closed server (when it is wrapped) are answered 503.
 func (s *Server) Close() error {
 	s.mu.Lock()
@@ -392,10 +426,10 @@ func (s *Server) Close() error {
 	return err
 }
 
-// Shutdown stops the server gracefully: hanging requests are dropped at
-// once, other requests in progress (latencies included) are answered, then
-// it returns. If ctx ends first it falls back to Close and returns the
-// context's error.
+// Shutdown stops the server gracefully: hanging and dripping requests are
+// dropped at once, other requests in progress (latencies included) are
+// answered, then it returns. If ctx ends first it falls back to Close and
+// returns the context's error.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.releaseOnce.Do(func() { close(s.release) })
 	s.mu.Lock()
@@ -575,11 +609,123 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req *Request, r
 	case FaultNone, FaultNoToolCall, FaultMalformed, FaultWrongSchema:
 		writeJSON(w, http.StatusOK, s.answer(req, reply))
 		return "200"
+	case FaultNullBody:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("null\n"))
+		return "200 (null)"
+	case FaultOversized:
+		return writeOversized(w, s.answerBytes(req, reply))
+	case FaultGzipBomb:
+		return writeGzipBomb(w, s.answerBytes(req, reply))
+	case FaultSlowDrip:
+		return s.drip(ctx, w, s.answerBytes(req, reply))
 	default:
 		writeError(w, http.StatusInternalServerError, "fakellm_error", "unknown_fault",
 			fmt.Sprintf("fakellm: unknown fault %q", reply.Fault))
 		return "500 (unknown fault)"
 	}
+}
+
+// answerBytes is the normal 200 body for req.
+func (s *Server) answerBytes(req *Request, reply Reply) []byte {
+	b, _ := json.Marshal(s.answer(req, reply)) // cannot fail with the types used
+	return append(b, '\n')
+}
+
+// writeOversized streams OversizedBytes of whitespace, then answer; it
+// stops when the client goes away.
+func writeOversized(w http.ResponseWriter, answer []byte) string {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	pad := bytes.Repeat([]byte{' '}, 64<<10)
+	for sent := 0; sent < OversizedBytes; sent += len(pad) {
+		if _, err := w.Write(pad); err != nil {
+			return "200 (oversized, client gone)"
+		}
+	}
+	if _, err := w.Write(answer); err != nil {
+		return "200 (oversized, client gone)"
+	}
+	return "200 (oversized)"
+}
+
+// gzipBombHead is a gzip member expanding to GzipBombBytes of spaces,
+// made once and shared. Compressing that much would take seconds (far
+// more under the race detector), so it is assembled: the first MiB
+// compressed from an empty window, then, over and over, one MiB
+// compressed with a window of spaces as its dictionary, which is what the
+// window holds from then on. Flush ends each on a byte boundary, without
+// ending the stream.
+var gzipBombHead = sync.OnceValue(func() []byte {
+	const chunk = 1 << 20
+	spaces := bytes.Repeat([]byte{' '}, chunk)
+	compress := func(dict []byte) []byte {
+		var b bytes.Buffer
+		zw, _ := flate.NewWriterDict(&b, flate.BestCompression, dict)
+		_, _ = zw.Write(spaces)
+		_ = zw.Flush()
+		return b.Bytes()
+	}
+	first, next := compress(nil), compress(spaces[:32<<10])
+	crc := crc32.Update(0, crc32.IEEETable, spaces)
+	out := []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255} // gzip: deflate, no name, no time
+	out = append(out, first...)
+	for range GzipBombBytes/chunk - 1 {
+		out = append(out, next...)
+		crc = crc32.Update(crc, crc32.IEEETable, spaces)
+	}
+	out = append(out, 0x03, 0x00) // a final, empty block
+	out = binary.LittleEndian.AppendUint32(out, crc)
+	return binary.LittleEndian.AppendUint32(out, uint32(GzipBombBytes))
+})
+
+// writeGzipBomb sends gzipBombHead and a second gzip member holding
+// answer; a gzip reader reads the two as one stream.
+func writeGzipBomb(w http.ResponseWriter, answer []byte) string {
+	var tail bytes.Buffer
+	zw := gzip.NewWriter(&tail)
+	_, _ = zw.Write(answer)
+	_ = zw.Close()
+	head := gzipBombHead()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Encoding", "gzip")
+	w.Header().Set("Content-Length", fmt.Sprint(len(head)+tail.Len()))
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(head); err != nil {
+		return "200 (gzip bomb, client gone)"
+	}
+	_, _ = w.Write(tail.Bytes())
+	return "200 (gzip bomb)"
+}
+
+// drip sends the headers, then answer a byte at a time, DripInterval
+// apart. If the client goes away or the server closes or shuts down
+// first, it aborts the response, so the client never sees a complete body.
+func (s *Server) drip(ctx context.Context, w http.ResponseWriter, answer []byte) string {
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_ = rc.Flush()
+	timer := time.NewTimer(DripInterval)
+	defer timer.Stop()
+	for i := range answer {
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			s.log("slow drip: client gone after %d of %d bytes", i, len(answer))
+			panic(http.ErrAbortHandler)
+		case <-s.release:
+			s.log("slow drip: server closing after %d of %d bytes", i, len(answer))
+			panic(http.ErrAbortHandler)
+		}
+		timer.Reset(DripInterval)
+		if _, err := w.Write(answer[i : i+1]); err != nil {
+			return "200 (slow drip, client gone)"
+		}
+		_ = rc.Flush()
+	}
+	return "200 (slow drip)"
 }
 
 // setRetryAfter sets Retry-After in whole seconds (rounded up) and

@@ -1,0 +1,446 @@
+package classifier
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/openai/openai-go/v3/option"
+)
+
+// MaxAnswerBytes caps the body of one backend answer, counted in the bytes
+// that are decoded: after the transport's transparent gzip decompression
+// (the only decompression that ever happens; a body still marked with a
+// Content-Encoding is refused, never decoded). An answer past the cap
+// fails closed; it is never cut short and read.
+//
+// A classify_result answer is small: at the default max_tokens (1024) its
+// arguments are at most about 4 KiB, in an envelope of a few hundred bytes.
+// 1 MiB leaves room for much larger max_tokens, reasoning items and verbose
+// gateways, while bounding what one attempt holds in memory: a 100 MB
+// answer, or a gzip bomb expanding to gigabytes, costs at most 1 MiB.
+const MaxAnswerBytes = 1 << 20
+
+var (
+	errNoToolCall   = errors.New("the answer has no " + fullTool + " call")
+	errBadArguments = errors.New("the function arguments do not match the schema")
+	errBadAnswer    = errors.New("the answer is not one complete tool call")
+	// errBadBody: the body is not an API response of the expected shape
+	// (not JSON, not an object, null or wrong-typed fields).
+	errBadBody = errors.New("the answer is not a well-formed API response")
+	// errAnswerTooLarge: the body passed MaxAnswerBytes.
+	errAnswerTooLarge = errors.New("the answer is larger than the 1 MiB cap")
+	// errAnswerEncoded: the body is still compressed (the transport only
+	// decodes the gzip it asked for itself).
+	errAnswerEncoded = errors.New("the answer is compressed in a way the client did not ask for")
+)
+
+// isBadAnswer reports whether err says the backend answered something that
+// is not a verdict. Such answers are not retried (the same question gets
+// the same kind of answer) but count against the backend's breaker.
+func isBadAnswer(err error) bool {
+	for _, target := range []error{errNoToolCall, errBadArguments, errBadAnswer, errBadBody, errAnswerTooLarge, errAnswerEncoded} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// limitAnswer is openai-go middleware bounding what one attempt reads: a
+// body still compressed is refused, one that declares more than
+// MaxAnswerBytes is refused unread, and any other is read through an
+// answerBody, which errors past the cap and ends with the request's
+// context. It wraps whatever HTTP client the backend uses, so the bounds
+// hold for injected clients too.
+func limitAnswer(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	if err != nil {
+		return res, err
+	}
+	if res == nil {
+		return nil, fmt.Errorf("%w: the HTTP client returned no response", errBadBody)
+	}
+	body := res.Body
+	if body == nil {
+		body = http.NoBody
+	}
+	for _, ce := range res.Header.Values("Content-Encoding") {
+		if strings.TrimSpace(ce) != "" && !strings.EqualFold(strings.TrimSpace(ce), "identity") {
+			_ = body.Close()
+			return nil, fmt.Errorf("%w (Content-Encoding %q)", errAnswerEncoded, promptCutRunes(ce, 40))
+		}
+	}
+	if res.ContentLength > MaxAnswerBytes {
+		_ = body.Close()
+		return nil, fmt.Errorf("%w (Content-Length %d)", errAnswerTooLarge, res.ContentLength)
+	}
+	res.Body = newAnswerBody(req.Context(), body)
+	return res, nil
+}
+
+// answerBody reads at most MaxAnswerBytes of a response body and fails
+// (errAnswerTooLarge) on the byte after. It is closed when ctx ends, so
+// that a body trickling in cannot outlive the attempt even through an
+// HTTP client whose bodies ignore the request's context, and a read cut
+// by ctx reports ctx's error. Read is for one goroutine; Close may run
+// concurrently with it.
+type answerBody struct {
+	ctx  context.Context
+	rc   io.ReadCloser
+	left int64 // bytes still allowed
+	err  error // sticky; only Read touches it
+	stop func() bool
+	once sync.Once
+	cerr error
+}
+
+func newAnswerBody(ctx context.Context, rc io.ReadCloser) *answerBody {
+	b := &answerBody{ctx: ctx, rc: rc, left: MaxAnswerBytes}
+	b.stop = context.AfterFunc(ctx, func() { _ = b.closeOnce() })
+	return b
+}
+
+func (b *answerBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if err := b.ctx.Err(); err != nil {
+		b.err = err
+		return 0, err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	// One byte more than allowed tells a body at the cap from one past it.
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	if int64(n) > b.left {
+		b.err = errAnswerTooLarge
+		return int(b.left), b.err
+	}
+	b.left -= int64(n)
+	if err != nil && err != io.EOF {
+		if cerr := b.ctx.Err(); cerr != nil {
+			err = cerr // the read was cut by the attempt's deadline
+		}
+		b.err = err
+	}
+	return n, err
+}
+
+func (b *answerBody) Close() error {
+	b.stop()
+	return b.closeOnce()
+}
+
+func (b *answerBody) closeOnce() error {
+	b.once.Do(func() { b.cerr = b.rc.Close() })
+	return b.cerr
+}
+
+// decodeAnswer turns one successful (2xx) response body of api into the
+// verdict carried by the arguments of tool, with the tokens the backend
+// reports. Nothing in body is trusted: it must be one JSON object of the
+// API's shape holding exactly one complete call of tool, whose arguments
+// match tool's schema exactly; anything else (null, arrays, wrong types,
+// missing or null fields, several calls, a cut answer) is an error for
+// which isBadAnswer holds, so the check fails closed. Token counts are
+// informational and read leniently (0 when absent or odd).
+func decodeAnswer(api, tool string, body []byte) (v verdict, in, out int64, err error) {
+	var args string
+	if api == APIResponses {
+		args, in, out, err = responsesArguments(body, tool)
+	} else {
+		args, in, out, err = chatArguments(body, tool)
+	}
+	if err != nil {
+		return verdict{}, in, out, err
+	}
+	if tool == fastTool {
+		v, err = parseFast(args)
+	} else {
+		v, err = parseFull(args)
+	}
+	return v, in, out, err
+}
+
+// The parts of the two APIs' answers that are read. Pointers tell a null
+// or missing object from an empty one; every other field is ignored.
+type chatEnvelope struct {
+	Choices []*struct {
+		FinishReason string `json:"finish_reason"`
+		Message      *struct {
+			ToolCalls []*struct {
+				Type     string `json:"type"`
+				Function *struct {
+					Name      string  `json:"name"`
+					Arguments *string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"message"`
+	} `json:"choices"`
+	Usage json.RawMessage `json:"usage"`
+}
+
+type responsesEnvelope struct {
+	Status string            `json:"status"`
+	Output []json.RawMessage `json:"output"`
+	Usage  json.RawMessage   `json:"usage"`
+}
+
+type responsesFunctionCall struct {
+	Name      string  `json:"name"`
+	Arguments *string `json:"arguments"`
+}
+
+func chatArguments(body []byte, tool string) (string, int64, int64, error) {
+	var env chatEnvelope
+	if err := decodeObject(body, &env, "the body"); err != nil {
+		return "", 0, 0, err
+	}
+	in, out := usageTokens(env.Usage, "prompt_tokens", "completion_tokens")
+	// One answer holding one call: with several, which one counts would be
+	// a guess, and a guess must not allow.
+	if len(env.Choices) != 1 {
+		return "", in, out, fmt.Errorf("%w: %d choices, want 1", errBadAnswer, len(env.Choices))
+	}
+	ch := env.Choices[0]
+	if ch == nil {
+		return "", in, out, fmt.Errorf("%w: choices[0] is null", errBadBody)
+	}
+	switch ch.FinishReason {
+	case "tool_calls", "stop", "":
+	default:
+		// "length", "content_filter": the arguments may be cut short.
+		return "", in, out, fmt.Errorf("%w: finish reason %q", errBadAnswer, promptCutRunes(ch.FinishReason, 40))
+	}
+	if ch.Message == nil {
+		return "", in, out, fmt.Errorf("%w: choices[0].message is missing or null", errBadBody)
+	}
+	calls := ch.Message.ToolCalls
+	switch {
+	case len(calls) == 0:
+		return "", in, out, fmt.Errorf("%w (tool %s)", errNoToolCall, tool)
+	case len(calls) > 1:
+		return "", in, out, fmt.Errorf("%w: %d tool calls, want 1", errBadAnswer, len(calls))
+	}
+	c := calls[0]
+	switch {
+	case c == nil:
+		return "", in, out, fmt.Errorf("%w: tool_calls[0] is null", errBadBody)
+	case c.Type != "" && c.Type != "function":
+		return "", in, out, fmt.Errorf("%w (tool %s, got a call of another kind)", errNoToolCall, tool)
+	case c.Function == nil:
+		return "", in, out, fmt.Errorf("%w: tool_calls[0].function is missing or null", errBadBody)
+	case c.Function.Name != tool:
+		return "", in, out, fmt.Errorf("%w (tool %s, got a call of another tool)", errNoToolCall, tool)
+	case c.Function.Arguments == nil:
+		return "", in, out, fmt.Errorf("%w: the arguments are missing or null", errBadArguments)
+	}
+	return *c.Function.Arguments, in, out, nil
+}
+
+func responsesArguments(body []byte, tool string) (string, int64, int64, error) {
+	var env responsesEnvelope
+	if err := decodeObject(body, &env, "the body"); err != nil {
+		return "", 0, 0, err
+	}
+	in, out := usageTokens(env.Usage, "input_tokens", "output_tokens")
+	if env.Status != "completed" && env.Status != "" {
+		// An empty status is a compatible server that does not set it (as
+		// with an empty finish reason in chat); "incomplete" (max tokens,
+		// content filter) and the rest may have cut the arguments short.
+		return "", in, out, fmt.Errorf("%w: status %q", errBadAnswer, promptCutRunes(env.Status, 40))
+	}
+	var args []string
+	for i, raw := range env.Output {
+		where := fmt.Sprintf("output[%d]", i)
+		var item struct {
+			Type string `json:"type"`
+		}
+		if err := decodeObject(raw, &item, where); err != nil {
+			return "", in, out, err
+		}
+		if item.Type != "function_call" {
+			continue // reasoning, messages
+		}
+		var call responsesFunctionCall
+		if err := decodeObject(raw, &call, where); err != nil {
+			return "", in, out, err
+		}
+		if call.Name != tool {
+			return "", in, out, fmt.Errorf("%w (tool %s, got a call of another tool)", errNoToolCall, tool)
+		}
+		if call.Arguments == nil {
+			return "", in, out, fmt.Errorf("%w: the arguments are missing or null", errBadArguments)
+		}
+		args = append(args, *call.Arguments)
+	}
+	switch len(args) {
+	case 0:
+		return "", in, out, fmt.Errorf("%w (tool %s)", errNoToolCall, tool)
+	case 1:
+		return args[0], in, out, nil
+	}
+	return "", in, out, fmt.Errorf("%w: %d tool calls, want 1", errBadAnswer, len(args))
+}
+
+// decodeObject decodes raw, which must be one JSON object and nothing
+// else, into dst; what names raw in errors.
+func decodeObject(raw []byte, dst any, what string) error {
+	t := bytes.TrimSpace(raw)
+	switch {
+	case len(t) == 0:
+		return fmt.Errorf("%w: %s is empty", errBadBody, what)
+	case !json.Valid(t):
+		return fmt.Errorf("%w: %s is not valid JSON", errBadBody, what)
+	case t[0] != '{':
+		return fmt.Errorf("%w: %s is %s, not a JSON object", errBadBody, what, jsonKind(t))
+	}
+	if err := json.Unmarshal(t, dst); err != nil {
+		return fmt.Errorf("%w: %s: %s", errBadBody, what, typeProblem(err))
+	}
+	return nil
+}
+
+// jsonKind names what t, valid JSON but not an object, holds.
+func jsonKind(t []byte) string {
+	switch t[0] {
+	case 'n':
+		return "JSON null"
+	case '[':
+		return "a JSON array"
+	case '"':
+		return "a JSON string"
+	case 't', 'f':
+		return "a JSON boolean"
+	}
+	return "a JSON number"
+}
+
+// typeProblem says which field of valid JSON has the wrong type, without
+// echoing the data.
+func typeProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "a field"
+		}
+		return fmt.Sprintf("%s is a JSON %s, of the wrong type", promptCutRunes(field, 80), te.Value)
+	}
+	return "not what the API answers"
+}
+
+// usageTokens reads two token counts from a usage object, leniently: they
+// are only reported, so an absent, null or odd usage gives 0, never an
+// error, and never a negative or absurd count.
+func usageTokens(raw json.RawMessage, inKey, outKey string) (int64, int64) {
+	var u map[string]json.RawMessage
+	if json.Unmarshal(raw, &u) != nil {
+		return 0, 0
+	}
+	count := func(raw json.RawMessage) int64 {
+		var f float64
+		if json.Unmarshal(raw, &f) != nil || f < 0 || f > 1<<40 {
+			return 0
+		}
+		return int64(f)
+	}
+	return count(u[inKey]), count(u[outKey])
+}
+
+// parseFull validates classify_result arguments strictly: compatible
+// servers do not all honour strict schemas, and a verdict we cannot read
+// must fail closed, never default to allow.
+func parseFull(raw string) (verdict, error) {
+	var m map[string]json.RawMessage
+	if err := decodeStrict(raw, &m); err != nil {
+		return verdict{}, err
+	}
+	if len(m) != 3 {
+		return verdict{}, fmt.Errorf("%w: want exactly thinking, should_block and reason, got %d fields", errBadArguments, len(m))
+	}
+	var v verdict
+	if err := field(m, "thinking", &v.Thinking); err != nil {
+		return verdict{}, err
+	}
+	if err := field(m, "should_block", &v.Block); err != nil {
+		return verdict{}, err
+	}
+	if err := field(m, "reason", &v.Reason); err != nil {
+		return verdict{}, err
+	}
+	return v, nil
+}
+
+func parseFast(raw string) (verdict, error) {
+	var m map[string]json.RawMessage
+	if err := decodeStrict(raw, &m); err != nil {
+		return verdict{}, err
+	}
+	if len(m) != 1 {
+		return verdict{}, fmt.Errorf("%w: want only should_block, got %d fields", errBadArguments, len(m))
+	}
+	var v verdict
+	if err := field(m, "should_block", &v.Block); err != nil {
+		return verdict{}, err
+	}
+	return v, nil
+}
+
+// decodeStrict reads one JSON object and nothing after it. A key given
+// twice is an error: which of the two counts differs between parsers, and
+// {"should_block":true,"should_block":false} must not allow.
+func decodeStrict(raw string, m *map[string]json.RawMessage) error {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	notObject := fmt.Errorf("%w: not a JSON object", errBadArguments)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return notObject
+	}
+	out := map[string]json.RawMessage{}
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			return notObject
+		}
+		if _, dup := out[key]; dup {
+			return fmt.Errorf("%w: %s is given twice", errBadArguments, promptCutRunes(key, 40))
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return notObject
+		}
+		out[key] = v
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return notObject
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%w: trailing data after the object", errBadArguments)
+	}
+	*m = out
+	return nil
+}
+
+// field decodes one required field; JSON null and wrong types are errors.
+func field[T any](m map[string]json.RawMessage, name string, dst *T) error {
+	raw, ok := m[name]
+	if !ok {
+		return fmt.Errorf("%w: %s is missing", errBadArguments, name)
+	}
+	if string(raw) == "null" || json.Unmarshal(raw, dst) != nil {
+		return fmt.Errorf("%w: %s has the wrong type", errBadArguments, name)
+	}
+	return nil
+}

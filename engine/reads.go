@@ -211,6 +211,8 @@ func readDirNames(dir string) ([]string, error) {
 type treeWalk struct {
 	hidden bool // hidden entries are read
 	follow bool // links are followed (or read through): any link refuses
+	// followNamed: only the links whose names pass names are followed.
+	followNamed bool
 	// skipDirs are globs of directory names the search does not enter
 	// (grep --exclude-dir, rg -g '!name'); a directory is skipped only
 	// when one surely matches its name (knowledge.NameMatch).
@@ -254,7 +256,7 @@ func (rs *readScope) judgeTree(dir, raw string, hidden, follow bool) string {
 // judgeShellTree judges a tree a shell command reads (shell.Tree), with
 // the directories it skips and the file names it keeps.
 func (rs *readScope) judgeShellTree(dir string, t shell.Tree) string {
-	return rs.walkTree(dir, t.Path, treeWalk{hidden: t.Hidden, follow: t.Follow, skipDirs: t.SkipDirs, names: t.Names})
+	return rs.walkTree(dir, t.Path, treeWalk{hidden: t.Hidden, follow: t.Follow, followNamed: t.FollowNamed, skipDirs: t.SkipDirs, names: t.Names})
 }
 
 // walkTree judges a recursive read rooted at raw: the root is a read, and
@@ -323,7 +325,7 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 			switch {
 			case isDir && w.skips(name):
 				continue
-			case e.Type()&fs.ModeSymlink != 0 && w.follow:
+			case e.Type()&fs.ModeSymlink != 0 && w.follow && (!w.followNamed || w.reads(name)):
 				return fmt.Sprintf("searches %s following links, and %s is one", truncate(raw, 200), truncate(path, 200))
 			case w.names == nil && (secretDir || knowledge.SecretPath(name, "")):
 				return fmt.Sprintf("searches %s, which holds %s, a file that may hold secrets", truncate(raw, 200), truncate(path, 200))

@@ -196,8 +196,10 @@ func TestFindTrees(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink("/etc/hostname", filepath.Join(project, "links", "host")); err != nil {
-		t.Fatal(err)
+	for _, l := range []string{"host", "z.md"} {
+		if err := os.Symlink("/etc/hostname", filepath.Join(project, "links", l)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rs := &readScope{ctx: t.Context(), dirs: []string{project}}
 	judge := func(cmd string) string {
@@ -219,13 +221,14 @@ func TestFindTrees(t *testing.T) {
 	}
 	for cmd, want := range map[string]string{
 		"find conf -exec cat {} \\;":                                    "conf/.env",
-		"find . -name '*.md' -exec cat {} \\;":                          "links/host", // without -type f, the links it meets count
+		"find . -name '*.md' -exec cat {} \\;":                          "links/z.md", // without -type f, the links it keeps count
 		"find . -type f -name config -exec cat {} \\;":                  ".git/config",
 		"find . -type f -name config -print0 | xargs -0 cat":            ".git/config",
 		"find . -type f -name '*.yaml' -print0 | xargs -0 cat":          "",
-		"find links -name '*' -exec cat {} +":                           "links/host",
-		"find links -exec cat {} +":                                     "links/host",
-		"find -L links -type f -name '*.md' -exec cat {} +":             "links/host",
+		"find links -name '*' -exec cat {} +":                           "following links",
+		"find links -exec cat {} +":                                     "following links",
+		"find -L links -type f -name '*.md' -exec cat {} +":             "following links",
+		"find -L . -name '*.yaml' -exec cat {} +":                       "following links",
 		"find . -type f -name '*.md' -exec grep -r x {} +":              "/.git",
 		"find .git -name HEAD -exec cat {} \\;":                         "inside a repository's .git",
 		"find . -type f -name '.env' -exec cat {} \\;":                  ".env",
@@ -247,6 +250,7 @@ func TestFindTrees(t *testing.T) {
 	for _, cmd := range []string{
 		"find docs -name '*.md' -exec cat {} \\;", "find . -type f -name '*.md' -exec cat {} \\;", "find . -name '*.md' -type f -exec grep -l a {} +",
 		"find . -exec basename {} \\;", "find src docs -type f -exec wc -l {} +", "find links -type f -name '*.md' -exec cat {} +",
+		"find . -name '*.yaml' -exec cat {} \\;", "find links -name 'x*' -exec cat {} +",
 		"find . -type f -name '*.go' -print0 | xargs -0 grep -n main", "find docs -name x -exec echo \"=== {} ===\" \\; -exec ls -la {} \\;",
 	} {
 		if why := judge(cmd); why != "" {

@@ -176,12 +176,14 @@ func checkFind(iv *invocation) string {
 	}
 	// The files -exec reads are those below the start points: each is a
 	// tree read with its hidden files, its links followed unless -type f
-	// keeps them out, only the files the -name globs keep when that is
-	// all they can be and the program reads nothing else of them.
+	// keeps them out (without -L only those the -name globs keep), only
+	// the files the -name globs keep when that is all they can be and
+	// the program reads nothing else of them.
 	ff, ok := fl.filterBefore(execs[0].at)
 	t := Tree{Hidden: true, Follow: fl.follow || !ff.regular || !ok}
 	if ok && !recursive {
 		t.Names = ff.names
+		t.FollowNamed = t.Follow && !fl.follow && t.Names != nil
 	}
 	return iv.recursiveRoots(fl.starts, t)
 }

@@ -103,6 +103,10 @@ type Tree struct {
 	// (grep -R, rg -L, diff -r), which may lead anywhere, or reads the
 	// files they name (what find hands to -exec).
 	Follow bool
+	// FollowNamed narrows Follow to the links whose names pass Names:
+	// find without -L enters no linked directory, and hands the links it
+	// keeps to -exec, which reads through them. Ignoring it judges more.
+	FollowNamed bool
 	// SkipDirs are globs of directory names the search does not enter
 	// (grep --exclude-dir, rg -g '!name'), as the program matches them:
 	// fnmatch(3) without flags on the base name (knowledge.NameMatch).

@@ -58,7 +58,7 @@ func TestTrees(t *testing.T) {
 		{"find src -exec cat {} \\;", []Tree{{Path: "src", Hidden: true, Follow: true}}},
 		{"find -exec cat {} +", []Tree{{Path: ".", Hidden: true, Follow: true}}},
 		{"find a b -type f -name '*.md' -exec grep -l x {} +", []Tree{{Path: "a", Hidden: true, Names: []string{"*.md"}}, {Path: "b", Hidden: true, Names: []string{"*.md"}}}},
-		{"find . -name '*.md' -name 'r*' -exec cat {} \\;", []Tree{{Path: ".", Hidden: true, Follow: true, Names: []string{"*.md", "r*"}}}},
+		{"find . -name '*.md' -name 'r*' -exec cat {} \\;", []Tree{{Path: ".", Hidden: true, Follow: true, FollowNamed: true, Names: []string{"*.md", "r*"}}}},
 		{"find -L . -type f -name '*.md' -exec cat {} \\;", []Tree{{Path: ".", Hidden: true, Follow: true, Names: []string{"*.md"}}}},
 		{"find . -type f -name '*.md' -follow -exec cat {} \\;", []Tree{{Path: ".", Hidden: true, Follow: true, Names: []string{"*.md"}}}},
 		{"find . -exec cat {} \\; -type f -name '*.md'", []Tree{{Path: ".", Hidden: true, Follow: true}}},

@@ -461,6 +461,9 @@ func checkDiff(iv *invocation) string {
 // operands are the files jq reads.
 func checkJq(iv *invocation) string {
 	ops := iv.pa.ops
+	if len(ops) == 0 && iv.ic.implicit {
+		return iv.failf("xargs would supply the filter")
+	}
 	if len(ops) > 0 {
 		if ops[0].glob {
 			return iv.failf("glob %s may expand to another filter", ops[0].val)

@@ -194,10 +194,10 @@ func (iv *invocation) run() string {
 		iv.a.out.Trees = append(iv.a.out.Trees, iv.ic.trees...)
 		iv.ic.trees = nil
 	}
-	if iv.ic.found && !sp.dyn && !sp.ownDyn {
-		// A path find hands over is harmless only where the program
-		// reads a file: as sed's script, awk's program, a pattern or an
-		// option's value it is code or data from a file name.
+	if (iv.ic.found || iv.ic.pathOK) && !sp.dyn && !sp.ownDyn {
+		// A path find or xargs hands over is harmless only where the
+		// program reads a file: as sed's script, jq's filter, a pattern
+		// or an option's value it is code or data from a file name.
 		for _, w := range iv.args {
 			if w.xargs && !slices.ContainsFunc(iv.files, func(f wordInfo) bool { return f.xargs && f.pos == w.pos }) {
 				return iv.failf("%s stands for a found file where the program does not read a file", w.val)

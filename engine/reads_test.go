@@ -161,6 +161,7 @@ func TestGitReadsOfFiles(t *testing.T) {
 		"git blame .env", "git blame HEAD -- config/.env", "git blame -S .env main.go", "git blame --ignore-revs-file=.env main.go",
 		"git blame --ignore-revs-file .env main.go", "git log -L1,5:.env", "git log -L '/API_KEY/,+2:config/.env'",
 		"git log -L :main:.env", "git show -L1,2:.env HEAD",
+		"grep -o -f .env x.txt", "rg -f config/.env x.txt", "git grep -f .env", "grep -r --file .env x src",
 		// A .git the server does not see may be the agent's.
 		"grep -r x .git", "rg --hidden x .git/", "grep -r x sub/.git/refs",
 	} {

@@ -474,6 +474,12 @@ func TestAnalysisDetails(t *testing.T) {
 		// the file after the range, wherever the range ends.
 		{line: "git blame -S revs --ignore-revs-file=ign -- f.go", reads: []string{"f.go", "revs", "ign"}},
 		{line: "git log -L1,5:a.go -L '/x:y/,+2:b.go' -- c.go", reads: []string{"c.go", "a.go", "y/,+2:b.go", "b.go"}},
+		// Pattern files shape what a search prints (-o prints the lines).
+		{line: "grep -o -f pats.txt a.txt", reads: []string{"a.txt", "pats.txt"}},
+		{line: "grep -r --file=pats.txt x src", reads: []string{"x", "src", "pats.txt"}},
+		{line: "rg -f pats.txt a.txt", reads: []string{"a.txt", "pats.txt"}},
+		{line: "git grep -f pats.txt -- '*.go'", reads: []string{"*.go", "pats.txt"}},
+		{line: "echo x | grep -f - a.txt", reads: []string{"a.txt"}},
 	}
 	for _, tt := range tests {
 		a := Analyze(tt.line)

@@ -207,7 +207,7 @@ func gitObjectReads(iv *invocation) string {
 // gitGrepReads is gitObjectReads for git grep, whose first operand is the
 // pattern unless -e or -f gave it.
 func gitGrepReads(iv *invocation) string {
-	iv.files = gitPaths(patternFirst(iv, "e", "f"))
+	iv.files = append(gitPaths(patternFirst(iv, "e", "f")), patternFiles(iv, "f")...)
 	return ""
 }
 

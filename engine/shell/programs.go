@@ -379,9 +379,25 @@ func checkGrep(iv *invocation) string {
 		if !iv.pa.has("exclude", "exclude-from") {
 			t.Names = iv.pa.values("include")
 		}
-		return iv.recursiveRoots(iv.files, t)
+		if why := iv.recursiveRoots(iv.files, t); why != "" {
+			return why
+		}
 	}
+	iv.files = append(iv.files, patternFiles(iv, "f", "file")...)
 	return ""
+}
+
+// patternFiles returns the files grep -f, rg -f and git grep -f read
+// patterns from: what they print depends on those lines (-o prints them),
+// so they are reads like the searched files.
+func patternFiles(iv *invocation, opts ...string) []wordInfo {
+	var out []wordInfo
+	for _, f := range iv.pa.values(opts...) {
+		if f != "-" {
+			out = append(out, wordInfo{val: f, cred: f, glob: hasGlobMeta(f), pos: -1, end: -1})
+		}
+	}
+	return out
 }
 
 // secretFilters refuses file filters (grep --include, rg -g) that pick a
@@ -423,7 +439,11 @@ func checkRg(iv *invocation) string {
 		}
 	}
 	hidden = hidden || us >= 2
-	return iv.recursiveRoots(iv.files, Tree{Hidden: hidden, Follow: iv.pa.has("L", "follow"), SkipDirs: rgSkipDirs(iv)})
+	if why := iv.recursiveRoots(iv.files, Tree{Hidden: hidden, Follow: iv.pa.has("L", "follow"), SkipDirs: rgSkipDirs(iv)}); why != "" {
+		return why
+	}
+	iv.files = append(iv.files, patternFiles(iv, "f", "file")...)
+	return ""
 }
 
 // rgSkipDirs returns the directory names ripgrep's -g '!NAME' and

@@ -263,7 +263,7 @@ func TestFindTrees(t *testing.T) {
 	e := newEngine(t, nil, nil)
 	for _, cmd := range []string{
 		"find . -type f -name config -print0 | xargs -0 cat", "find . -type f -print0 -name '*.go' | xargs -0 cat",
-		"find conf -exec cat {} \\;", "find links -exec cat {} +", "find . -name x -exec cat {} \\;",
+		"find conf -exec cat {} \\;", "find links -exec cat {} +", "find . -name '*.md' -exec cat {} \\;", "find . -name '*.env' -exec cat {} +",
 	} {
 		if res := mustCheck(t, e, &Request{Tool: bashCmd(cmd), WorkingDirectory: project}); res.Decision == Allow {
 			t.Errorf("%s: allowed, want not", cmd)

@@ -348,7 +348,7 @@ func (e *Engine) analyseShell(ctx context.Context, req *Request, p *policy, c *c
 	}
 	for _, t := range a.Trees {
 		if judging() {
-			c.unproven = rs.judgeTree(dir, t.Path, t.Hidden, t.Follow)
+			c.unproven = rs.judgeShellTree(dir, t)
 		}
 	}
 	if judging() {

@@ -468,3 +468,42 @@ func TestMCPFileURIs(t *testing.T) {
 		}
 	}
 }
+
+// TestGitGrepIsATreeRead: git grep prints lines of the files below its
+// pathspecs (the whole working tree without one), so a secret-shaped
+// file there refuses it; a revision's files are not on disk to judge.
+func TestGitGrepIsATreeRead(t *testing.T) {
+	l := newLayout(t)
+	for _, f := range []string{"src/a.go", "conf/.env", ".git/config"} {
+		p := filepath.Join(l.app, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("KEY=x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEngine(t, nil, nil)
+	check := func(cmd string) Result {
+		return mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": cmd}), WorkingDirectory: l.app, Mode: ModeAuto})
+	}
+	for _, cmd := range []string{
+		"git grep -n KEY",
+		"git grep --no-index -n KEY",
+		"git grep -n KEY -- conf",
+		"git grep -n KEY -- '*.env'",
+		"git grep -n KEY -- ':(top)conf'",
+		"git grep -n KEY HEAD",
+		"git grep -n KEY HEAD -- src",
+		"git grep -e KEY main",
+	} {
+		if res := check(cmd); res.Decision == Allow {
+			t.Errorf("%s: allowed by %s (%s)", cmd, res.Source, res.Reason)
+		}
+	}
+	for _, cmd := range []string{"git grep -n KEY -- src", "git grep -n -e KEY -- src/a.go"} {
+		if res := check(cmd); res.Decision != Allow {
+			t.Errorf("%s: %s by %s (%s), want allow", cmd, res.Decision, res.Source, res.Reason)
+		}
+	}
+}

@@ -478,7 +478,7 @@ func TestAnalysisDetails(t *testing.T) {
 		{line: "grep -o -f pats.txt a.txt", reads: []string{"a.txt", "pats.txt"}},
 		{line: "grep -r --file=pats.txt x src", reads: []string{"x", "src", "pats.txt"}},
 		{line: "rg -f pats.txt a.txt", reads: []string{"a.txt", "pats.txt"}},
-		{line: "git grep -f pats.txt -- '*.go'", reads: []string{"*.go", "pats.txt"}},
+		{line: "git grep -f pats.txt -- '*.go'", reads: []string{"pats.txt", "*.go"}},
 		{line: "echo x | grep -f - a.txt", reads: []string{"a.txt"}},
 	}
 	for _, tt := range tests {

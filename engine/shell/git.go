@@ -206,9 +206,32 @@ func gitObjectReads(iv *invocation) string {
 
 // gitGrepReads is gitObjectReads for git grep, whose first operand is the
 // pattern unless -e or -f gave it.
+// gitGrepReads: git grep prints lines of the files below its pathspecs
+// (the working tree when there are none), tracked ones or, with
+// --no-index or --untracked, any: each pathspec is a tree to judge, a
+// glob one (which matches across directories) the whole working tree.
+// An operand before "--" may be a revision, whose files are not on disk
+// to judge, so paths must follow "--".
 func gitGrepReads(iv *invocation) string {
-	iv.files = append(gitPaths(patternFirst(iv, "e", "f")), patternFiles(iv, "f")...)
-	return ""
+	ops := patternFirst(iv, "e", "f")
+	before := len(ops)
+	if iv.pa.sawDD {
+		before = iv.pa.beforeDD - (len(iv.pa.ops) - len(ops))
+	}
+	if before > 0 {
+		return iv.failf("grep: %s may name a revision, whose files are not on disk to judge; put paths after --", ops[0].val)
+	}
+	iv.files = patternFiles(iv, "f")
+	var roots []wordInfo
+	for _, p := range gitPaths(ops) {
+		if p.glob || strings.ContainsAny(p.val, "*?[") {
+			// Judged as a pattern too: it may pick secret files.
+			iv.files = append(iv.files, p)
+			p = synthetic(".")
+		}
+		roots = append(roots, p)
+	}
+	return iv.recursiveRoots(roots, Tree{Hidden: true, SkipDirs: []string{".git"}})
 }
 
 func gitPaths(ops []wordInfo) []wordInfo {

@@ -84,6 +84,10 @@ type popt struct {
 type parsedArgs struct {
 	opts []popt
 	ops  []wordInfo
+	// beforeDD is how many operands came before a "--" (len(ops) when
+	// there was none).
+	beforeDD int
+	sawDD    bool
 }
 
 // has reports whether any of the named options was given.
@@ -162,6 +166,7 @@ func parseGNU(o, wo *optset, args []wordInfo, posix, safeOpts bool) (parsedArgs,
 		v := w.val
 		if v == "--" {
 			dd = true
+			pa.beforeDD, pa.sawDD = len(pa.ops), true
 			continue
 		}
 		if len(v) < 2 || v[0] != '-' {

@@ -350,6 +350,14 @@ func (e *Engine) analyseShell(ctx context.Context, req *Request, p *policy, c *c
 		if judging() {
 			c.unproven = rs.judgeShellTree(dir, t)
 		}
+		// The names a search keeps are a filter: one that picks secret
+		// files reads them wherever they are, also where the tree walk
+		// cannot look (a tree on another machine).
+		for _, n := range t.Names {
+			if judging() && knowledge.NamePicksSecret(n) {
+				c.unproven = "a file filter that can pick secret files: " + truncate(n, 200)
+			}
+		}
 	}
 	if judging() {
 		if why := exposure(a.Commands); why != "" {

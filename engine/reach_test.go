@@ -507,3 +507,26 @@ func TestGitGrepIsATreeRead(t *testing.T) {
 		}
 	}
 }
+
+// TestTreeNameFilters: the names a recursive search keeps are a filter;
+// one that picks secret files refuses the search even where the tree
+// holds none yet.
+func TestTreeNameFilters(t *testing.T) {
+	l := newLayout(t)
+	e := newEngine(t, nil, nil)
+	check := func(cmd string) Result {
+		return mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": cmd}), WorkingDirectory: l.app, Mode: ModeAuto})
+	}
+	for _, cmd := range []string{
+		"find sub -name '*.pem' -exec cat {} \\;",
+		"find sub -type f -name '*.key' -print0 | xargs -0 cat",
+		"grep -r --include='.env*' KEY sub",
+	} {
+		if res := check(cmd); res.Decision == Allow {
+			t.Errorf("%s: allowed by %s (%s)", cmd, res.Source, res.Reason)
+		}
+	}
+	if res := check("find sub -name '*.md' -exec cat {} \\;"); res.Decision != Allow {
+		t.Errorf("a markdown filter: %s by %s (%s), want allow", res.Decision, res.Source, res.Reason)
+	}
+}

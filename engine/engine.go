@@ -233,9 +233,17 @@ func (e *Engine) analyseRead(ctx context.Context, req *Request, p *policy, c *ca
 	}
 	rs := e.newReadScope(ctx, req, p)
 	content, hidden, follow := contentSearch(c.name)
+	// Gemini CLI's read_many_files globs its paths and include patterns
+	// with node-glob (dot files matched, case ignored, braces and extglob
+	// read).
+	manyFiles := c.name == "read_many_files"
 	for _, t := range targets {
 		c.rc.Paths = append(c.rc.Paths, e.absPath(c.cwd, t))
 		if c.unproven != "" {
+			continue
+		}
+		if manyFiles {
+			c.unproven = rs.judgeNodeGlob(c.cwd, t)
 			continue
 		}
 		if content && c.kind == KindSearch {
@@ -259,21 +267,15 @@ func (e *Engine) analyseRead(ctx context.Context, req *Request, p *policy, c *ca
 		}
 	}
 	if c.unproven == "" && c.kind == KindRead {
-		// Gemini CLI's read_many_files reads what its include globs pick,
-		// below the working directory or wherever they point: a glob is a
-		// recursive read of its literal directory, a plain path a read.
+		// read_many_files reads what its include patterns pick, below the
+		// working directory or wherever they point.
 		includes, _ := in["include"].([]any)
 		if s, ok := in["include"].(string); ok {
 			includes = []any{s}
 		}
 		for _, v := range includes {
-			pat, _ := v.(string) // not a string: sensitiveFilter says so
-			switch {
-			case c.unproven != "" || pat == "":
-			case knowledge.HasMeta(pat):
-				c.unproven = rs.judgeTree(c.cwd, literalDir(pat), true, false)
-			default:
-				c.unproven = rs.judge(c.cwd, pat)
+			if pat, _ := v.(string); c.unproven == "" && pat != "" { // not a string: sensitiveFilter says so
+				c.unproven = rs.judgeNodeGlob(c.cwd, pat)
 			}
 		}
 	}
@@ -408,6 +410,33 @@ func (e *Engine) shellWrites(req *Request, p *policy, dir string, writes []strin
 		w.broad = fmt.Sprintf("the project directory %s is a home directory or above", truncate(r, 200))
 	}
 	return w
+}
+
+// nodeGlobMeta are the characters node-glob gives a meaning to.
+const nodeGlobMeta = "*?[]{}()!@+"
+
+// judgeNodeGlob judges a path or pattern that node-glob expands (dot
+// files matched, case ignored, braces and extglob read): a plain path is
+// a read; a pattern in extglob syntax, or one that may pick a
+// secret-shaped name, is refused; any other pattern is a recursive read
+// of the directory before its first wildcard, hidden files included.
+func (rs *readScope) judgeNodeGlob(dir, pat string) string {
+	i := strings.IndexAny(pat, nodeGlobMeta)
+	switch {
+	case i < 0:
+		return rs.judge(dir, pat)
+	case strings.ContainsAny(pat, "()"):
+		return "a pattern in glob syntax toolgate does not match exactly: " + truncate(pat, 200)
+	case knowledge.NamePicksSecret(pat):
+		return "a pattern that can pick secret files: " + truncate(pat, 200)
+	}
+	root := "."
+	if j := strings.LastIndexByte(pat[:i], '/'); j == 0 {
+		root = "/"
+	} else if j > 0 {
+		root = pat[:j]
+	}
+	return rs.judgeTree(dir, root, true, false)
 }
 
 // fileURIPath returns the file a file:// URI names, decoded as an MCP

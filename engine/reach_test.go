@@ -530,3 +530,32 @@ func TestTreeNameFilters(t *testing.T) {
 		t.Errorf("a markdown filter: %s by %s (%s), want allow", res.Decision, res.Source, res.Reason)
 	}
 }
+
+// TestReadManyFilesNodeGlob: read_many_files globs with node-glob, which
+// matches dot files with wildcards and reads braces and extglob: a
+// pattern that may pick a secret, or one in syntax toolgate does not
+// match exactly, is not local.
+func TestReadManyFilesNodeGlob(t *testing.T) {
+	l := newLayout(t)
+	e := newEngine(t, nil, nil)
+	check := func(in map[string]any) Result {
+		return mustCheck(t, e, &Request{Tool: tool("read_many_files", in), WorkingDirectory: l.app, Mode: ModeAuto})
+	}
+	for _, in := range []map[string]any{
+		{"include": []any{"@(.env)"}},
+		{"include": []any{"!(src)"}},
+		{"paths": []any{"{.env,README.md}"}},
+		{"paths": []any{"?env"}},
+		{"paths": []any{"sub/?git"}},
+		{"include": []any{"*"}},
+	} {
+		if res := check(in); res.Decision == Allow {
+			t.Errorf("%v: allowed by %s (%s)", in, res.Source, res.Reason)
+		}
+	}
+	for _, in := range []map[string]any{{"paths": []any{"sub/*.md"}}, {"paths": []any{"main.go"}}, {"include": []any{"sub/{a,b}.md"}}} {
+		if res := check(in); res.Decision != Allow {
+			t.Errorf("%v: %s by %s (%s), want allow", in, res.Decision, res.Source, res.Reason)
+		}
+	}
+}

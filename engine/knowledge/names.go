@@ -155,7 +155,7 @@ func NamePicksSecret(pattern string) bool {
 	for _, a := range alts {
 		base := path.Base(a)
 		if !HasMeta(base) {
-			if SecretName(base) || SecretPath(a, "") {
+			if SecretName(base) || SecretPath(a, "") || Fold(base) == ".git" {
 				return true
 			}
 			continue
@@ -163,15 +163,19 @@ func NamePicksSecret(pattern string) bool {
 		if !GlobSupported(base) {
 			return true
 		}
+		// These readers match a leading dot with * and ? (fnmatch without
+		// FNM_PERIOD, globset, node-glob's dot:true): ?env is .env.
 		for i := range secretShapes {
 			for _, n := range secretShapes[i].examples {
-				if m, _ := Match(base, n); m {
+				if m, _ := match(Fold(base), Fold(n)); m {
 					return true
 				}
 			}
 		}
-		for _, d := range secretDirs {
-			if m, _ := Match(base, d); m {
+		// .git too: a filter that keeps it makes a search enter it, and
+		// its config may hold tokens.
+		for _, d := range append(secretDirs[:len(secretDirs):len(secretDirs)], ".git") {
+			if m, _ := match(Fold(base), Fold(d)); m {
 				return true
 			}
 		}

@@ -61,7 +61,9 @@ func TestSecretPath(t *testing.T) {
 
 func TestNamePicksSecret(t *testing.T) {
 	picks := []string{"*", ".*", "*.env", ".env*", ".e*", "*.pem", "*.p?m", "id_*", "{a,.env}", "*.[kp]e[my]", "*key",
-		"*[[:alpha:]]", "[.]env", "*.{json,pem}", ".??v", "*history", "*_rsa", "secrets", "*cred*", "**"}
+		"*[[:alpha:]]", "[.]env", "*.{json,pem}", ".??v", "*history", "*_rsa", "secrets", "*cred*", "**",
+		// A leading wildcard matches the dot for these readers.
+		"?env", "?env*", "?git", "?netrc", "*ssh", "?aws"}
 	for _, p := range picks {
 		if !NamePicksSecret(p) {
 			t.Errorf("NamePicksSecret(%q) = false, want true", p)

@@ -70,6 +70,14 @@ func compileOpts(dsl string, goStyle bool) *optset {
 	return o
 }
 
+// known reports whether name is an option of the set.
+func (o *optset) known(name string) bool {
+	if len(name) == 1 && name[0] < 128 && o.short[name[0]] != 0 {
+		return true
+	}
+	return o.long[name] != 0
+}
+
 // popt is one parsed option.
 type popt struct {
 	name string // "n", "lines", or "#" for -NUM

@@ -18,13 +18,13 @@ var programTable = []*spec{
 	{names: "head", opts: "c: n: q v z bytes: lines: quiet silent verbose zero-terminated #",
 		safeOpts: true, reads: readAll},
 	{names: "tail", opts: "c: n: q v z f F s: bytes: lines: quiet silent verbose zero-terminated follow:: retry pid: sleep-interval: max-unchanged-stats: #",
-		safeOpts: true, reads: readAll},
+		safeOpts: true, reads: readAll, enums: "follow=name|descriptor"},
 	{names: "nl", opts: "b: d: f: h: i: l: n: p s: v: w: body-numbering: section-delimiter: footer-numbering: header-numbering: line-increment: join-blank-lines: number-format: no-renumber number-separator: starting-line-number: number-width:",
 		safeOpts: true, reads: readAll},
 	{names: "tac", opts: "b r s: before regex separator:", safeOpts: true, reads: readAll},
 	{names: "rev", safeOpts: true, reads: readAll},
 	{names: "od", opts: "A: t: N: j: w:: v a b c d f i l o s x address-radix: format: read-bytes: skip-bytes: width:: output-duplicates endian: traditional",
-		safeOpts: true, reads: readAll},
+		safeOpts: true, reads: readAll, enums: "endian=big|little"},
 	// hexdump -f, wc --files0-from, diff --from-file/--to-file and file -f
 	// read a file named by an option, whose content error messages or
 	// output can show: not listed.
@@ -41,7 +41,10 @@ var programTable = []*spec{
 		"max-count: only-matching quiet silent no-messages byte-offset line-number with-filename no-filename label: initial-tab null null-data " +
 		"after-context: before-context: context: text binary-files: devices: directories: exclude: exclude-from: exclude-dir: include: recursive " +
 		"dereference-recursive extended-regexp fixed-strings basic-regexp perl-regexp line-buffered binary version help",
-		safeOpts: true, reads: readCustom, check: checkGrep},
+		safeOpts: true, reads: readCustom, check: checkGrep,
+		// -d and --directories take an abbreviation (-d rec is recurse).
+		enums: "d,directories=read|skip|recurse D,devices=read|skip binary-files=binary|text|without-match " +
+			"color,colour=always|yes|force|never|no|none|auto|tty|if-tty"},
 	// rg runs programs with --pre, --hostname-bin and -z/--search-zip.
 	{names: "rg", opts: "i s S w x v c l n N H I o q u F P U a 0 b p L h V . j: A: B: C: m: e: f: g: t: T: M: E: r: d: " +
 		"files type-list hidden no-hidden no-ignore ignore glob: iglob: type: type-not: type-add: type-clear: count count-matches files-with-matches " +
@@ -54,7 +57,7 @@ var programTable = []*spec{
 		"no-config regexp: file: encoding: no-encoding byte-offset crlf no-crlf version help mmap no-mmap one-file-system path-separator: " +
 		"glob-case-insensitive no-unicode unicode pretty line-buffered block-buffered include-zero passthru passthrough binary no-binary " +
 		"hyperlink-format: dfa-size-limit: regex-size-limit: no-require-git",
-		reads: readCustom, check: checkRg},
+		reads: readCustom, check: checkRg, enums: "color=never|auto|always|ansi sort,sortr=none|path|modified|accessed|created engine=default|pcre2|auto"},
 	// find runs programs and writes files with some primaries: custom.
 	{names: "find", style: styleCustom, reads: readCustom, check: checkFind},
 	// sed: scripts in a small grammar only (see checkSed), never -i or -f.
@@ -84,17 +87,17 @@ var programTable = []*spec{
 	{names: "sort", opts: "b d f g h i M n R r V c C k: m s t: u z S: key: field-separator: ignore-leading-blanks dictionary-order ignore-case " +
 		"general-numeric-sort human-numeric-sort ignore-nonprinting month-sort numeric-sort random-sort reverse version-sort check:: merge stable " +
 		"unique zero-terminated buffer-size: parallel: debug random-source: sort:",
-		writeOpts: "o: output:", reads: readAll},
+		writeOpts: "o: output:", reads: readAll, enums: "sort=general-numeric|human-numeric|month|numeric|random|version check=diagnose-first|quiet|silent"},
 	// uniq INPUT OUTPUT writes OUTPUT: one operand at most.
 	{names: "uniq", opts: "c d D u i f: s: w: z count repeated all-repeated:: unique ignore-case skip-fields: skip-chars: check-chars: group:: zero-terminated",
-		ops: "0-1", safeOpts: true, reads: readAll},
+		ops: "0-1", safeOpts: true, reads: readAll, enums: "all-repeated=none|prepend|separate group=separate|prepend|append|both"},
 	{names: "cut", opts: "b: c: f: d: s n z complement only-delimited zero-terminated bytes: characters: fields: delimiter: output-delimiter:",
 		safeOpts: true, reads: readAll},
 	{names: "tr", opts: "c C d s t complement delete squeeze-repeats truncate-set1", ops: "1-2", safeOpts: true, dyn: true},
 	{names: "paste", opts: "d: s z delimiters: serial zero-terminated", safeOpts: true, reads: readAll},
 	{names: "comm", opts: "1 2 3 check-order nocheck-order output-delimiter: total z zero-terminated", ops: "2", safeOpts: true, reads: readAll},
 	{names: "fold", opts: "b s w: bytes spaces width:", safeOpts: true, reads: readAll},
-	{names: "wc", opts: "c m l L w bytes chars lines max-line-length words total:", safeOpts: true, dyn: true, reads: readAll},
+	{names: "wc", opts: "c m l L w bytes chars lines max-line-length words total:", safeOpts: true, dyn: true, reads: readAll, enums: "total=auto|always|only|never"},
 	// diff -l/--paginate runs pr: not listed.
 	{names: "diff", opts: "i E Z b w B a u c e n y t T N r s q d p x: X: I: F: S: D: U: C: W: normal brief report-identical-files context:: unified:: " +
 		"ed rcs side-by-side left-column suppress-common-lines show-c-function show-function-line: label: expand-tabs initial-tab tabsize: " +
@@ -103,7 +106,7 @@ var programTable = []*spec{
 		"no-dereference exclude: exclude-from: starting-file: minimal speed-large-files horizon-lines: width: color:: palette: " +
 		"ifdef: old-line-format: new-line-format: unchanged-line-format: line-format: old-group-format: new-group-format: unchanged-group-format: " +
 		"changed-group-format: binary help version",
-		reads: readAll, check: checkDiff},
+		reads: readAll, check: checkDiff, enums: "color=never|always|auto"},
 	{names: "cmp", opts: "b i: l n: s print-bytes ignore-initial: verbose bytes: quiet silent", ops: "1-4", safeOpts: true, reads: readCustom,
 		check: func(iv *invocation) string { iv.files = iv.pa.ops[:min(2, len(iv.pa.ops))]; return "" }},
 	{names: "md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum shasum",
@@ -206,7 +209,7 @@ var programTable = []*spec{
 	{names: "hostname", opts: "f s i I d A a y fqdn long short ip-address all-ip-addresses domain all-fqdns alias yp nis", ops: "0"},
 	// date -s and date MMDDhhmm set the clock: only +FORMAT operands.
 	{names: "date", opts: "u d: f: r: R I:: utc universal date: file: reference: rfc-email iso-8601:: rfc-3339: debug resolution", ops: "0-1",
-		reads: readCustom, check: checkDate},
+		reads: readCustom, check: checkDate, enums: "I,iso-8601=date|hours|minutes|seconds|ns rfc-3339=date|seconds|ns"},
 	// env without a command prints the whole environment: not listed.
 	{names: "printenv", opts: "0 null", ops: "1-", check: checkPrintenv},
 	{names: "nice", opts: "n: adjustment: #", ops: "0"}, // only reached for nice without a command

@@ -57,6 +57,12 @@ type spec struct {
 	// exact lists the only accepted argument lists, "|"-separated, each
 	// space-separated: "--version|-v".
 	exact string
+	// enums lists options whose value is a keyword, with the values
+	// accepted, exactly: "d,directories=read|skip D=read". GNU programs
+	// match such values with argmatch, which takes any unambiguous
+	// abbreviation (grep -d rec is -d recurse), and some compare them
+	// ignoring case: any value not listed is refused.
+	enums string
 	// subs maps subcommand names to their specs (styleSub).
 	subs map[string]*spec
 	// check adds program-specific validation; it returns a reason to
@@ -65,6 +71,7 @@ type spec struct {
 
 	o, wo          *optset
 	minOps, maxOps int // maxOps < 0: unbounded
+	enumVals       map[string][]string
 }
 
 // compile prepares a spec's option sets and operand bounds.
@@ -91,6 +98,21 @@ func (sp *spec) compile() {
 	}
 	if sp.dyn && !sp.safeOpts {
 		panic("shell: dyn without safeOpts for " + sp.names)
+	}
+	for _, e := range strings.Fields(sp.enums) {
+		names, vals, ok := strings.Cut(e, "=")
+		if !ok || names == "" || vals == "" {
+			panic("shell: bad enums " + sp.enums)
+		}
+		if sp.enumVals == nil {
+			sp.enumVals = map[string][]string{}
+		}
+		for _, n := range strings.Split(names, ",") {
+			if !sp.o.known(n) {
+				panic("shell: enum for unknown option " + n + " of " + sp.names)
+			}
+			sp.enumVals[n] = strings.Split(vals, "|")
+		}
 	}
 	for _, sub := range sp.subs {
 		sub.compile()
@@ -180,6 +202,9 @@ func (iv *invocation) run() string {
 		if why := iv.checkOps(); why != "" {
 			return why
 		}
+		if why := iv.checkEnums(); why != "" {
+			return why
+		}
 	}
 	if sp.check != nil {
 		if why := sp.check(iv); why != "" {
@@ -224,6 +249,28 @@ func (iv *invocation) run() string {
 		}
 	}
 	return ""
+}
+
+// checkEnums refuses keyword values not listed exactly (spec.enums).
+func (iv *invocation) checkEnums() string {
+	for _, o := range iv.pa.opts {
+		vals, ok := iv.sp.enumVals[o.name]
+		if !ok || !o.has {
+			continue
+		}
+		if o.glob || !slices.Contains(vals, o.val) {
+			return iv.failf("%s is not one of the values %s accepts as spelled (%s)", o.val, optName(o.name), strings.Join(vals, ", "))
+		}
+	}
+	return ""
+}
+
+// optName spells an option name as written: -d, --directories.
+func optName(n string) string {
+	if len(n) == 1 {
+		return "-" + n
+	}
+	return "--" + n
 }
 
 // checkOps enforces the operand count.

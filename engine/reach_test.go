@@ -496,12 +496,17 @@ func TestGitGrepIsATreeRead(t *testing.T) {
 		"git grep -n KEY HEAD",
 		"git grep -n KEY HEAD -- src",
 		"git grep -e KEY main",
+		"git grep -n -e KEY -- ':!src'",
+		"git grep -n -e KEY -- ':(exclude)src'",
+		"git grep -n -e KEY -- ':(icase)CONF'",
+		"git --icase-pathspecs grep -n -e KEY -- CONF",
+		"git grep -n -e KEY -- 'con\\f'",
 	} {
 		if res := check(cmd); res.Decision == Allow {
 			t.Errorf("%s: allowed by %s (%s)", cmd, res.Source, res.Reason)
 		}
 	}
-	for _, cmd := range []string{"git grep -n KEY -- src", "git grep -n -e KEY -- src/a.go"} {
+	for _, cmd := range []string{"git grep -n KEY -- src", "git grep -n -e KEY -- src/a.go", "git grep -n -e KEY -- ':(literal)src'"} {
 		if res := check(cmd); res.Decision != Allow {
 			t.Errorf("%s: %s by %s (%s), want allow", cmd, res.Decision, res.Source, res.Reason)
 		}

@@ -1,6 +1,9 @@
 package shell
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Git options. Left out on purpose: the global -c, --config-env,
 // -p/--paginate and --exec-path (they change what runs), and --output
@@ -204,14 +207,16 @@ func gitObjectReads(iv *invocation) string {
 	return ""
 }
 
-// gitGrepReads is gitObjectReads for git grep, whose first operand is the
-// pattern unless -e or -f gave it.
 // gitGrepReads: git grep prints lines of the files below its pathspecs
 // (the working tree when there are none), tracked ones or, with
-// --no-index or --untracked, any: each pathspec is a tree to judge, a
-// glob one (which matches across directories) the whole working tree.
-// An operand before "--" may be a revision, whose files are not on disk
-// to judge, so paths must follow "--".
+// --no-index or --untracked, any: each pathspec is a tree to judge; one
+// that matches across directories (a glob or icase magic) the whole
+// working tree, its pattern judged as a filter. An exclude (:!src is
+// everything but src) keeps every other name, secret ones included: it is
+// refused. An operand before "--"
+// may be a revision, whose files are not on disk to judge, so paths must
+// follow "--".
+// Pathspecs from the repository's top (:/x) may reach above the project.
 func gitGrepReads(iv *invocation) string {
 	ops := patternFirst(iv, "e", "f")
 	before := len(ops)
@@ -222,10 +227,31 @@ func gitGrepReads(iv *invocation) string {
 		return iv.failf("grep: %s may name a revision, whose files are not on disk to judge; put paths after --", ops[0].val)
 	}
 	iv.files = patternFiles(iv, "f")
+	icaseAll := iv.outer != nil && iv.outer.pa.has("icase-pathspecs")
 	var roots []wordInfo
-	for _, p := range gitPaths(ops) {
-		if p.glob || strings.ContainsAny(p.val, "*?[") {
+	for _, op := range ops {
+		if op.dyn {
+			continue // a path find or xargs hands over, judged by its lister
+		}
+		ps, why := parsePathspec(op.val)
+		switch {
+		case why != "":
+			return iv.failf("%s", why)
+		case ps.top:
+			return iv.failf("pathspec %s starts at the repository's top, which may be above the project", op.val)
+		case ps.exclude:
+			// Everything but the path: a filter that keeps every other
+			// name, secret ones included, refused like --include='*'
+			// wherever the tree cannot be walked.
+			return iv.failf("pathspec %s keeps every file but %s, secret ones included", op.val, ps.path)
+		}
+		p := wordInfo{val: ps.path, cred: ps.path, glob: op.glob, pos: -1, end: -1}
+		if p.val == "" {
+			p = synthetic(".")
+		}
+		if ps.icase || icaseAll || ps.glob || !ps.literal && (op.glob || strings.ContainsAny(ps.path, gitGlobSpecial)) {
 			// Judged as a pattern too: it may pick secret files.
+			p.glob = true
 			iv.files = append(iv.files, p)
 			p = synthetic(".")
 		}
@@ -234,26 +260,95 @@ func gitGrepReads(iv *invocation) string {
 	return iv.recursiveRoots(roots, Tree{Hidden: true, SkipDirs: []string{".git"}})
 }
 
+// gitGlobSpecial are the characters that make a git pathspec a wildcard
+// pattern (git's is_glob_special): 'sr\c/a' matches src/a.
+const gitGlobSpecial = "*?[\\"
+
+// pathspec is a git pathspec with its magic read.
+type pathspec struct {
+	path                               string
+	top, exclude, glob, icase, literal bool
+}
+
+// parsePathspec reads a pathspec's magic as git does: short magic after a
+// leading colon (/ top, ! and ^ exclude), ended by a second colon or the
+// first other character, or long magic in parentheses (:(top,exclude)x).
+// Magic words other than top, exclude, glob, icase and literal (attr:,
+// prefix:, anything unknown) are refused: git refuses what it does not
+// know, and what attr: selects depends on attributes files.
+func parsePathspec(s string) (pathspec, string) {
+	var ps pathspec
+	rest, magic := strings.CutPrefix(s, ":")
+	if !magic {
+		ps.path = s
+		return ps, ""
+	}
+	if long, ok := strings.CutPrefix(rest, "("); ok {
+		end := strings.IndexByte(long, ')')
+		if end < 0 {
+			return ps, "pathspec " + s + " has unterminated magic"
+		}
+		for _, m := range strings.Split(long[:end], ",") {
+			switch m {
+			case "top":
+				ps.top = true
+			case "exclude":
+				ps.exclude = true
+			case "glob":
+				ps.glob = true
+			case "icase":
+				ps.icase = true
+			case "literal":
+				ps.literal = true
+			default:
+				return ps, "pathspec " + s + " has magic " + m + ", which is not known to be harmless"
+			}
+		}
+		ps.path = long[end+1:]
+		return ps, ""
+	}
+	i := 0
+	for ; i < len(rest) && rest[i] != ':'; i++ {
+		switch rest[i] {
+		case '/':
+			ps.top = true
+			continue
+		case '!', '^':
+			ps.exclude = true
+			continue
+		}
+		break
+	}
+	if i < len(rest) && rest[i] == ':' {
+		i++
+	}
+	ps.path = rest[i:]
+	return ps, ""
+}
+
+// gitPaths returns the files git operands may name, every reading of
+// each: REV:path and :path name a committed or staged file (:N:path a
+// staged one at stage N), and any operand may be a pathspec, with magic.
 func gitPaths(ops []wordInfo) []wordInfo {
 	var out []wordInfo
+	add := func(op wordInfo, p string) {
+		if p != "" && !slices.ContainsFunc(out, func(w wordInfo) bool { return w.val == p }) {
+			out = append(out, wordInfo{val: p, cred: p, glob: op.glob || strings.Contains(op.val, "icase"), pos: -1, end: -1})
+		}
+	}
 	for _, op := range ops {
 		if op.dyn {
 			continue
 		}
-		p := op.val
-		if i := strings.IndexByte(p, ':'); i >= 0 {
-			p = p[i+1:]
+		if ps, why := parsePathspec(op.val); why == "" {
+			add(op, ps.path)
 		}
-		// Pathspec magic: :(literal).env, :(top).env, :/.env, :!x.
-		if strings.HasPrefix(p, "(") {
-			if j := strings.IndexByte(p, ')'); j >= 0 {
-				p = p[j+1:]
+		if i := strings.IndexByte(op.val, ':'); i >= 0 {
+			obj := op.val[i+1:]
+			add(op, obj)
+			if len(obj) > 1 && obj[0] >= '0' && obj[0] <= '3' && obj[1] == ':' {
+				add(op, obj[2:]) // :1:path, a merge stage
 			}
-		}
-		// Short magic (:/, :!, :^) ends at an optional second colon: ':/:.env'.
-		p = strings.TrimPrefix(strings.TrimLeft(p, "/!^"), ":")
-		if p != "" {
-			out = append(out, wordInfo{val: p, glob: op.glob || strings.Contains(op.val, "icase")})
 		}
 	}
 	return out

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -108,4 +110,119 @@ func TestGitFormatsAgainstGit(t *testing.T) {
 		}
 	}
 	t.Logf("%d formats accepted and run", accepted)
+}
+
+// TestGitGrepPathspecs: git grep's pathspecs are read with their magic;
+// an exclude keeps every other file, top may reach above the project,
+// unknown magic is refused, and a glob or icase one is the whole tree.
+func TestGitGrepPathspecs(t *testing.T) {
+	tests := []struct {
+		line string
+		want []Tree // nil: refused
+	}{
+		{"git grep -n -e TODO -- src", []Tree{{Path: "src", Hidden: true, SkipDirs: []string{".git"}}}},
+		{"git grep -n -e TODO -- ':(literal)src'", []Tree{{Path: "src", Hidden: true, SkipDirs: []string{".git"}}}},
+		{"git grep -n -e TODO -- ':(literal)*.go'", []Tree{{Path: "*.go", Hidden: true, SkipDirs: []string{".git"}}}},
+		{"git grep -n -e TODO -- ':(icase)src'", []Tree{{Path: ".", Hidden: true, SkipDirs: []string{".git"}}}},
+		{"git grep -n -e TODO -- ':(glob)src/*.go'", []Tree{{Path: ".", Hidden: true, SkipDirs: []string{".git"}}}},
+		{"git --icase-pathspecs grep -n -e TODO -- src", []Tree{{Path: ".", Hidden: true, SkipDirs: []string{".git"}}}},
+		{`git grep -n -e TODO -- 'sr\c'`, []Tree{{Path: ".", Hidden: true, SkipDirs: []string{".git"}}}},
+		{"git grep -n -e TODO -- 'x:src'", []Tree{{Path: "x:src", Hidden: true, SkipDirs: []string{".git"}}}},
+		{"git grep -n -e TODO -- ':.env'", []Tree{{Path: ".env", Hidden: true, SkipDirs: []string{".git"}}}},
+		{"git grep -n -e TODO -- ':(literal)'", []Tree{{Path: ".", Hidden: true, SkipDirs: []string{".git"}}}},
+		{"git grep --untracked -e SECRET -- ':!src'", nil},
+		{"git grep -n -e API_KEY -- ':(exclude)docs'", nil},
+		{"git grep -e BEGIN -- ':^test'", nil},
+		{"git grep -e BEGIN -- src ':(exclude,literal)src/x'", nil},
+		{"git grep -e BEGIN -- ':/!src'", nil},
+		{"git grep -e x -- ':/src'", nil},
+		{"git grep -e x -- ':(top)src'", nil},
+		{"git grep -e x -- ':(attr:secret)'", nil},
+		{"git grep -e x -- ':(prefix:0)src'", nil},
+		{"git grep -e x -- ':(foo)src'", nil},
+		{"git grep -e x -- ':(TOP)src'", nil},
+		{"git grep -e x -- ':(literal'", nil},
+	}
+	for _, tt := range tests {
+		a := Analyze(tt.line)
+		switch {
+		case tt.want == nil && a.ReadOnly:
+			t.Errorf("Analyze(%q): read-only (trees %+v), want not", tt.line, a.Trees)
+		case tt.want != nil && !a.ReadOnly:
+			t.Errorf("Analyze(%q): not read-only (%s)", tt.line, a.Reason)
+		case tt.want != nil && !reflect.DeepEqual(a.Trees, tt.want):
+			t.Errorf("Analyze(%q).Trees = %+v, want %+v", tt.line, a.Trees, tt.want)
+		}
+	}
+	// The object forms name a staged or committed file: each reading is
+	// a read.
+	for line, want := range map[string]string{"git show :0:.env": ".env", "git show HEAD:.env": ".env", "git show :.env": ".env"} {
+		if a := Analyze(line); !slices.Contains(a.Reads, want) {
+			t.Errorf("Analyze(%q).Reads = %q, want %q among them", line, a.Reads, want)
+		}
+	}
+}
+
+// TestPathspecsAgainstGit checks parsePathspec against git ls-files in a
+// repository: what it reads as a plain path (no exclude, glob or icase)
+// lists only files below that path, an exclude lists files outside it,
+// and git refuses the magic words it refuses.
+func TestPathspecsAgainstGit(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git found")
+	}
+	dir := t.TempDir()
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(git, args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1"}
+		out, err := cmd.Output()
+		return string(out), err
+	}
+	for _, f := range []string{"src/a.go", "docs/b.md", ".env", "x:src/c", "test/k.pem"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := run("init", "-q"); err != nil {
+		t.Skip("git init failed")
+	}
+	if _, err := run("add", "-A"); err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{"src", ":(literal)src", ":src", "::src", ":.env", "x:src", ":!src", ":^src", ":(exclude)docs",
+		":!:src", ":(exclude,literal)src", ":/src", ":(top)docs", ":(icase)SRC"} {
+		ps, why := parsePathspec(spec)
+		if why != "" {
+			t.Errorf("parsePathspec(%q): %s", spec, why)
+			continue
+		}
+		out, err := run("ls-files", "--", spec)
+		if err != nil {
+			t.Errorf("git ls-files -- %q: %v", spec, err)
+			continue
+		}
+		for _, f := range strings.Fields(out) {
+			under := f == ps.path || strings.HasPrefix(f, ps.path+"/")
+			switch {
+			case ps.exclude && under:
+				t.Errorf("%q: git lists %s, below the path %q it excludes", spec, f, ps.path)
+			case !ps.exclude && !ps.icase && !ps.glob && !under:
+				t.Errorf("%q: git lists %s, not below the path %q", spec, f, ps.path)
+			}
+		}
+	}
+	for _, spec := range []string{":(foo)src", ":(TOP)src", ":(literal"} {
+		if _, why := parsePathspec(spec); why == "" {
+			t.Errorf("parsePathspec(%q): accepted", spec)
+		}
+		if _, err := run("ls-files", "--", spec); err == nil {
+			t.Errorf("git ls-files -- %q: accepted; the refusal may be stale", spec)
+		}
+	}
 }

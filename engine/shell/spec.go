@@ -151,6 +151,9 @@ type invocation struct {
 	ic    *invCtx
 	pa    parsedArgs
 	files []wordInfo // operands read as files (readCustom)
+	// outer is the invocation whose subcommand this is (git for git
+	// grep), with its global options.
+	outer *invocation
 }
 
 func (iv *invocation) failf(format string, args ...any) string {
@@ -318,7 +321,7 @@ func (iv *invocation) runSub() string {
 	if sub == nil {
 		return iv.failf("%s is not a known read-only subcommand", subw.val)
 	}
-	inner := &invocation{a: iv.a, sp: sub, name: iv.name + " " + subw.val, args: pa.ops[1:], sc: iv.sc, sx: iv.sx, ic: iv.ic}
+	inner := &invocation{a: iv.a, sp: sub, name: iv.name + " " + subw.val, args: pa.ops[1:], sc: iv.sc, sx: iv.sx, ic: iv.ic, outer: iv}
 	return inner.run()
 }
 

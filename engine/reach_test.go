@@ -501,6 +501,7 @@ func TestGitGrepIsATreeRead(t *testing.T) {
 		"git grep -n -e KEY -- ':(icase)CONF'",
 		"git --icase-pathspecs grep -n -e KEY -- CONF",
 		"git grep -n -e KEY -- 'con\\f'",
+		"git grep --cached -e KEY -- src",
 	} {
 		if res := check(cmd); res.Decision == Allow {
 			t.Errorf("%s: allowed by %s (%s)", cmd, res.Source, res.Reason)

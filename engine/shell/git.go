@@ -215,9 +215,16 @@ func gitObjectReads(iv *invocation) string {
 // everything but src) keeps every other name, secret ones included: it is
 // refused. An operand before "--"
 // may be a revision, whose files are not on disk to judge, so paths must
-// follow "--".
+// follow "--"; --cached searches the index and --recurse-submodules the
+// submodules' repositories, neither of which is on disk to judge either.
 // Pathspecs from the repository's top (:/x) may reach above the project.
 func gitGrepReads(iv *invocation) string {
+	switch {
+	case iv.pa.has("cached"):
+		return iv.failf("--cached searches the index, whose files are not on disk to judge")
+	case iv.pa.has("recurse-submodules"):
+		return iv.failf("--recurse-submodules searches the submodules' repositories")
+	}
 	ops := patternFirst(iv, "e", "f")
 	before := len(ops)
 	if iv.pa.sawDD {

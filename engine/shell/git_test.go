@@ -114,7 +114,8 @@ func TestGitFormatsAgainstGit(t *testing.T) {
 
 // TestGitGrepPathspecs: git grep's pathspecs are read with their magic;
 // an exclude keeps every other file, top may reach above the project,
-// unknown magic is refused, and a glob or icase one is the whole tree.
+// unknown magic is refused, a glob or icase one is the whole tree, and
+// the index (--cached) and submodules are not on disk to judge.
 func TestGitGrepPathspecs(t *testing.T) {
 	tests := []struct {
 		line string
@@ -142,6 +143,9 @@ func TestGitGrepPathspecs(t *testing.T) {
 		{"git grep -e x -- ':(foo)src'", nil},
 		{"git grep -e x -- ':(TOP)src'", nil},
 		{"git grep -e x -- ':(literal'", nil},
+		{"git grep --cached -e API_KEY", nil},
+		{"git grep --cached -e API_KEY -- src", nil},
+		{"git grep --recurse-submodules -e x -- src", nil},
 	}
 	for _, tt := range tests {
 		a := Analyze(tt.line)

@@ -478,6 +478,9 @@ func TestAnalysisDetails(t *testing.T) {
 		{line: "grep -o -f pats.txt a.txt", reads: []string{"a.txt", "pats.txt"}},
 		{line: "grep -r --file=pats.txt x src", reads: []string{"x", "src", "pats.txt"}},
 		{line: "rg -f pats.txt a.txt", reads: []string{"a.txt", "pats.txt"}},
+		// rg's error messages print an ignore file's lines that are no
+		// valid glob.
+		{line: "rg --ignore-file ../infra/.env zzz src", reads: []string{"src", "../infra/.env"}},
 		{line: "git grep -f pats.txt -- '*.go'", reads: []string{"pats.txt", "*.go"}},
 		{line: "echo x | grep -f - a.txt", reads: []string{"a.txt"}},
 	}

@@ -445,7 +445,9 @@ func checkRg(iv *invocation) string {
 	if why := iv.recursiveRoots(iv.files, Tree{Hidden: hidden, Follow: iv.pa.has("L", "follow"), SkipDirs: rgSkipDirs(iv)}); why != "" {
 		return why
 	}
-	iv.files = append(iv.files, patternFiles(iv, "f", "file")...)
+	// rg prints the lines of an ignore file that are no valid glob in
+	// its error messages: it is read like a pattern file.
+	iv.files = append(iv.files, patternFiles(iv, "f", "file", "ignore-file")...)
 	return ""
 }
 

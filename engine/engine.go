@@ -247,7 +247,14 @@ func (e *Engine) analyseRead(ctx context.Context, req *Request, p *policy, c *ca
 			continue
 		}
 		if content && c.kind == KindSearch {
-			c.unproven = rs.judgeTree(c.cwd, t, hidden, follow)
+			w := treeWalk{hidden: hidden, follow: follow}
+			if c.name == "Grep" {
+				// A whitelist searches the hidden files it matches.
+				if whitelist, names := grepWhitelist(in); whitelist {
+					w.hidden, w.names = true, names
+				}
+			}
+			c.unproven = rs.walkTree(c.cwd, t, w)
 		} else {
 			c.unproven = rs.judge(c.cwd, t)
 		}

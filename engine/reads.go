@@ -7,7 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -23,6 +25,9 @@ const (
 	maxDirEntries  = 4096   // entries read from one directory for a glob
 	maxTreeEntries = 20_000 // entries a recursive search's tree may hold
 )
+
+// maxIgnoreBytes bounds the bytes of an ignore file read for whitelists.
+const maxIgnoreBytes = 1 << 20
 
 // readScope judges read targets for one check: a read is local only when
 // its target, resolved the kernel's way, lies inside a read root (the
@@ -289,6 +294,9 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 	case errors.Is(err, fs.ErrNotExist):
 		return "" // nothing there to read
 	}
+	if !w.hidden && rs.ignoreWhitelistsAbove(root) {
+		w.hidden = true
+	}
 	type walkDir struct {
 		path   string
 		secret bool // inside .git or a secret directory
@@ -315,6 +323,12 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 		}
 		for _, e := range entries {
 			name := e.Name()
+			if !w.hidden && d.path != root && slices.Contains(ignoreFiles, name) && whitelisting(d.path+"/"+name) {
+				// The search reads hidden entries after all: again,
+				// counting them.
+				w.hidden = true
+				return rs.walkTree(dir, raw, w)
+			}
 			if !w.hidden && strings.HasPrefix(name, ".") {
 				continue
 			}
@@ -339,6 +353,60 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 	return ""
 }
 
+// ignoreFiles are the files in each directory whose rules ripgrep (the
+// Grep tool's and rg's searches, which skip hidden entries) obeys. A rule
+// starting with "!" whitelists what it matches, hidden files and
+// directories included (!.env made rg print .env).
+var ignoreFiles = []string{".gitignore", ".ignore", ".rgignore"}
+
+// ignoreWhitelistsAbove reports whether an ignore file that applies to
+// the search rooted at dir, from dir or a directory above it, may
+// whitelist: the per-directory ignore files, a repository's
+// .git/info/exclude and the user's global git ignore file.
+func (rs *readScope) ignoreWhitelistsAbove(dir string) bool {
+	if rs.home != "" && whitelisting(rs.home+"/.config/git/ignore") {
+		return true
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		for _, n := range append(ignoreFiles[:len(ignoreFiles):len(ignoreFiles)], ".git/info/exclude") {
+			if whitelisting(strings.TrimSuffix(d, "/") + "/" + n) {
+				return true
+			}
+		}
+		if d == "/" || d == "." || d == "" {
+			return false
+		}
+	}
+}
+
+// whitelisting reports whether the ignore file p may hold a rule that
+// whitelists (a line starting with "!"). One that exists but is no regular
+// file, or cannot be read, or is too large to read, may.
+func whitelisting(p string) bool {
+	fi, err := os.Stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		return false
+	case err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIgnoreBytes:
+		return true
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxIgnoreBytes+1))
+	if err != nil || len(b) > maxIgnoreBytes {
+		return true
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(strings.TrimLeft(line, " \t\r\ufeff"), "!") {
+			return true
+		}
+	}
+	return false
+}
+
 // inGitDir reports whether a component of p is a repository's .git
 // directory (folded: on a case-insensitive file system .GIT is .git).
 func inGitDir(p string) bool {
@@ -361,6 +429,46 @@ func expandHome(p, home string) string {
 		}
 	}
 	return p
+}
+
+// grepWhitelist reads the filters of Claude Code's Grep, which runs
+// ripgrep: its glob goes to rg --glob (split at blanks, and maybe at
+// commas outside braces: every reading counts) and its type to rg --type.
+// A glob that is not an exclusion, or a type, whitelists: ripgrep then
+// searches the hidden files and directories it matches. names are the
+// file names the globs keep (the base names their last components
+// match, braces expanded), nil when a type or a glob's last component
+// does not say.
+func grepWhitelist(in map[string]any) (whitelist bool, names []string) {
+	g, _ := in["glob"].(string)
+	var globs []string
+	for _, f := range append([]string{g}, strings.Fields(g)...) {
+		globs = append(globs, f)
+		if !strings.ContainsAny(f, "{}") {
+			globs = append(globs, strings.Split(f, ",")...)
+		}
+	}
+	ok := true
+	for _, f := range globs {
+		if f == "" || strings.HasPrefix(f, "!") {
+			continue
+		}
+		whitelist = true
+		alts, expanded := knowledge.ExpandBraces(f, 64)
+		ok = ok && expanded
+		for _, a := range alts {
+			b := path.Base(a)
+			ok = ok && !strings.HasSuffix(a, "/") && !strings.Contains(b, "**") && b != "." && b != "/"
+			names = append(names, b)
+		}
+	}
+	if t, _ := in["type"].(string); t != "" {
+		whitelist, ok = true, false
+	}
+	if !whitelist || !ok {
+		return whitelist, nil
+	}
+	return true, names
 }
 
 // contentSearch reports whether a search tool reads file content

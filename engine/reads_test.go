@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,7 +124,8 @@ func TestShellTreesSkipAndKeep(t *testing.T) {
 		"grep -r x ./.git/":                                 "inside a repository's .git",
 		"grep -r x .git/config":                             "credential store",
 		"rg --hidden x -g '!.git'":                          ".env",
-		"rg --hidden x -g '!.git' -g '!node_modules' -g '!conf' -g '!dist' -g '*.go'": "/.git",
+		// A whitelist searches what it keeps, in .git too.
+		"rg --hidden x -g '!.git' -g '!node_modules' -g '!conf' -g '!dist' -g config": ".git/config",
 	} {
 		if why := judge(cmd); !strings.Contains(why, want) {
 			t.Errorf("%s: %q, want a refusal naming %q", cmd, why, want)
@@ -139,6 +141,7 @@ func TestShellTreesSkipAndKeep(t *testing.T) {
 		"grep -rn x --include='*.yaml' --exclude-dir=.git .",
 		"rg --hidden x -g '!.git' -g '!node_modules' -g '!conf' -g '!dist/'",
 		"rg x src",
+		"rg --hidden x -g '!.git' -g '!node_modules' -g '!conf' -g '!dist' -g '*.go'",
 		// A file in .git is a read like any other: .git/config is a
 		// credential store, .git/HEAD is not.
 		"grep -r main .git/HEAD",
@@ -274,4 +277,82 @@ func TestFindTrees(t *testing.T) {
 			t.Errorf("%s: %s %q, want allowed", cmd, res.Decision, res.Reason)
 		}
 	}
+}
+
+// TestRipgrepWhitelists: ripgrep (rg, the Grep tool) skips hidden files
+// and directories unless a whitelist keeps them: a glob that is not an
+// exclusion, a type, or an ignore file rule starting with "!" (in the
+// tree, above it, in .git/info/exclude). Then the hidden entries it may
+// read count: only the files a glob keeps, when it says which.
+func TestRipgrepWhitelists(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(p, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	project := filepath.Join(base, "project")
+	for f, body := range map[string]string{
+		".env": "K=v", ".git/config": "[remote \"o\"]\n\turl = https://x:TOKEN@host/r", "src/a.go": "a", "src/.b.go": "b",
+		".gitignore": "node_modules\n", "docs/x.md": "x", "docs/.ignore": "# none\n",
+	} {
+		write(filepath.Join(project, f), body)
+	}
+	e := newEngine(t, nil, nil)
+	check := func(name string, in map[string]any) Result {
+		return mustCheck(t, e, &Request{Tool: tool(name, in), WorkingDirectory: project, Mode: ModeAuto})
+	}
+	bash := func(cmd string) Result { return check("Bash", map[string]any{"command": cmd}) }
+	refused := func(what string, res Result) {
+		t.Helper()
+		if res.Decision == Allow {
+			t.Errorf("%s: allowed by %s (%s)", what, res.Source, res.Reason)
+		}
+	}
+	allowed := func(what string, res Result) {
+		t.Helper()
+		if res.Decision != Allow {
+			t.Errorf("%s: %s by %s (%s), want allow", what, res.Decision, res.Source, res.Reason)
+		}
+	}
+	for _, cmd := range []string{"rg x", "rg -g '*.go' x", "rg -g 'src/**/*.{go,md}' x", "rg -g '!vendor' x", "rg -T go x", "rg x docs"} {
+		allowed(cmd, bash(cmd))
+	}
+	for _, cmd := range []string{"rg -t go x", "rg --type-add 'g:*.go' -t g x", "rg --iglob '*.go' x", "rg -g 'docs/' x",
+		"rg -g config x", "rg --ignore-file docs/.ignore x"} {
+		refused(cmd, bash(cmd))
+	}
+	for _, in := range []map[string]any{{"pattern": "x"}, {"pattern": "x", "glob": "*.go"}, {"pattern": "x", "glob": "*.{ts,tsx}"},
+		{"pattern": "x", "glob": "src/**/*.go"}, {"pattern": "x", "glob": "!*.md"}, {"pattern": "x", "path": "docs", "type": "md"}} {
+		allowed(fmt.Sprint(in), check("Grep", in))
+	}
+	for _, in := range []map[string]any{{"pattern": "x", "type": "go"}, {"pattern": "x", "glob": "config"},
+		{"pattern": "x", "glob": "*.go config"}, {"pattern": "x", "glob": "*.go,config"}, {"pattern": "x", "glob": "docs/"}} {
+		refused(fmt.Sprint(in), check("Grep", in))
+	}
+	// An ignore file's "!" rule whitelists, wherever it applies from.
+	for _, f := range []string{"docs/.ignore", ".gitignore", ".git/info/exclude", "../.rgignore"} {
+		p := filepath.Join(project, f)
+		old, _ := os.ReadFile(p)
+		write(p, "!.env\n")
+		refused("rg x with a whitelist in "+f, bash("rg x"))
+		refused("Grep with a whitelist in "+f, check("Grep", map[string]any{"pattern": "x"}))
+		if old != nil {
+			write(p, string(old))
+		} else if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allowed("rg x after the whitelists are gone", bash("rg x"))
+	if err := os.Symlink("/dev/zero", filepath.Join(project, "src", ".rgignore")); err != nil {
+		t.Fatal(err)
+	}
+	refused("rg x with an ignore file that is no regular file", bash("rg x"))
 }

@@ -442,13 +442,57 @@ func checkRg(iv *invocation) string {
 		}
 	}
 	hidden = hidden || us >= 2
-	if why := iv.recursiveRoots(iv.files, Tree{Hidden: hidden, Follow: iv.pa.has("L", "follow"), SkipDirs: rgSkipDirs(iv)}); why != "" {
+	// A whitelist makes rg search the hidden files and directories it
+	// matches: a glob that is not an exclusion (-g '?env' printed .env),
+	// a type (-t, or one --type-add defines), or an ignore file whose
+	// lines may start with "!" (--ignore-file; the project's own ignore
+	// files are the engine's to read). Once a glob whitelists, rg
+	// searches only the files one matches (rgNames).
+	names, whitelist := rgNames(iv)
+	hidden = hidden || whitelist || iv.pa.has("t", "type", "type-add", "ignore-file")
+	// --type-add NAME:GLOB defines a type by a glob, a filter like -g's.
+	for _, v := range iv.pa.values("type-add") {
+		_, g, _ := strings.Cut(v, ":")
+		if !strings.HasPrefix(g, "include:") && knowledge.NamePicksSecret(g) {
+			return iv.failf("the type %s picks secret files", v)
+		}
+	}
+	if why := iv.recursiveRoots(iv.files, Tree{Hidden: hidden, Follow: iv.pa.has("L", "follow"), SkipDirs: rgSkipDirs(iv), Names: names}); why != "" {
 		return why
 	}
 	// rg prints the lines of an ignore file that are no valid glob in
 	// its error messages: it is read like a pattern file.
 	iv.files = append(iv.files, patternFiles(iv, "f", "file", "ignore-file")...)
 	return ""
+}
+
+// rgNames reports whether a -g, --glob or --iglob glob whitelists (is no
+// "!" exclusion) and, when every whitelist is a glob whose last
+// component names the files it keeps, those names: rg then searches only
+// a file whose path one of them matches, so its base name matches that
+// glob's last component (braces expanded). Case-insensitive globs
+// (--iglob, --glob-case-insensitive), a last component with ** or a
+// trailing slash, types and ignore files keep no names.
+func rgNames(iv *invocation) ([]string, bool) {
+	var names []string
+	whitelist, ok := false, !iv.pa.has("t", "type", "type-add", "ignore-file", "glob-case-insensitive")
+	for _, o := range iv.pa.opts {
+		if o.name != "g" && o.name != "glob" && o.name != "iglob" || strings.HasPrefix(o.val, "!") {
+			continue
+		}
+		whitelist = true
+		alts, expanded := knowledge.ExpandBraces(o.val, 64)
+		ok = ok && expanded && o.name != "iglob" && !o.glob
+		for _, a := range alts {
+			b := path.Base(a)
+			ok = ok && !strings.HasSuffix(a, "/") && !strings.Contains(b, "**") && b != "" && b != "." && b != "/"
+			names = append(names, b)
+		}
+	}
+	if !whitelist || !ok {
+		return nil, whitelist
+	}
+	return names, true
 }
 
 // rgSkipDirs returns the directory names ripgrep's -g '!NAME' and

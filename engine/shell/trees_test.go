@@ -42,8 +42,25 @@ func TestTrees(t *testing.T) {
 		{"rg --hidden x -g '!.git' -g '!node_modules/'", []Tree{{Path: ".", Hidden: true, SkipDirs: []string{".git", "node_modules"}}}},
 		{"rg -uu x --glob='!.git' src", []Tree{{Path: "src", Hidden: true, SkipDirs: []string{".git"}}}},
 		{"rg --hidden x --iglob '!.git'", []Tree{{Path: ".", Hidden: true, SkipDirs: []string{".git"}}}},
-		{"rg --hidden x -g '!.git' -g '*.go'", []Tree{{Path: ".", Hidden: true}}},
-		{"rg --hidden x -g '*.go' -g '!.git'", []Tree{{Path: ".", Hidden: true}}},
+		{"rg --hidden x -g '!.git' -g '*.go'", []Tree{{Path: ".", Hidden: true, Names: []string{"*.go"}}}},
+		{"rg --hidden x -g '*.go' -g '!.git'", []Tree{{Path: ".", Hidden: true, Names: []string{"*.go"}}}},
+		// A whitelist searches the hidden files it keeps: those whose
+		// name its last component matches, braces expanded; a type, an
+		// ignore file, a case-insensitive glob or one whose last part
+		// does not name files keep no names.
+		{"rg x -g '*.go'", []Tree{{Path: ".", Hidden: true, Names: []string{"*.go"}}}},
+		{"rg x -g 'src/**/*.{ts,tsx}' -g '!vendor'", []Tree{{Path: ".", Hidden: true, Names: []string{"*.ts", "*.tsx"}}}},
+		{"rg x --glob=Makefile src", []Tree{{Path: "src", Hidden: true, Names: []string{"Makefile"}}}},
+		{"rg x -g 'docs/'", []Tree{{Path: ".", Hidden: true}}},
+		{"rg x --iglob '*.go'", []Tree{{Path: ".", Hidden: true}}},
+		{"rg x --glob-case-insensitive -g '*.go'", []Tree{{Path: ".", Hidden: true}}},
+		{"rg x -g *.go", []Tree{{Path: ".", Hidden: true}}},
+		{"rg x -t go", []Tree{{Path: ".", Hidden: true}}},
+		{"rg x -tgo -g '*.go'", []Tree{{Path: ".", Hidden: true}}},
+		{"rg x --type-add 'web:*.html' -T web", []Tree{{Path: ".", Hidden: true}}},
+		{"rg x --ignore-file .rgignore", []Tree{{Path: ".", Hidden: true}}},
+		{"rg x -T go", []Tree{{Path: "."}}},
+		{"rg x -g '!*.min.js'", []Tree{{Path: "."}}},
 		{"rg --hidden x -g '!/.git'", []Tree{{Path: ".", Hidden: true}}},
 		{"rg --hidden x -g '!.g*'", []Tree{{Path: ".", Hidden: true}}},
 		{"rg --hidden x -g '!a/.git'", []Tree{{Path: ".", Hidden: true}}},

@@ -5,4 +5,12 @@
 // the fake model of package fakellm. The default counts keep them within
 // seconds under -race on two cores; go test ./resilience -args -long runs
 // them several times longer.
+//
+// The hostile-input tests (hostile_test.go) run the real binary against
+// inputs built to exhaust it: deeply nested and brace-heavy shell
+// commands, a model that answers garbage or nothing, transcripts at their
+// limits, protobuf that does not decode, a config written in place
+// slowly, imports replaced by a FIFO or /dev/zero. Every check must be
+// answered in time and never ALLOW, and the server must keep serving,
+// stay under a peak RSS of 256 MiB and stop within its shutdown timeout.
 package resilience

@@ -33,10 +33,18 @@ func scale(n int) int {
 }
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
+	goleak.VerifyTestMain(cleanupM{m},
 		// The audit log's rotation goroutine is global to lumberjack.
 		goleak.IgnoreTopFunction("gopkg.in/natefinch/lumberjack%2ev2.(*Logger).millRun"),
 	)
+}
+
+// cleanupM removes the toolgate binary the tests built once they ran.
+type cleanupM struct{ m *testing.M }
+
+func (c cleanupM) Run() int {
+	defer removeSharedToolgate()
+	return c.m.Run()
 }
 
 // fake is the fake model behind an HTTP server that holds each request

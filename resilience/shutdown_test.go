@@ -360,21 +360,8 @@ func startServe(t *testing.T, bin string, args ...string) *served {
 	return s
 }
 
-// buildToolgate builds cmd/toolgate for this test.
+// buildToolgate returns the toolgate binary, built once per test run.
 func buildToolgate(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("module root not found above the package: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "toolgate")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/toolgate")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return sharedToolgate(t)
 }

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 )
 
@@ -366,5 +367,37 @@ func TestReasonNotUTF8(t *testing.T) {
 	_ = s.CloseSend()
 	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
 		t.Fatalf("after CloseSend: %v", err)
+	}
+}
+
+// deafClassifier ignores its context: a check busy in work that does not
+// notice cancellation.
+type deafClassifier struct {
+	started, release chan struct{}
+}
+
+func (d *deafClassifier) Classify(context.Context, *engine.ClassifyInput) (engine.Verdict, error) {
+	d.started <- struct{}{}
+	<-d.release
+	return engine.Verdict{Decision: engine.Deny, Reason: "late"}, nil
+}
+
+// TestShutdownDoesNotWaitForADeafHandler: a unary check that ignores its
+// cancelled context does not hold Shutdown past its timeout.
+func TestShutdownDoesNotWaitForADeafHandler(t *testing.T) {
+	deaf := &deafClassifier{started: make(chan struct{}, 1), release: make(chan struct{})}
+	defer close(deaf.release)
+	env := newEnv(t, withClassifier(deaf), withConfig(func(c *Config) { c.ShutdownTimeout = 200 * time.Millisecond }))
+	go func() { _, _ = env.client.Check(context.Background(), checkReq(t, "deaf", "mcp__test__x", nil)) }()
+	<-deaf.started
+	done := make(chan struct{})
+	go func() {
+		env.stop(t)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown waited for a handler that never returns")
 	}
 }

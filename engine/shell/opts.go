@@ -96,6 +96,12 @@ type parsedArgs struct {
 	// there was none).
 	beforeDD int
 	sawDD    bool
+	// optsEnd is how many operands came before the program stopped
+	// reading options: at a "--", or at the first static operand for a
+	// program whose options end there (posix); -1 when it never stopped.
+	// A run-time word is an operand for sure only from there on: before
+	// it, it may start with "-".
+	optsEnd int
 }
 
 // has reports whether any of the named options was given.
@@ -159,13 +165,14 @@ func startsOption(w *wordInfo) bool { return !w.dyn && len(w.val) > 1 && w.val[0
 // options at run time (leading globs), because every option of the
 // program is harmless.
 func parseGNU(o, wo *optset, args []wordInfo, posix, safeOpts bool) (parsedArgs, *parseError) {
-	var pa parsedArgs
+	pa := parsedArgs{optsEnd: -1}
 	dd := false
 	for i := 0; i < len(args); i++ {
 		w := &args[i]
 		if dd || w.dyn {
+			// A run-time word does not end the options for sure: the
+			// program reads it as one if it starts with "-".
 			pa.ops = append(pa.ops, *w)
-			dd = dd || posix
 			continue
 		}
 		if w.lead && !safeOpts {
@@ -174,12 +181,15 @@ func parseGNU(o, wo *optset, args []wordInfo, posix, safeOpts bool) (parsedArgs,
 		v := w.val
 		if v == "--" {
 			dd = true
-			pa.beforeDD, pa.sawDD = len(pa.ops), true
+			pa.beforeDD, pa.sawDD, pa.optsEnd = len(pa.ops), true, len(pa.ops)
 			continue
 		}
 		if len(v) < 2 || v[0] != '-' {
+			if posix {
+				dd = true
+				pa.optsEnd = len(pa.ops)
+			}
 			pa.ops = append(pa.ops, *w)
-			dd = dd || posix
 			continue
 		}
 		glob := w.glob
@@ -299,7 +309,7 @@ func writeKind(wo *optset, name string) argKind {
 // --name are the same, values are "=value" or the next word for non-boolean
 // flags, and parsing stops at the first operand.
 func parseGoFlags(o *optset, args []wordInfo) (parsedArgs, *parseError) {
-	var pa parsedArgs
+	pa := parsedArgs{optsEnd: -1}
 	for i := 0; i < len(args); i++ {
 		w := &args[i]
 		if w.dyn || w.lead {

@@ -28,9 +28,18 @@ var programTable = []*spec{
 	// hexdump -f, wc --files0-from, diff --from-file/--to-file and file -f
 	// read a file named by an option, whose content error messages or
 	// output can show: not listed.
-	{names: "hexdump", opts: "b c C d o x e: n: s: v L::", safeOpts: true, reads: readAll},
+	{names: "hexdump", opts: "b c C d o x e: n: s: v L::", reads: readAll},
+	// strings (binutils) reads options from @FILE, even after --, and
+	// prints them in error messages.
 	{names: "strings", opts: "a d f n: t: e: w s: T: all data print-file-name bytes: radix: encoding: include-all-whitespace output-separator: target: unicode: U: #",
-		safeOpts: true, reads: readAll},
+		reads: readAll, check: func(iv *invocation) string {
+			for _, w := range iv.args {
+				if strings.HasPrefix(w.val, "@") || w.lead {
+					return iv.failf("%s may name a file of options", w.val)
+				}
+			}
+			return ""
+		}},
 	// xxd INFILE OUTFILE writes OUTFILE: one operand at most.
 	{names: "xxd", style: styleCustom, reads: readCustom, check: checkXxd},
 	{names: "base64", opts: "d D i w: decode ignore-garbage wrap:", writeOpts: "o: output:", reads: readAll},
@@ -41,7 +50,7 @@ var programTable = []*spec{
 		"max-count: only-matching quiet silent no-messages byte-offset line-number with-filename no-filename label: initial-tab null null-data " +
 		"after-context: before-context: context: text binary-files: devices: directories: exclude: exclude-from: exclude-dir: include: recursive " +
 		"dereference-recursive extended-regexp fixed-strings basic-regexp perl-regexp line-buffered binary version help",
-		safeOpts: true, reads: readCustom, check: checkGrep,
+		reads: readCustom, check: checkGrep,
 		// -d and --directories take an abbreviation (-d rec is recurse).
 		enums: "d,directories=read|skip|recurse D,devices=read|skip binary-files=binary|text|without-match " +
 			"color,colour=always|yes|force|never|no|none|auto|tty|if-tty"},
@@ -78,7 +87,7 @@ var programTable = []*spec{
 	{names: "jq", opts: "r j c n e s S C M a R raw-output join-output compact-output null-input exit-status slurp sort-keys color-output " +
 		"monochrome-output ascii-output raw-input tab indent: seq stream stream-errors raw-output0 unbuffered " +
 		"arg:2 argjson:2 args jsonargs version help",
-		safeOpts: true, reads: readCustom, check: checkJq},
+		reads: readCustom, check: checkJq},
 	// yq: never -i (in place) or -s (splits into files); load() reads files.
 	{names: "yq", opts: "r o: output-format: p: input-format: P prettyPrint e exit-status C M N I: j no-doc indent: colors no-colors unwrapScalar:: null-input n",
 		reads: readCustom, check: checkYq},
@@ -97,7 +106,9 @@ var programTable = []*spec{
 	{names: "paste", opts: "d: s z delimiters: serial zero-terminated", safeOpts: true, reads: readAll},
 	{names: "comm", opts: "1 2 3 check-order nocheck-order output-delimiter: total z zero-terminated", ops: "2", safeOpts: true, reads: readAll},
 	{names: "fold", opts: "b s w: bytes spaces width:", safeOpts: true, reads: readAll},
-	{names: "wc", opts: "c m l L w bytes chars lines max-line-length words total:", safeOpts: true, dyn: true, reads: readAll, enums: "total=auto|always|only|never"},
+	// wc --files0-from reads names from a file, and error messages show
+	// them: not listed, and a run-time word may be it.
+	{names: "wc", opts: "c m l L w bytes chars lines max-line-length words total:", dyn: true, reads: readAll, enums: "total=auto|always|only|never"},
 	// diff -l/--paginate runs pr: not listed.
 	{names: "diff", opts: "i E Z b w B a u c e n y t T N r s q d p x: X: I: F: S: D: U: C: W: normal brief report-identical-files context:: unified:: " +
 		"ed rcs side-by-side left-column suppress-common-lines show-c-function show-function-line: label: expand-tabs initial-tab tabsize: " +
@@ -122,13 +133,25 @@ var programTable = []*spec{
 	// inside the read roots like any other read target.
 	{names: "ls", style: styleAny, safeOpts: true, dyn: true, reads: readCustom, check: anyOperands},
 	// --files0-from reads names from a file, and error messages show them
-	// (du --files0-from=/proc/self/environ prints the environment).
-	{names: "stat du df", style: styleAny, safeOpts: true, dyn: true, reads: readCustom, check: func(iv *invocation) string {
+	// (du --files0-from=/proc/self/environ prints the environment): du
+	// takes its other options (GNU's and BSD's) only, and a run-time word
+	// only after --. stat and df have no such option.
+	{names: "stat df", style: styleAny, safeOpts: true, dyn: true, reads: readCustom, check: func(iv *invocation) string {
 		if why := noFilesFrom(iv); why != "" {
 			return why
 		}
 		return anyOperands(iv)
 	}},
+	{names: "du", opts: "0 a b B: c D d: H h k L l m P S s t: x X: A g I: n r null all apparent-size block-size: bytes total " +
+		"dereference-args max-depth: human-readable inodes dereference count-links no-dereference separate-dirs si summarize " +
+		"threshold: time:: time-style: exclude: exclude-from: one-file-system help version",
+		dyn: true, reads: readCustom, check: func(iv *invocation) string {
+			iv.files = iv.pa.ops
+			if len(iv.files) == 0 && !iv.ic.implicit {
+				iv.files = []wordInfo{synthetic(".")} // du lists the working directory
+			}
+			return ""
+		}},
 	// tree -o writes a file and -R with -H writes HTML files: not listed.
 	{names: "tree", opts: "a d l f x L: P: I: i q N Q p u g s h D F v t c U r C n J X gitignore ignore-case matchdirs prune noreport dirsfirst " +
 		"filesfirst du si inodes device charset: filelimit: timefmt: sort: version help",
@@ -158,11 +181,12 @@ var programTable = []*spec{
 	// System information.
 	{names: "whoami", ops: "0", safeOpts: true, dyn: true},
 	{names: "id uname free uptime", style: styleAny, safeOpts: true, dyn: true},
-	{names: "ps", style: styleAny, safeOpts: true, check: checkPs},
+	// ps reads BSD options without a dash (e: environments).
+	{names: "ps", style: styleAny, check: checkPs},
 	// lsof +m writes a mount supplement file, -D b and -D u (BSD, macOS)
 	// the device cache file, and -k and -m read kernel name list and
 	// memory files. A leading glob may expand to any of them.
-	{names: "lsof", style: styleAny, safeOpts: true, check: func(iv *invocation) string {
+	{names: "lsof", style: styleAny, check: func(iv *invocation) string {
 		for _, w := range iv.args {
 			if w.dyn || w.lead || strings.HasPrefix(w.val, "+m") ||
 				strings.HasPrefix(w.val, "-") && !strings.HasPrefix(w.val, "--") && strings.ContainsAny(w.val, "Dkm") {

@@ -43,12 +43,16 @@ type spec struct {
 	ops string
 	// posix stops option parsing at the first operand.
 	posix bool
-	// safeOpts: no option of the real program is harmful, so a word that
-	// may expand to an option at run time (a leading glob) is acceptable.
+	// safeOpts: no option of the real program reads or writes a file,
+	// runs anything or changes what is read (grep -r and -f, wc
+	// --files0-from, hexdump -f do), so a word that may expand to an
+	// option at run time (a leading glob, $VAR, what xargs supplies) is
+	// acceptable where options are read. Without it such a word must
+	// come after "--" (runtimeOptions).
 	safeOpts bool
-	// dyn: any argument value is harmless (the program neither reads file
-	// contents from operands nor has harmful options), so run-time words
-	// ($VAR, $(..), xargs input) are acceptable.
+	// dyn: any operand value is harmless (the program does not read file
+	// contents from operands), so run-time words ($VAR, $(..), xargs
+	// input) are acceptable as operands.
 	dyn bool
 	// ownDyn: check judges run-time words itself (printf: only the format
 	// must be static).
@@ -96,9 +100,6 @@ func (sp *spec) compile() {
 			}
 		}
 	}
-	if sp.dyn && !sp.safeOpts {
-		panic("shell: dyn without safeOpts for " + sp.names)
-	}
 	for _, e := range strings.Fields(sp.enums) {
 		names, vals, ok := strings.Cut(e, "=")
 		if !ok || names == "" || vals == "" {
@@ -131,6 +132,12 @@ type invCtx struct {
 	// trees, find's start points, are judged (run adds them).
 	contentOK bool
 	trees     []Tree
+	// dashFree: the words xargs supplies never start with "-": paths
+	// find prints, each starting with one of its start points, read
+	// whole by xargs -0. Names git ls-files, rg --files or grep -l
+	// print may start with "-", and xargs without -0 splits names at
+	// blanks.
+	dashFree bool
 	// found: words marked xargs are the paths find hands to -exec: under
 	// its start points, never starting with "-", their content judged
 	// by the start points' trees.
@@ -170,22 +177,25 @@ func (iv *invocation) run() string {
 			return iv.failf("brace expansion %s", w.val)
 		case iv.sc.zsh && w.glob:
 			return iv.failf("glob %s in a zsh payload", w.val)
-		case w.dyn && !w.pipe && !sp.dyn && !sp.ownDyn && !(w.xargs && (iv.ic.found || iv.ic.pathOK && sp.safeOpts && (sp.reads == readNone || iv.ic.contentOK))):
+		case w.dyn && !w.pipe && !sp.dyn && !sp.ownDyn && !(w.xargs && (iv.ic.found || iv.ic.pathOK && (sp.reads == readNone || iv.ic.contentOK))):
 			return iv.failf("argument %s is only known at run time", w.val)
 		}
 	}
 	// Listed paths are fine for a program that does not print what is in
 	// them: find . | xargs cat prints every file, .env included.
-	if iv.ic.implicit && !sp.dyn && !sp.ownDyn && !(iv.ic.pathOK && sp.safeOpts && (sp.reads == readNone || iv.ic.contentOK)) {
+	if iv.ic.implicit && !sp.dyn && !sp.ownDyn && !(iv.ic.pathOK && (sp.reads == readNone || iv.ic.contentOK)) {
 		return iv.failf("xargs supplies arguments only known at run time")
 	}
 	switch sp.style {
 	case styleAny, styleCustom:
+		if why := iv.runtimeOptions(false); why != "" {
+			return why
+		}
 	case styleSub:
 		return iv.runSub()
 	default:
 		if sp.exact != "" {
-			if !matchExact(sp.exact, iv.args) {
+			if iv.ic.implicit || !matchExact(sp.exact, iv.args) {
 				return iv.failf("only %q is allowed", strings.ReplaceAll(sp.exact, "|", `" or "`))
 			}
 			return ""
@@ -206,6 +216,9 @@ func (iv *invocation) run() string {
 			return why
 		}
 		if why := iv.checkEnums(); why != "" {
+			return why
+		}
+		if why := iv.runtimeOptions(true); why != "" {
 			return why
 		}
 	}
@@ -250,6 +263,38 @@ func (iv *invocation) run() string {
 				return iv.failf("%s", why)
 			}
 		}
+	}
+	return ""
+}
+
+// runtimeOptions refuses, for a program with a harmful option (not
+// safeOpts), a word known only at run time that it may read as an
+// option: its value may start with "-" (wc --files0-from=.env from xargs
+// printed .env). A word is no option when it comes where the program
+// reads operands only (after "--", or after a static operand for a
+// program whose options end there), when it is an option's value and
+// cannot split into several words, or when it is a path find supplies
+// (find -exec, or find's output read by xargs -0), which starts with a
+// start point. parsed says whether iv.pa holds the parse.
+func (iv *invocation) runtimeOptions(parsed bool) string {
+	if iv.sp.safeOpts || iv.sp.ownDyn {
+		return ""
+	}
+	dashFree := iv.ic.found || iv.ic.dashFree
+	for _, w := range iv.args {
+		if !w.dyn || w.pipe || w.xargs && dashFree {
+			continue
+		}
+		if parsed {
+			k := slices.IndexFunc(iv.pa.ops, func(o wordInfo) bool { return o.pos == w.pos && o.end == w.end })
+			if k >= 0 && iv.pa.optsEnd >= 0 && k >= iv.pa.optsEnd || k < 0 && !w.split {
+				continue
+			}
+		}
+		return iv.failf("%s is known only at run time and may be an option; put it after --", w.val)
+	}
+	if iv.ic.implicit && !dashFree && !(parsed && iv.pa.optsEnd >= 0) {
+		return iv.failf("xargs supplies words that may be options; put -- before them, or list paths with find ... -print0 into xargs -0")
 	}
 	return ""
 }

@@ -310,6 +310,11 @@ func wrapXargs(_ *analyzer, ws []wordInfo, _ *scope, sx *stmtCtx, ic *invCtx) wr
 	if ic.pathOK && pa.has("0", "null") && !pa.has("d", "delimiter") {
 		// The files' contents are judged as the trees find lists.
 		ic.trees, ic.contentOK = findContent(sx.producer, sx.producerSc)
+		// What find prints starts with one of its start points, none
+		// of which starts with "-" (find reads those as its
+		// expression), or with blanks (-ls): read whole, no word
+		// starts with "-".
+		ic.dashFree = isFind(sx.producer, sx.producerSc)
 	}
 	if repl := pa.values("I"); len(repl) > 0 {
 		r := repl[len(repl)-1]
@@ -368,6 +373,16 @@ func isPathLister(c *syntax.CallExpr, sc *scope) bool {
 		}
 	}
 	return lister || name == "find"
+}
+
+// isFind reports whether c runs find.
+func isFind(c *syntax.CallExpr, sc *scope) bool {
+	if c == nil || sc == nil || len(c.Args) == 0 {
+		return false
+	}
+	w := wordOf(c.Args[0], sc.src)
+	name, why := progName(&w)
+	return why == "" && name == "find"
 }
 
 // wrapShell: bash/sh/dash/zsh -c 'payload' runs payload, which is parsed

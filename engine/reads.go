@@ -226,6 +226,9 @@ type treeWalk struct {
 	// the search to read it (grep --include, find -name before -exec);
 	// a file is left out only when none may match.
 	names []string
+	// oneLevel: only the files directly in the root are read; its
+	// subdirectories are not entered.
+	oneLevel bool
 }
 
 // skips reports whether the search surely does not enter directory name.
@@ -261,7 +264,7 @@ func (rs *readScope) judgeTree(dir, raw string, hidden, follow bool) string {
 // judgeShellTree judges a tree a shell command reads (shell.Tree), with
 // the directories it skips and the file names it keeps.
 func (rs *readScope) judgeShellTree(dir string, t shell.Tree) string {
-	return rs.walkTree(dir, t.Path, treeWalk{hidden: t.Hidden, follow: t.Follow, followNamed: t.FollowNamed, skipDirs: t.SkipDirs, names: t.Names})
+	return rs.walkTree(dir, t.Path, treeWalk{hidden: t.Hidden, follow: t.Follow, followNamed: t.FollowNamed, skipDirs: t.SkipDirs, names: t.Names, oneLevel: t.OneLevel})
 }
 
 // walkTree judges a recursive read rooted at raw: the root is a read, and
@@ -334,6 +337,9 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 			}
 			path := d.path + "/" + name
 			isDir := e.IsDir()
+			if isDir && w.oneLevel {
+				continue // not read
+			}
 			// .git holds the repository's config, which may carry tokens.
 			secretDir := isDir && (knowledge.Fold(name) == ".git" || knowledge.SecretPath(name, ""))
 			switch {

@@ -356,3 +356,36 @@ func TestRipgrepWhitelists(t *testing.T) {
 	}
 	refused("rg x with an ignore file that is no regular file", bash("rg x"))
 }
+
+// TestDiffDirectories: diff of two directories reads the files directly
+// in them (hidden ones too), diff FILE DIR reads DIR/FILE's base name,
+// and a directory operand inside .git is refused; diff -r reads trees.
+func TestDiffDirectories(t *testing.T) {
+	l := newLayout(t)
+	for f, body := range map[string]string{"top/.env": "K=v", "top/a.go": "a", "keys/id_rsa": "k", "src/a.go": "a", "src/b.go": "b",
+		"docs/a.go": "d", "docs/deep/.env": "K=v", "cc/config": "c", ".git/config": "[remote]"} {
+		p := filepath.Join(l.app, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEngine(t, nil, nil)
+	check := func(cmd string) Result {
+		return mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": cmd}), WorkingDirectory: l.app, Mode: ModeAuto})
+	}
+	for _, cmd := range []string{"diff top src", "diff -q src top", "diff keys docs", "diff .git src", "diff ./.git/ src",
+		"diff cc/config .git", "diff -N top src", "diff -r src docs", "diff src link"} {
+		if res := check(cmd); res.Decision == Allow {
+			t.Errorf("%s: allowed by %s (%s)", cmd, res.Source, res.Reason)
+		}
+	}
+	// docs/deep is a subdirectory: diff without -r does not read it.
+	for _, cmd := range []string{"diff src docs", "diff -u src/a.go src/b.go", "diff src/a.go docs", "diff -q --no-dereference src docs"} {
+		if res := check(cmd); res.Decision != Allow {
+			t.Errorf("%s: %s by %s (%s), want allow", cmd, res.Decision, res.Source, res.Reason)
+		}
+	}
+}

@@ -215,11 +215,11 @@ func findExecEnd(expr []wordInfo, i int) int {
 // that read, list or name the files find hands them, judged by the program
 // table like any command. Wrappers, interpreters and shells are not here,
 // nor programs that recurse into a directory operand by themselves (du,
-// tree, find).
+// tree, find) or read the files below a directory operand (diff).
 var findExecPrograms = map[string]bool{
 	"cat": true, "head": true, "tail": true, "nl": true, "tac": true, "rev": true, "od": true, "hexdump": true, "strings": true,
 	"base64": true, "grep": true, "egrep": true, "fgrep": true, "rg": true, "sed": true, "awk": true, "gawk": true, "mawk": true,
-	"nawk": true, "jq": true, "yq": true, "sort": true, "cut": true, "paste": true, "fold": true, "wc": true, "diff": true,
+	"nawk": true, "jq": true, "yq": true, "sort": true, "cut": true, "paste": true, "fold": true, "wc": true,
 	"cmp": true, "md5sum": true, "sha1sum": true, "sha224sum": true, "sha256sum": true, "sha384sum": true, "sha512sum": true,
 	"b2sum": true, "cksum": true, "shasum": true, "file": true, "ls": true, "stat": true, "basename": true, "dirname": true,
 	"realpath": true, "readlink": true, "echo": true, "printf": true, "test": true, "[": true, "true": true, "false": true,

@@ -117,7 +117,7 @@ var programTable = []*spec{
 		"no-dereference exclude: exclude-from: starting-file: minimal speed-large-files horizon-lines: width: color:: palette: " +
 		"ifdef: old-line-format: new-line-format: unchanged-line-format: line-format: old-group-format: new-group-format: unchanged-group-format: " +
 		"changed-group-format: binary help version",
-		reads: readAll, check: checkDiff, enums: "color=never|always|auto"},
+		reads: readCustom, check: checkDiff, enums: "color=never|always|auto"},
 	{names: "cmp", opts: "b i: l n: s print-bytes ignore-initial: verbose bytes: quiet silent", ops: "1-4", safeOpts: true, reads: readCustom,
 		check: func(iv *invocation) string { iv.files = iv.pa.ops[:min(2, len(iv.pa.ops))]; return "" }},
 	{names: "md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum shasum",
@@ -542,12 +542,56 @@ func rgSkipDirs(iv *invocation) []string {
 	return dirs
 }
 
+// checkDiff: diff reads its operands, and a directory operand's files:
+// diff -r every file below it, diff of two directories the files directly
+// in them (those of the same name in both; every one with -N, which
+// prints a file the other side lacks in full), and diff FILE DIR the
+// file DIR/FILE's base name. Each operand is a tree, one level deep
+// without -r, hidden files included, links followed unless
+// --no-dereference. -N without -r is refused: it prints every file of a
+// directory operand, which the tree walk judges only where it can see the
+// directory.
 func checkDiff(iv *invocation) string {
-	if iv.pa.has("r", "recursive") {
-		// diff follows links unless told --no-dereference.
-		return iv.recursiveRoots(iv.pa.ops, Tree{Hidden: true, Follow: !iv.pa.has("no-dereference")})
+	ops := iv.pa.ops
+	iv.files = ops
+	// diff FILE DIR reads DIR/FILE's base name when DIR is a directory:
+	// the one-level tree of DIR judges it where DIR can be seen, and its
+	// name is judged here wherever DIR is (diff config/config .git
+	// printed .git/config).
+	if len(ops) == 2 {
+		for i, op := range ops {
+			other := ops[1-i]
+			if op.dyn || other.dyn || op.glob || other.glob || op.is("-") || other.is("-") {
+				continue
+			}
+			base := path.Base(op.val)
+			if base == "/" || base == "." || base == ".." {
+				continue
+			}
+			for _, d := range iv.sc.paths(other.val) {
+				if p := strings.TrimSuffix(d, "/") + "/" + base; knowledge.SecretPath(p, "") || credentialPath(p, false) {
+					return iv.failf("compares %s with %s, which may hold secrets", op.val, p)
+				}
+			}
+		}
 	}
-	return ""
+	follow := !iv.pa.has("no-dereference")
+	if iv.pa.has("r", "recursive") {
+		return iv.recursiveRoots(ops, Tree{Hidden: true, Follow: follow})
+	}
+	var dirs []wordInfo
+	for _, op := range ops {
+		if !op.pipe && !op.is("-") {
+			dirs = append(dirs, op)
+		}
+	}
+	if len(dirs) > 0 && iv.pa.has("N", "new-file", "unidirectional-new-file") {
+		return iv.failf("-N prints every file of a directory operand that the other lacks; only diff -r's trees are judged whole")
+	}
+	if len(dirs) == 0 {
+		return ""
+	}
+	return iv.recursiveRoots(dirs, Tree{Hidden: true, Follow: follow, OneLevel: true})
 }
 
 // checkJq accepts a filter only when jqFilter reads all of it; the other

@@ -117,6 +117,10 @@ type Tree struct {
 	// --include, find -name before -exec or -print0). Directories are
 	// entered whatever their name. Ignoring them judges more.
 	Names []string
+	// OneLevel is set when the program reads the files directly in the
+	// directory, not below its subdirectories (diff of two directories
+	// without -r). Ignoring it judges more.
+	OneLevel bool
 }
 
 // Analysis is the verdict on one command line.

@@ -67,6 +67,14 @@ func TestTrees(t *testing.T) {
 		{"rg --hidden x -g '!{.git,x}'", []Tree{{Path: ".", Hidden: true}}},
 		{"rg --hidden x -g '!\\.git'", []Tree{{Path: ".", Hidden: true}}},
 		{"rg --hidden x -g '!'", []Tree{{Path: ".", Hidden: true}}},
+		// diff: a directory operand is a tree, one level deep without
+		// -r, hidden files included, links followed unless
+		// --no-dereference; <(..) is no directory.
+		{"diff -u a.go b.go", []Tree{{Path: "a.go", Hidden: true, Follow: true, OneLevel: true}, {Path: "b.go", Hidden: true, Follow: true, OneLevel: true}}},
+		{"diff -q --no-dereference src docs", []Tree{{Path: "src", Hidden: true, OneLevel: true}, {Path: "docs", Hidden: true, OneLevel: true}}},
+		{"diff a.go <(git show HEAD:a.go)", []Tree{{Path: "a.go", Hidden: true, Follow: true, OneLevel: true}}},
+		{"diff -ruN src docs", []Tree{{Path: "src", Hidden: true, Follow: true}, {Path: "docs", Hidden: true, Follow: true}}},
+		{"diff -N <(ls a) <(ls b)", nil},
 		// find -exec: the files it hands a reader are trees of its start
 		// points, hidden files included; links count unless -type f
 		// keeps them out; the -name globs of a plain conjunction before

@@ -33,12 +33,11 @@ type scope struct {
 	// checked for credentials.
 	cwd        string
 	cwdUnknown bool
-	// locals are variables the script itself sets (for and read names):
-	// their values come from the script, not the environment.
-	locals map[string]bool
-	// assigned are the names plain assignments set (base="${f%.go}"),
-	// visible only to what runs after them for certain: later statements
-	// of the same list and what those contain (see stmts).
+	// assigned are the names the script itself set (base="${f%.go}", a
+	// for loop's variable, read's names), visible only to what runs after
+	// them for certain: later statements of the same list and what those
+	// contain (see stmts), a loop's body, the right side of && after a
+	// read. Until then a name holds whatever the environment gave it.
 	assigned []string
 }
 
@@ -101,6 +100,48 @@ func (a *analyzer) stmtsKeep(list []*syntax.Stmt, sc *scope, sx stmtCtx) {
 	}
 }
 
+// cond judges a condition list (if, while) and returns the length of
+// sc.assigned once it ran: the names its statements surely set. What its
+// last statement sets only when it succeeds (read x) is left after that,
+// for what runs when the condition held.
+func (a *analyzer) cond(list []*syntax.Stmt, sc *scope, sx stmtCtx) int {
+	ran := len(sc.assigned)
+	for i, s := range list {
+		set := a.stmt(s, sc, sx)
+		if i < len(list)-1 {
+			sc.assigned = sc.assigned[:set]
+		}
+		ran = set
+	}
+	return ran
+}
+
+// readNames returns the names a plain read assigns ("read [-r] name..."
+// run directly, not through a wrapper), or nil. Its other options may
+// leave the names unset while read succeeds (-t 0 only tests for input,
+// -u names another descriptor, -N and -n count characters, -d and -p and
+// the rest are not needed to read lines).
+func readNames(c *syntax.CallExpr, sc *scope) []string {
+	if len(c.Args) < 2 || len(c.Assigns) > 0 {
+		return nil
+	}
+	if w := wordOf(c.Args[0], sc.src); !w.is("read") || w.glob || w.brace {
+		return nil
+	}
+	var names []string
+	for i, arg := range c.Args[1:] {
+		w := wordOf(arg, sc.src)
+		switch {
+		case i == 0 && len(names) == 0 && w.is("-r"):
+			continue
+		case w.dyn || w.glob || w.brace || !localName(w.val):
+			return nil
+		}
+		names = append(names, w.val)
+	}
+	return names
+}
+
 // stmt judges a statement. Of the names assignments in it set (appended
 // to sc.assigned), those up to the returned length are set once it ran;
 // the rest only when it succeeded, which is what the right side of && may
@@ -137,6 +178,14 @@ func (a *analyzer) stmt(s *syntax.Stmt, sc *scope, sx stmtCtx) int {
 			// A failing redirection may leave the assignment undone.
 			sc.assigned = sc.assigned[:mark]
 		}
+		if names := readNames(c, sc); names != nil {
+			// read assigns its names when it succeeds (or meets the end
+			// of its input); a read error (a closed or unreadable
+			// stdin) leaves them as they were: they count only where
+			// read succeeded (read x && echo $x, while read x; do).
+			set = len(sc.assigned)
+			sc.assigned = append(sc.assigned, names...)
+		}
 	case *syntax.BinaryCmd:
 		switch c.Op {
 		case syntax.AndStmt:
@@ -166,32 +215,48 @@ func (a *analyzer) stmt(s *syntax.Stmt, sc *scope, sx stmtCtx) int {
 	case *syntax.Block:
 		a.stmts(c.Stmts, sc, sx)
 	case *syntax.IfClause:
-		// A branch runs after its condition and those before it.
+		// A branch runs after its condition succeeded, the next ones
+		// after it failed.
 		for ic := c; ic != nil; ic = ic.Else {
-			a.stmtsKeep(ic.Cond, sc, sx)
+			ran := a.cond(ic.Cond, sc, sx)
 			a.stmts(ic.Then, sc, sx)
+			sc.assigned = sc.assigned[:ran]
 		}
 		sc.assigned = sc.assigned[:mark]
 	case *syntax.WhileClause:
-		a.stmts(c.Cond, sc, sx)
+		// The body runs after the condition succeeded (until: failed).
+		ran := a.cond(c.Cond, sc, sx)
+		if c.Until {
+			sc.assigned = sc.assigned[:ran]
+		}
 		a.stmts(c.Do, sc, sx)
+		sc.assigned = sc.assigned[:mark]
 	case *syntax.ForClause:
 		if c.Select {
 			a.fail("select is interactive")
 		}
 		switch l := c.Loop.(type) {
 		case *syntax.WordIter:
-			if l.Name != nil && specialVar(l.Name.Value) {
-				a.fail("the loop sets " + l.Name.Value + ", which changes what later commands run or read")
+			if l.Name != nil && !localName(l.Name.Value) {
+				a.fail("the loop sets " + l.Name.Value + ", which the shell or the programs it starts may read")
 			}
+			// The items expand before the variable is set. Each run of
+			// the body follows an assignment of the variable, but after
+			// the loop it holds the environment's value when no item
+			// expanded to a word (for x in; for x in $(true); for x;
+			// with no arguments): it counts in the body only.
 			for _, w := range l.Items {
 				a.wordSubs(w, sc)
+			}
+			if l.Name != nil {
+				sc.assigned = append(sc.assigned, l.Name.Value)
 			}
 		default:
 			a.fail("C-style for loop")
 			a.nodeSubs(l, sc)
 		}
 		a.stmts(c.Do, sc, sx)
+		sc.assigned = sc.assigned[:mark]
 	case *syntax.CaseClause:
 		a.wordSubs(c.Word, sc)
 		for _, it := range c.Items {
@@ -311,6 +376,10 @@ func (a *analyzer) assigns(c *syntax.CallExpr, sc *scope) {
 			a.fail("variable assignment changes shell state: %s", source(sc.src, as))
 		case !localName(name):
 			a.fail("variable assignment sets %s, which the shell or the programs it starts may read", name)
+		case as.Append && !sc.isAssigned(name) && !knowledge.HarmlessVar(name):
+			// x+=v appends to what x holds, the environment's value
+			// unless the script set it: it expands $x.
+			a.fail("%s+= appends to %s's value from the environment, which is not known to be harmless to print", name, name)
 		default:
 			ok = true
 		}
@@ -392,7 +461,7 @@ func (a *analyzer) nodeSubs(n syntax.Node, sc *scope) {
 		case *syntax.ParamExp:
 			if !simpleParam(n) {
 				a.fail(paramReason(n))
-			} else if name := n.Param.Value; !knowledge.HarmlessVar(name) && !sc.locals[name] && !sc.isAssigned(name) {
+			} else if name := n.Param.Value; !knowledge.HarmlessVar(name) && !sc.isAssigned(name) {
 				// Allowlist: a variable nobody listed may hold a secret
 				// under any name (*_PASS, *_URL, *WEBHOOK*).
 				a.fail("expands $%s, which is not known to be harmless to print", name)
@@ -628,23 +697,11 @@ func (a *analyzer) prescan(f *syntax.File, sc *scope) {
 		syntax.Walk(n, func(n syntax.Node) bool {
 			switch n := n.(type) {
 			case *syntax.WhileClause, *syntax.ForClause:
-				if fc, ok := n.(*syntax.ForClause); ok {
-					if wi, ok := fc.Loop.(*syntax.WordIter); ok && wi.Name != nil {
-						sc.local(wi.Name.Value)
-					}
-				}
 				if !loop {
 					inLoop(n, true)
 					return false
 				}
 			case *syntax.CallExpr:
-				if len(n.Args) > 0 && isReadWord(n.Args[0], sc.src) {
-					for _, w := range n.Args[1:] {
-						if v := wordOf(w, sc.src); !v.dyn && isName(v.val) {
-							sc.local(v.val)
-						}
-					}
-				}
 				for i, w := range n.Args {
 					if !isCdWord(w, sc.src) {
 						continue
@@ -665,20 +722,6 @@ func (a *analyzer) prescan(f *syntax.File, sc *scope) {
 		})
 	}
 	inLoop(f, false)
-}
-
-func isReadWord(w *syntax.Word, src string) bool {
-	wi := wordOf(w, src)
-	return wi.is("read")
-}
-
-// local records a variable the script sets itself. Names that steer the
-// shell or its programs are refused where they are set (specialVar).
-func (sc *scope) local(name string) {
-	if sc.locals == nil {
-		sc.locals = map[string]bool{}
-	}
-	sc.locals[name] = true
 }
 
 // isCdWord reports whether w is cd, pushd or popd, however spelled.

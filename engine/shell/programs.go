@@ -1127,14 +1127,16 @@ var testBinary = map[string]bool{"=": true, "==": true, "!=": true, "<": true, "
 	"-lt": true, "-le": true, "-gt": true, "-ge": true, "-nt": true, "-ot": true, "-ef": true}
 
 // checkRead: read assigns variables; names must be plain (a[$(cmd)] would
-// run cmd).
+// run cmd) and the script's own (localName): an exported one, such as
+// https_proxy, reaches the programs started after it. Where the names
+// count as set is the analysis's (readNames).
 func checkRead(iv *invocation) string {
 	for _, w := range iv.pa.ops {
 		if w.dyn || !isName(w.val) {
 			return iv.failf("variable name %s is not plain", w.val)
 		}
-		if specialVar(w.val) {
-			return iv.failf("sets %s, which changes what later commands run or read", w.val)
+		if !localName(w.val) {
+			return iv.failf("sets %s, which the shell or the programs it starts may read", w.val)
 		}
 	}
 	return ""

@@ -442,9 +442,9 @@ func expandHome(p, home string) string {
 // commas outside braces: every reading counts) and its type to rg --type.
 // A glob that is not an exclusion, or a type, whitelists: ripgrep then
 // searches the hidden files and directories it matches. names are the
-// file names the globs keep (the base names their last components
-// match, braces expanded), nil when a type or a glob's last component
-// does not say.
+// file names the globs and the type keep (the base names the globs' last
+// components match, braces expanded; a common type's globs), nil when a
+// glob's last component or the type does not say.
 func grepWhitelist(in map[string]any) (whitelist bool, names []string) {
 	g, _ := in["glob"].(string)
 	var globs []string
@@ -469,7 +469,11 @@ func grepWhitelist(in map[string]any) (whitelist bool, names []string) {
 		}
 	}
 	if t, _ := in["type"].(string); t != "" {
-		whitelist, ok = true, false
+		// A type is a whitelist of its globs, known for ripgrep's
+		// common types only.
+		globs, known := shell.RipgrepTypeGlobs(t)
+		whitelist, ok = true, ok && known
+		names = append(names, globs...)
 	}
 	if !whitelist || !ok {
 		return whitelist, nil

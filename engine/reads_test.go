@@ -330,10 +330,11 @@ func TestRipgrepWhitelists(t *testing.T) {
 		refused(cmd, bash(cmd))
 	}
 	for _, in := range []map[string]any{{"pattern": "x"}, {"pattern": "x", "glob": "*.go"}, {"pattern": "x", "glob": "*.{ts,tsx}"},
-		{"pattern": "x", "glob": "src/**/*.go"}, {"pattern": "x", "glob": "!*.md"}, {"pattern": "x", "path": "docs", "type": "md"}} {
+		{"pattern": "x", "glob": "src/**/*.go"}, {"pattern": "x", "glob": "!*.md"}, {"pattern": "x", "path": "docs", "type": "md"},
+		{"pattern": "x", "type": "go"}, {"pattern": "x", "type": "js", "glob": "*.go"}} {
 		allowed(fmt.Sprint(in), check("Grep", in))
 	}
-	for _, in := range []map[string]any{{"pattern": "x", "type": "go"}, {"pattern": "x", "glob": "config"},
+	for _, in := range []map[string]any{{"pattern": "x", "type": "mytype"}, {"pattern": "x", "type": "go", "glob": "config"}, {"pattern": "x", "glob": "config"},
 		{"pattern": "x", "glob": "*.go config"}, {"pattern": "x", "glob": "*.go,config"}, {"pattern": "x", "glob": "docs/"}} {
 		refused(fmt.Sprint(in), check("Grep", in))
 	}

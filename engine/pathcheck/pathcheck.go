@@ -251,7 +251,7 @@ type pattern struct {
 // path resolution and are not detected.
 type Checker struct {
 	roots    []root
-	patterns []pattern
+	patterns *Patterns
 }
 
 // New resolves each root (absolute, required; at least one; roots may not exist
@@ -271,20 +271,61 @@ func New(roots []string, protected []string) (*Checker, error) {
 // Patterns are compiled protected patterns, shared by the Checkers built
 // from them; immutable and safe for concurrent use. Callers that build a
 // Checker per request compile their patterns once.
-type Patterns struct{ list []pattern }
+type Patterns struct {
+	list []pattern
+	// byFirst indexes the patterns whose first component is literal by
+	// that component; globFirst lists the others. A path is then matched
+	// against the few patterns that can start at each of its components,
+	// not against every pattern.
+	byFirst   map[string][]int
+	globFirst []int
+}
 
 // CompilePatterns compiles protected patterns as New does; errors name the
 // bad pattern.
 func CompilePatterns(protected []string) (*Patterns, error) {
-	pats := &Patterns{}
+	pats := &Patterns{byFirst: map[string][]int{}}
 	for _, p := range protected {
 		pat, err := compile(p)
 		if err != nil {
 			return nil, err
 		}
+		if pat.glob[0] {
+			pats.globFirst = append(pats.globFirst, len(pats.list))
+		} else {
+			pats.byFirst[pat.comps[0]] = append(pats.byFirst[pat.comps[0]], len(pats.list))
+		}
 		pats.list = append(pats.list, pat)
 	}
 	return pats, nil
+}
+
+// first returns the first pattern, in configured order, that matches any
+// of rels (case-folded components), or nil.
+func (ps *Patterns) first(rels [][]string) *pattern {
+	if ps == nil {
+		return nil
+	}
+	best := -1
+	better := func(k int) bool { return best < 0 || k < best }
+	for _, rel := range rels {
+		for i, comp := range rel {
+			for _, k := range ps.byFirst[comp] {
+				if better(k) && ps.list[k].matchAt(rel, i) {
+					best = k
+				}
+			}
+		}
+		for _, k := range ps.globFirst {
+			if better(k) && ps.list[k].match(rel) {
+				best = k
+			}
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	return &ps.list[best]
 }
 
 // NewWithPatterns is New with patterns compiled beforehand; nil protects
@@ -293,10 +334,7 @@ func NewWithPatterns(roots []string, pats *Patterns) (*Checker, error) {
 	if len(roots) == 0 {
 		return nil, errors.New("pathcheck: at least one root is required")
 	}
-	c := &Checker{}
-	if pats != nil {
-		c.patterns = pats.list
-	}
+	c := &Checker{patterns: pats}
 	for _, r := range roots {
 		switch {
 		case !filepath.IsAbs(r):
@@ -368,25 +406,29 @@ func compile(p string) (pattern, error) {
 // the pattern, so ".git/" catches "sub/.git/hooks/x" and a file named ".git".
 // rel components must already be folded.
 func (p pattern) match(rel []string) bool {
-	n := len(p.comps)
-	for i := 0; i+n <= len(rel); i++ {
-		ok := true
-		for j, pc := range p.comps {
-			if p.glob[j] {
-				if m, _ := path.Match(pc, rel[i+j]); !m {
-					ok = false
-					break
-				}
-			} else if pc != rel[i+j] {
-				ok = false
-				break
-			}
-		}
-		if ok {
+	for i := range rel {
+		if p.matchAt(rel, i) {
 			return true
 		}
 	}
 	return false
+}
+
+// matchAt reports whether the pattern matches rel's components from i on.
+func (p pattern) matchAt(rel []string, i int) bool {
+	if i+len(p.comps) > len(rel) {
+		return false
+	}
+	for j, pc := range p.comps {
+		if p.glob[j] {
+			if m, _ := path.Match(pc, rel[i+j]); !m {
+				return false
+			}
+		} else if pc != rel[i+j] {
+			return false
+		}
+	}
+	return true
 }
 
 // fold maps s to a case-insensitive canonical form, rune by rune, using the
@@ -527,13 +569,8 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 			fromTop(w.path)
 		}
 	}
-	for _, pat := range c.patterns {
-		for _, rel := range rels {
-			if pat.match(rel) {
-				v.Protected = pat.raw
-				return v, nil
-			}
-		}
+	if pat := c.patterns.first(rels); pat != nil {
+		v.Protected = pat.raw
 	}
 	return v, nil
 }

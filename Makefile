@@ -52,6 +52,7 @@ gen-check: $(BUF) ## Fail when gen/ differs from what proto/ generates
 fuzz: ## Fuzz path containment, shell analysis, the rule parser and the tool input size, FUZZTIME each (default 30s)
 	go test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./engine/pathcheck/
 	go test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZTIME) ./engine/shell/
+	go test -run '^$$' -fuzz '^FuzzNesting$$' -fuzztime $(FUZZTIME) ./engine/shell/
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./engine/rules/
 	go test -run '^$$' -fuzz '^FuzzStructSize$$' -fuzztime $(FUZZTIME) ./server/
 	go test -run '^$$' -fuzz '^FuzzDecodeAnswer$$' -fuzztime $(FUZZTIME) ./classifier/

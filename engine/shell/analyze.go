@@ -14,6 +14,37 @@ import (
 type analyzer struct {
 	out    *Analysis
 	judged int // simple commands judged
+	// textLeft is what remains of the bytes of command text (Command.Text)
+	// and of paths joined to a cd's directory the analysis may produce:
+	// four times the line's length and maxTextSlack. The text of a command
+	// in a substitution is repeated in the text of the command around it,
+	// and each path read after cd repeats the directory.
+	textLeft int
+	// stopped is set when a bound is met: nothing more is judged.
+	stopped bool
+	// wordsLeft is what remains of maxWords for the line's payloads.
+	wordsLeft int
+}
+
+// limit stops the analysis at a bound on its work (or at the end of its
+// context, err): the line is not read-only, and rules treat it as a line
+// that did not parse.
+func (a *analyzer) limit(why string, err error) {
+	if a.stopped {
+		return
+	}
+	a.stopped = true
+	if a.out.ParseErr == nil {
+		a.out.ParseErr = &LimitError{Reason: why, Err: err}
+	}
+	a.fail(why)
+}
+
+// spent stops the analysis once the text it produced exceeds its bound.
+func (a *analyzer) spent() {
+	if a.textLeft < 0 {
+		a.limit("more command text than the analysis produces for a line of this size (substitutions nested in long commands, or long paths after cd)", nil)
+	}
 }
 
 // scope is one parsed source: the line itself or a bash -c payload.
@@ -33,6 +64,9 @@ type scope struct {
 	// checked for credentials.
 	cwd        string
 	cwdUnknown bool
+	// textLeft is the analyzer's: paths joins a cd's directory to a
+	// relative path only while there is text left.
+	textLeft *int
 	// assigned are the names the script itself set (base="${f%.go}", a
 	// for loop's variable, read's names), visible only to what runs after
 	// them for certain: later statements of the same list and what those
@@ -60,6 +94,11 @@ func (sc *scope) isAssigned(name string) bool {
 func (sc *scope) paths(p string) []string {
 	if sc == nil || sc.cwd == "" || sc.cwdUnknown || !isRelative(p) {
 		return []string{p}
+	}
+	if sc.textLeft != nil {
+		if *sc.textLeft -= len(sc.cwd) + len(p); *sc.textLeft < 0 {
+			return []string{p} // the analysis stops (analyzer.spent)
+		}
 	}
 	return []string{p, strings.TrimSuffix(sc.cwd, "/") + "/" + p}
 }
@@ -96,6 +135,9 @@ func (a *analyzer) stmts(list []*syntax.Stmt, sc *scope, sx stmtCtx) {
 // assigns for what runs after it (an if's branches after its condition).
 func (a *analyzer) stmtsKeep(list []*syntax.Stmt, sc *scope, sx stmtCtx) {
 	for _, s := range list {
+		if a.spent(); a.stopped {
+			return
+		}
 		sc.assigned = sc.assigned[:a.stmt(s, sc, sx)]
 	}
 }
@@ -331,6 +373,9 @@ func lastCall(s *syntax.Stmt) *syntax.CallExpr {
 
 // call judges one simple command.
 func (a *analyzer) call(c *syntax.CallExpr, sc *scope, sx stmtCtx) {
+	if a.stopped {
+		return
+	}
 	var env []string
 	for _, as := range c.Assigns {
 		env = append(env, source(sc.src, as))
@@ -428,6 +473,10 @@ func (a *analyzer) record(ws []wordInfo, env []string, sc *scope, name string) {
 	default:
 		cmd.Text = strings.Join(cmd.Argv, " ")
 	}
+	if a.textLeft -= len(cmd.Text); a.textLeft < 0 {
+		a.spent()
+		return
+	}
 	a.out.Commands = append(a.out.Commands, cmd)
 }
 
@@ -442,6 +491,9 @@ func (a *analyzer) wordSubs(w *syntax.Word, sc *scope) {
 
 func (a *analyzer) nodeSubs(n syntax.Node, sc *scope) {
 	syntax.Walk(n, func(n syntax.Node) bool {
+		if a.stopped {
+			return false
+		}
 		switch n := n.(type) {
 		case *syntax.CmdSubst:
 			if n.TempFile || n.ReplyVar {

@@ -652,6 +652,11 @@ var jqKeywords = map[string]bool{
 	"foreach": true, "try": true, "catch": true, "label": true, "and": true, "or": true, "__loc__": true, "break": true,
 }
 
+// maxJqInterps bounds the nesting of a jq filter's string interpolations
+// ("\("\(..)")"), which the reader recurses for: the filter is in quotes
+// that the shell's nesting bounds do not look into.
+const maxJqInterps = 32
+
 // jqFilter reads a jq filter token by token: strings (with their \(...)
 // interpolations read as code), fields (.env is a field, not a call),
 // variables, formats and names. A name must be a keyword, a builtin from
@@ -685,6 +690,7 @@ type jqName struct {
 type jqLexer struct {
 	src     string
 	i       int
+	interps int // string interpolations open: str and code recurse for each
 	names   []jqName
 	defined map[string]bool
 	// prev is the last token when it is "{" or ",", else "".
@@ -901,12 +907,16 @@ func (l *jqLexer) str() string {
 			}
 			if l.src[l.i] == '(' {
 				l.i++
+				if l.interps++; l.interps > maxJqInterps {
+					return fmt.Sprintf("string interpolations nested deeper than %d", maxJqInterps)
+				}
 				saved := l.objs
 				l.objs = nil
 				if why := l.code(true); why != "" {
 					return why
 				}
 				l.objs = saved
+				l.interps--
 				continue
 			}
 			l.i++

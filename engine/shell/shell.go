@@ -146,7 +146,11 @@ type Analysis struct {
 	// Writes lists files that the line writes (> FILE, >> FILE, &> FILE,
 	// tee FILE, sort -o FILE ...), quotes removed; /dev/null is left out.
 	Writes []string
-	// ParseErr is non-nil when the line does not parse as bash.
+	// ParseErr is non-nil when the line does not parse as bash, or is not
+	// analysed to the end because it exceeds a bound on the analysis's
+	// work (a *LimitError, see guard.go): rules then treat it as a line
+	// that did not parse. Commands, Reads and Writes hold what was found
+	// before a bound was met.
 	ParseErr error
 }
 
@@ -192,18 +196,25 @@ func Analyze(line string) Analysis {
 	if hasNetDevice(line) {
 		a.fail("uses /dev/tcp or /dev/udp")
 	}
-	f, release, err := parse(line)
+	a.wordsLeft = maxWords
+	f, release, err := parseBounded(line, &a.wordsLeft)
 	defer release()
 	if err != nil {
 		res.ParseErr = err
 		res.Reason = ""
-		a.fail("does not parse as bash: " + err.Error())
+		if le, ok := err.(*LimitError); ok {
+			a.fail(le.Reason)
+		} else {
+			a.fail("does not parse as bash: " + err.Error())
+		}
 		return res
 	}
+	a.textLeft = 4*len(line) + maxTextSlack
 	a.agree(line, f)
-	sc := &scope{src: line}
+	sc := &scope{src: line, textLeft: &a.textLeft}
 	a.prescan(f, sc)
 	a.stmts(f.Stmts, sc, stmtCtx{})
+	a.spent()
 	if a.judged == 0 {
 		a.fail("no command")
 	}

@@ -404,15 +404,19 @@ func wrapShell(a *analyzer, ws []wordInfo, sc *scope, _ *stmtCtx, _ *invCtx) wra
 	if strict && (strings.Contains(p.val, "$'") || strings.Contains(p.val, `$"`)) {
 		return wrapResult{why: name + " -c: $'..' quoting is read differently by " + name}
 	}
-	a.payload(p.val, &scope{depth: sc.depth + 1, strict: strict, zsh: sc.zsh || name == "zsh", cwd: sc.cwd, cwdUnknown: sc.cwdUnknown})
+	a.payload(p.val, &scope{depth: sc.depth + 1, strict: strict, zsh: sc.zsh || name == "zsh", cwd: sc.cwd, cwdUnknown: sc.cwdUnknown, textLeft: sc.textLeft})
 	return wrapResult{done: true}
 }
 
 // payload parses and judges a bash -c payload in its own scope.
 func (a *analyzer) payload(src string, sc *scope) {
 	sc.src = src
-	f, release, err := parse(src)
+	f, release, err := parseBounded(src, &a.wordsLeft)
 	defer release()
+	if le, ok := err.(*LimitError); ok {
+		a.fail("payload: %s", le.Reason)
+		return
+	}
 	if err != nil {
 		a.fail("payload does not parse: %v", err)
 		return

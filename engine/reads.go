@@ -24,6 +24,18 @@ const (
 	maxGlobMatches = 256    // files one glob may expand to
 	maxDirEntries  = 4096   // entries read from one directory for a glob
 	maxTreeEntries = 20_000 // entries a recursive search's tree may hold
+	// maxCheckFS bounds the file-system work of a whole check: directory
+	// entries read (for globs and trees), path components resolved, and
+	// ignore files read (a unit per 4 KiB). A command may name many
+	// globs, trees and files; judging each within its own bounds could
+	// still take minutes.
+	maxCheckFS = 50_000
+	// maxCheckSteps bounds the matching work of a check: glob matching
+	// steps (knowledge.MatchSteps) and bytes of glob expansions built.
+	maxCheckSteps = 1 << 25
+	// maxPath is PATH_MAX: a longer path names no file, and expanding a
+	// glob of thousands of components costs their square.
+	maxPath = 4096
 )
 
 // maxIgnoreBytes bounds the bytes of an ignore file read for whitelists.
@@ -42,11 +54,37 @@ type readScope struct {
 	resolved bool
 	project  []string // resolved project directories that are not broad
 	roots    knowledge.Roots
+	// fsUsed and stepsUsed count against maxCheckFS and maxCheckSteps.
+	fsUsed, stepsUsed int
+	// judged remembers the verdicts on read targets: a command may name
+	// one many times (cat a a a ...).
+	judged map[string]string
 }
 
 func (e *Engine) newReadScope(ctx context.Context, req *Request, p *policy) *readScope {
 	return &readScope{ctx: ctx, home: e.home, roots: p.readRoots,
 		dirs: append([]string{req.WorkingDirectory}, req.AdditionalDirectories...)}
+}
+
+// checkEnded is why a read is not proven when the check's context ended
+// while it was judged.
+const checkEnded = "the check ended (its deadline passed or its caller left) before its reads were checked"
+
+// spend counts file-system operations and matching steps against the
+// check's bounds, and returns why the check cannot go on (a bound is
+// exceeded, or its context ended), or "".
+func (rs *readScope) spend(fsOps, steps int) string {
+	rs.fsUsed += fsOps
+	rs.stepsUsed += steps
+	switch {
+	case rs.ctx.Err() != nil:
+		return checkEnded
+	case rs.fsUsed > maxCheckFS:
+		return fmt.Sprintf("the reads need more than %d file-system operations to check", maxCheckFS)
+	case rs.stepsUsed > maxCheckSteps:
+		return "the reads' globs cost too much to match"
+	}
+	return ""
 }
 
 // projectDirs resolves the project directories once. One that is broad (a
@@ -106,6 +144,22 @@ func (rs *readScope) place(dir, raw string) (string, string) {
 // safe, or "". Globs are judged as patterns and expanded against the file
 // system as bash would, and each file is judged.
 func (rs *readScope) judge(dir, raw string) string {
+	key := dir + "\x00" + raw
+	if why, ok := rs.judged[key]; ok {
+		return why
+	}
+	why := rs.judgeOnce(dir, raw)
+	if rs.judged == nil {
+		rs.judged = map[string]string{}
+	}
+	rs.judged[key] = why
+	return why
+}
+
+func (rs *readScope) judgeOnce(dir, raw string) string {
+	if why := rs.spend(0, len(dir)+len(raw)); why != "" {
+		return why
+	}
 	p, why := rs.place(dir, raw)
 	switch {
 	case why != "":
@@ -119,6 +173,10 @@ func (rs *readScope) judge(dir, raw string) string {
 
 // judgeFile judges one absolute, unexpanded path and returns it resolved.
 func (rs *readScope) judgeFile(p, raw string) (string, string) {
+	// Resolving costs a look-up per component.
+	if why := rs.spend(strings.Count(p, "/"), len(p)); why != "" {
+		return "", why
+	}
 	if knowledge.SecretPath(p, rs.home) {
 		return "", fmt.Sprintf("reads %s, which may hold secrets", truncate(raw, 200))
 	}
@@ -139,6 +197,9 @@ func (rs *readScope) judgeFile(p, raw string) (string, string) {
 // file system and judges every match; a glob that matches nothing is
 // passed to the program as written, and judged so.
 func (rs *readScope) judgeGlob(p, raw string) string {
+	if len(p) >= maxPath {
+		return fmt.Sprintf("reads %s, a glob longer than a path can be", truncate(raw, 200))
+	}
 	comps := strings.Split(p, "/")
 	for i, c := range comps {
 		if !knowledge.HasMeta(c) {
@@ -158,8 +219,12 @@ func (rs *readScope) judgeGlob(p, raw string) string {
 	matches := []string{""}
 	for _, c := range comps[1:] {
 		var next []string
+		fc := knowledge.Fold(c)
 		for _, m := range matches {
 			if !knowledge.HasMeta(c) {
+				if why := rs.spend(0, len(m)+len(c)); why != "" {
+					return why
+				}
 				next = append(next, m+"/"+c) // not cleaned: bash follows links before ..
 				continue
 			}
@@ -170,10 +235,16 @@ func (rs *readScope) judgeGlob(p, raw string) string {
 			case err != nil:
 				return fmt.Sprintf("reads %s, a glob that cannot be expanded here (%v)", truncate(raw, 200), err)
 			}
+			steps := 0
 			for _, n := range names {
-				if ok, _ := knowledge.Match(c, n); ok {
+				ok, _, k := knowledge.MatchSteps(fc, n)
+				if steps += k; ok {
+					steps += len(m) + len(n)
 					next = append(next, m+"/"+n)
 				}
+			}
+			if why := rs.spend(len(names)+1, steps); why != "" {
+				return why
 			}
 		}
 		if len(next) > maxGlobMatches {
@@ -229,12 +300,15 @@ type treeWalk struct {
 	// oneLevel: only the files directly in the root are read; its
 	// subdirectories are not entered.
 	oneLevel bool
+	// steps counts the matching steps of skips and reads.
+	steps int
 }
 
 // skips reports whether the search surely does not enter directory name.
 func (w *treeWalk) skips(name string) bool {
 	for _, g := range w.skipDirs {
-		if m, ok := knowledge.NameMatch(g, name); ok && m {
+		m, ok, k := knowledge.NameMatchSteps(g, name)
+		if w.steps += k; ok && m {
 			return true
 		}
 	}
@@ -247,7 +321,8 @@ func (w *treeWalk) reads(name string) bool {
 		return true
 	}
 	for _, g := range w.names {
-		if m, ok := knowledge.NameMatch(g, name); m || !ok {
+		m, ok, k := knowledge.NameMatchSteps(g, name)
+		if w.steps += k; m || !ok {
 			return true
 		}
 	}
@@ -258,13 +333,28 @@ func (w *treeWalk) reads(name string) bool {
 // every file below it (hidden ones when hidden), following links when
 // follow; see walkTree.
 func (rs *readScope) judgeTree(dir, raw string, hidden, follow bool) string {
-	return rs.walkTree(dir, raw, treeWalk{hidden: hidden, follow: follow})
+	return rs.walkOnce(dir, raw, treeWalk{hidden: hidden, follow: follow})
 }
 
 // judgeShellTree judges a tree a shell command reads (shell.Tree), with
 // the directories it skips and the file names it keeps.
 func (rs *readScope) judgeShellTree(dir string, t shell.Tree) string {
-	return rs.walkTree(dir, t.Path, treeWalk{hidden: t.Hidden, follow: t.Follow, followNamed: t.FollowNamed, skipDirs: t.SkipDirs, names: t.Names, oneLevel: t.OneLevel})
+	return rs.walkOnce(dir, t.Path, treeWalk{hidden: t.Hidden, follow: t.Follow, followNamed: t.FollowNamed, skipDirs: t.SkipDirs, names: t.Names, oneLevel: t.OneLevel})
+}
+
+// walkOnce is walkTree, once for each tree a check names however many
+// times it names it (grep -r x . . .).
+func (rs *readScope) walkOnce(dir, raw string, w treeWalk) string {
+	key := fmt.Sprintf("tree\x00%s\x00%s\x00%v\x00%q\x00%q", dir, raw, []bool{w.hidden, w.follow, w.followNamed, w.oneLevel, w.names == nil}, w.skipDirs, w.names)
+	if why, ok := rs.judged[key]; ok {
+		return why
+	}
+	why := rs.walkTree(dir, raw, w)
+	if rs.judged == nil {
+		rs.judged = map[string]string{}
+	}
+	rs.judged[key] = why
+	return why
 }
 
 // walkTree judges a recursive read rooted at raw: the root is a read, and
@@ -297,8 +387,12 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 	case errors.Is(err, fs.ErrNotExist):
 		return "" // nothing there to read
 	}
-	if !w.hidden && rs.ignoreWhitelistsAbove(root) {
-		w.hidden = true
+	if !w.hidden {
+		above, why := rs.ignoreWhitelistsAbove(root)
+		if why != "" {
+			return why
+		}
+		w.hidden = above
 	}
 	type walkDir struct {
 		path   string
@@ -309,9 +403,10 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 	for len(stack) > 0 {
 		d := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if err := rs.ctx.Err(); err != nil {
-			return "the check's deadline passed before the search's tree was checked"
+		if why := rs.spend(1, w.steps); why != "" {
+			return why
 		}
+		w.steps = 0
 		f, err := os.Open(d.path)
 		if err != nil {
 			return fmt.Sprintf("searches %s, whose tree cannot be read here (%v)", truncate(raw, 200), err)
@@ -324,9 +419,12 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 		if n += len(entries); n > maxTreeEntries {
 			return fmt.Sprintf("searches %s, a tree of more than %d entries that cannot be checked for secret files", truncate(raw, 200), maxTreeEntries)
 		}
+		if why := rs.spend(len(entries), len(entries)); why != "" {
+			return why
+		}
 		for _, e := range entries {
 			name := e.Name()
-			if !w.hidden && d.path != root && slices.Contains(ignoreFiles, name) && whitelisting(d.path+"/"+name) {
+			if !w.hidden && d.path != root && slices.Contains(ignoreFiles, name) && rs.whitelisting(d.path+"/"+name) {
 				// The search reads hidden entries after all: again,
 				// counting them.
 				w.hidden = true
@@ -369,31 +467,36 @@ var ignoreFiles = []string{".gitignore", ".ignore", ".rgignore"}
 // the search rooted at dir, from dir or a directory above it, may
 // whitelist: the per-directory ignore files, a repository's
 // .git/info/exclude and the user's global git ignore file.
-func (rs *readScope) ignoreWhitelistsAbove(dir string) bool {
-	if rs.home != "" && whitelisting(rs.home+"/.config/git/ignore") {
-		return true
+func (rs *readScope) ignoreWhitelistsAbove(dir string) (bool, string) {
+	if rs.home != "" && rs.whitelisting(rs.home+"/.config/git/ignore") {
+		return true, ""
 	}
 	for d := dir; ; d = filepath.Dir(d) {
 		for _, n := range append(ignoreFiles[:len(ignoreFiles):len(ignoreFiles)], ".git/info/exclude") {
-			if whitelisting(strings.TrimSuffix(d, "/") + "/" + n) {
-				return true
+			if rs.whitelisting(strings.TrimSuffix(d, "/") + "/" + n) {
+				return true, ""
 			}
 		}
 		if d == "/" || d == "." || d == "" {
-			return false
+			return false, rs.spend(0, 0)
 		}
 	}
 }
 
 // whitelisting reports whether the ignore file p may hold a rule that
 // whitelists (a line starting with "!"). One that exists but is no regular
-// file, or cannot be read, or is too large to read, may.
-func whitelisting(p string) bool {
+// file, or cannot be read, or is too large to read, may; so may one past
+// the check's bounds on its file-system work.
+func (rs *readScope) whitelisting(p string) bool {
 	fi, err := os.Stat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		rs.fsUsed++
 		return false
 	case err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIgnoreBytes:
+		return true
+	}
+	if rs.fsUsed += 1 + int(fi.Size()>>12); rs.fsUsed > maxCheckFS {
 		return true
 	}
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)

@@ -45,20 +45,40 @@ func GlobSupported(g string) bool {
 // leading bracket set is taken to match one all the same. ok is false for
 // syntax outside GlobSupported; callers treat that as a match.
 func Match(g, name string) (matched, ok bool) {
-	g, name = Fold(g), Fold(name)
+	m, ok, _ := matchFolded(Fold(g), Fold(name))
+	return m, ok
+}
+
+// MatchSteps is Match with the work it took, in steps: what a caller that
+// matches many globs against many names counts against a bound. A step
+// is one comparison of the glob with the name or one byte of a bracket
+// set read; Match takes at most about len(g)+len(name)² steps (the
+// backtracking of its last star rescans at most the rest of the name).
+func MatchSteps(g, name string) (matched, ok bool, steps int) {
+	return matchFolded(Fold(g), Fold(name))
+}
+
+func matchFolded(g, name string) (matched, ok bool, steps int) {
 	if strings.HasPrefix(name, ".") && g != "" && g[0] != '.' && g[0] != '[' && !strings.HasPrefix(g, "\\.") {
-		return false, supportedRest(g)
+		return false, supportedRest(g), len(g)
 	}
-	return match(g, name)
+	return matchN(g, name)
 }
 
 // match is an iterative glob matcher with single-star backtracking: linear
 // in practice, quadratic at worst in the lengths, never exponential.
 func match(g, s string) (bool, bool) {
+	m, ok, _ := matchN(g, s)
+	return m, ok
+}
+
+// matchN is match, counting its steps.
+func matchN(g, s string) (_, _ bool, steps int) {
 	gi, si := 0, 0
 	starG, starS := -1, -1
 	ok := true
 	for {
+		steps++
 		if gi < len(g) {
 			switch c := g[gi]; c {
 			case '*':
@@ -73,8 +93,9 @@ func match(g, s string) (bool, bool) {
 				}
 			case '[':
 				end, valid := setEnd(g, gi)
+				steps += max(end-gi, 0)
 				if !valid {
-					return false, false
+					return false, false, steps
 				}
 				if end < 0 {
 					// No closing bracket: bash reads [ literally.
@@ -105,13 +126,13 @@ func match(g, s string) (bool, bool) {
 				}
 			}
 		} else if si == len(s) {
-			return true, ok
+			return true, ok, steps
 		}
 		if starG < 0 || starS >= len(s) {
 			// Check the rest of the pattern is supported syntax before
 			// answering no: an unsupported set later on must still
 			// report !ok.
-			return false, supportedRest(g[gi:])
+			return false, supportedRest(g[gi:]), steps + len(g) - gi
 		}
 		starS++
 		gi, si = starG+1, starS
@@ -187,14 +208,45 @@ func inSet(body string, c byte) bool {
 	return in != neg
 }
 
+// maxBraceWork bounds the bytes ExpandBraces reads and writes for one
+// glob. Expanding {a}{a}{a}.. alternative by alternative costs the square
+// of its length (each brace rebuilds the glob), and {a,b}{a,b}.. doubles
+// at each brace: past the bound the glob counts as too large.
+const maxBraceWork = 64 << 10
+
 // ExpandBraces returns the alternatives of a glob's brace sets, nested ones
-// included, at most limit of them (ok false beyond that, or for an unclosed
-// brace). Sequence expressions ({1..9}) are not expanded: callers refuse
-// them where they matter.
+// included, at most limit of them (ok false beyond that, for an unclosed
+// brace, or when expanding would read and write more than maxBraceWork
+// bytes: callers refuse the glob). Sequence expressions ({1..9}) are not
+// expanded: callers refuse them where they matter.
 func ExpandBraces(g string, limit int) ([]string, bool) {
+	if strings.IndexByte(g, '{') < 0 {
+		return []string{g}, true
+	}
+	if limit <= 0 {
+		return nil, false
+	}
+	var out []string
+	work := maxBraceWork
+	if !expandBraces(g, limit, &work, &out) {
+		return nil, false
+	}
+	return out, true
+}
+
+// expandBraces appends g's alternatives to out. Each level removes a
+// brace, and the work bound stops it long before its recursion is deep.
+func expandBraces(g string, limit int, work *int, out *[]string) bool {
 	open := strings.IndexByte(g, '{')
 	if open < 0 {
-		return []string{g}, true
+		if len(*out) >= limit {
+			return false
+		}
+		*out = append(*out, g)
+		return true
+	}
+	if *work -= len(g); *work < 0 {
+		return false
 	}
 	depth, end := 0, -1
 	var cuts []int
@@ -213,28 +265,25 @@ func ExpandBraces(g string, limit int) ([]string, bool) {
 			}
 		}
 	}
-	if end < 0 || limit <= 0 {
-		return nil, false
+	if end < 0 {
+		return false
 	}
-	var parts []string
 	prev := open + 1
-	for _, c := range cuts {
-		parts = append(parts, g[prev:c])
+	for k := 0; k <= len(cuts); k++ {
+		c := end
+		if k < len(cuts) {
+			c = cuts[k]
+		}
+		alt := g[:open] + g[prev:c] + g[end+1:]
+		if *work -= len(alt); *work < 0 {
+			return false
+		}
+		if !expandBraces(alt, limit, work, out) {
+			return false
+		}
 		prev = c + 1
 	}
-	parts = append(parts, g[prev:end])
-	var out []string
-	for _, p := range parts {
-		alts, ok := ExpandBraces(g[:open]+p+g[end+1:], limit-len(out))
-		if !ok {
-			return nil, false
-		}
-		out = append(out, alts...)
-		if len(out) > limit {
-			return nil, false
-		}
-	}
-	return out, true
+	return true
 }
 
 // splitPath splits a path into components, dropping "" and ".".
@@ -281,21 +330,34 @@ func compMatch(c, want string) bool {
 // non-ASCII bytes, since fnmatch matches the locale's characters, not
 // bytes: callers must then assume either answer.
 func NameMatch(g, name string) (matched, ok bool) {
+	m, ok, _ := NameMatchSteps(g, name)
+	return m, ok
+}
+
+// NameMatchSteps is NameMatch with the steps it took (see MatchSteps).
+func NameMatchSteps(g, name string) (matched, ok bool, steps int) {
 	if g == "" {
-		return false, false
+		return false, false, 1
 	}
+	ascii := -1 // whether name is ASCII, once a '?' asks
 	for i := 0; i < len(g); i++ {
 		switch c := g[i]; {
 		case c == '[' || c == '\\' || c == '/' || c >= 0x80:
-			return false, false
-		case c == '?':
+			return false, false, i + 1
+		case c == '?' && ascii < 0:
+			ascii = 1
 			for j := 0; j < len(name); j++ {
 				if name[j] >= 0x80 {
-					return false, false
+					ascii = 0
+					break
 				}
 			}
+			steps += len(name)
+		}
+		if ascii == 0 {
+			return false, false, steps + i + 1
 		}
 	}
-	m, _ := match(g, name)
-	return m, true
+	m, _, n := matchN(g, name)
+	return m, true, steps + n + len(g)
 }

@@ -148,6 +148,9 @@ func DirPicksSecret(pattern string) bool {
 // is ignored. A pattern too large to expand, or outside the syntax Match
 // reads exactly, counts as picking one.
 func NamePicksSecret(pattern string) bool {
+	if len(pattern) > maxNamePattern {
+		return true
+	}
 	alts, ok := ExpandBraces(pattern, 64)
 	if !ok {
 		return true
@@ -165,20 +168,34 @@ func NamePicksSecret(pattern string) bool {
 		}
 		// These readers match a leading dot with * and ? (fnmatch without
 		// FNM_PERIOD, globset, node-glob's dot:true): ?env is .env.
-		for i := range secretShapes {
-			for _, n := range secretShapes[i].examples {
-				if m, _ := match(Fold(base), Fold(n)); m {
-					return true
-				}
-			}
-		}
-		// .git too: a filter that keeps it makes a search enter it, and
-		// its config may hold tokens.
-		for _, d := range append(secretDirs[:len(secretDirs):len(secretDirs)], ".git") {
-			if m, _ := match(Fold(base), Fold(d)); m {
+		fb := Fold(base)
+		for _, n := range secretExamples {
+			if m, _ := match(fb, n); m {
 				return true
 			}
 		}
 	}
 	return false
 }
+
+// maxNamePattern bounds the name patterns NamePicksSecret judges: longer
+// than PATH_MAX, a pattern names no file, and judging it would cost its
+// length for every example name.
+const maxNamePattern = 4096
+
+// secretExamples are the names NamePicksSecret tries a pattern against,
+// folded: the secretShapes' examples, the secretDirs and .git (a filter
+// that keeps .git makes a search enter it, and its config may hold
+// tokens).
+var secretExamples = func() []string {
+	var out []string
+	for i := range secretShapes {
+		for _, n := range secretShapes[i].examples {
+			out = append(out, Fold(n))
+		}
+	}
+	for _, d := range append(secretDirs[:len(secretDirs):len(secretDirs)], ".git") {
+		out = append(out, Fold(d))
+	}
+	return out
+}()

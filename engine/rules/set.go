@@ -358,9 +358,7 @@ func shellSubjects(c *Call) []subject {
 	if c.Raw != "" {
 		v.addCommand(c.Raw)
 		if c.Unparsed {
-			for _, p := range pieces(c.Raw) {
-				v.addCommand(p)
-			}
+			eachPiece(c.Raw, v.addCommand)
 		}
 	}
 	return v.list

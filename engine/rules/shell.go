@@ -79,9 +79,39 @@ func globMatch(parts []string, s string) bool {
 }
 
 // collapseSpace turns every run of white space into one space and trims the
-// ends.
+// ends. A string with nothing to change is returned as it is.
 func collapseSpace(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	clean := true
+	for i := 0; i < len(s) && clean; i++ {
+		switch c := s[i]; {
+		case c >= 0x80:
+			// Unicode white space: strings.Fields decides.
+			return strings.Join(strings.Fields(s), " ")
+		case asciiSpace(c):
+			clean = c == ' ' && i > 0 && i < len(s)-1 && s[i+1] != ' '
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; asciiSpace(c) {
+			space = b.Len() > 0
+			continue
+		} else if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
 // lowerASCII lower-cases ASCII letters only, so byte offsets are kept.
@@ -190,6 +220,9 @@ type subject struct{ s, lower string }
 type variants struct {
 	seen map[string]bool
 	list []subject
+	// done are the command lines already added: pieces of a line that
+	// did not parse repeat (( ( ( true ) ) ) has thousands of " ").
+	done map[string]bool
 }
 
 func (v *variants) add(s, lower string) {
@@ -210,6 +243,13 @@ var unquote = strings.NewReplacer(`'`, "", `"`, "", `\`, "")
 
 // addCommand adds the variants of one command line.
 func (v *variants) addCommand(text string) {
+	if v.done[text] {
+		return
+	}
+	if v.done == nil {
+		v.done = map[string]bool{}
+	}
+	v.done[text] = true
 	v.add(text, lowerASCII(text)) // as given: what an allow rule would see
 	t := collapseSpace(text)
 	v.addWords(t)
@@ -223,52 +263,60 @@ func (v *variants) addCommand(text string) {
 func (v *variants) addWords(t string) {
 	lt := lowerASCII(t)
 	v.add(t, lt)
-	// starts are the byte offsets of t's words.
-	var starts []int
-	for i := 0; i < len(t); i++ {
-		if i == 0 || t[i-1] == ' ' {
-			starts = append(starts, i)
+	// wordAt returns the word starting at byte i and where the next one
+	// starts (len(t) after the last).
+	wordAt := func(i int) (string, int) {
+		end := strings.IndexByte(t[i:], ' ')
+		if end < 0 {
+			return t[i:], len(t)
 		}
+		return t[i : i+end], i + end + 1
 	}
-	word := func(k int) string {
-		end := len(t)
-		if k+1 < len(starts) {
-			end = starts[k+1] - 1
-		}
-		return t[starts[k]:end]
-	}
-	addFrom := func(k int) {
-		v.add(t[starts[k]:], lt[starts[k]:])
-		if w := word(k); strings.Contains(w, "/") {
+	addFrom := func(i int, w string) {
+		v.add(t[i:], lt[i:])
+		if strings.Contains(w, "/") && !strings.HasPrefix(w, "-") {
+			// The program named by its path. Options are no program:
+			// their variants would cost a copy of the rest each.
 			b := path.Base(w)
-			rest := t[starts[k]+len(w):]
-			v.add(b+rest, lowerASCII(b+rest))
+			v.add(b+t[i+len(w):], lowerASCII(b)+lt[i+len(w):])
 		}
 	}
-	k := 0
-	for k < len(starts) && isAssignment(word(k)) {
-		k++
+	i := 0
+	w, next := wordAt(0)
+	for isAssignment(w) && next < len(t) {
+		i = next
+		w, next = wordAt(i)
 	}
-	if k == len(starts) {
+	if isAssignment(w) {
 		return
 	}
-	addFrom(k)
+	addFrom(i, w)
 	// What a wrapper may run starts at any later word (its options and
 	// their values vary); trying every suffix covers nested wrappers too.
-	if wrappers[path.Base(word(k))] {
-		for j, n := k+1, 0; j < len(starts) && n < maxWrapperWords && j <= k+maxWrapperTries; j++ {
-			addFrom(j)
-			if w := word(j); !strings.HasPrefix(w, "-") && !isAssignment(w) {
+	if wrappers[path.Base(w)] {
+		for tries, n := 0, 0; next < len(t) && n < maxWrapperWords && tries < maxWrapperTries; tries++ {
+			i = next
+			w, next = wordAt(i)
+			addFrom(i, w)
+			if !strings.HasPrefix(w, "-") && !isAssignment(w) {
 				n++
 			}
 		}
 	}
 }
 
-// pieces splits a command line that could not be analysed at every
-// character that may end a simple command.
-func pieces(raw string) []string {
-	return strings.FieldsFunc(raw, func(r rune) bool {
-		return strings.ContainsRune(";&|\n\r()`{}<>", r)
-	})
+// eachPiece calls f with each piece of a command line that could not be
+// analysed, split at every character that may end a simple command; pieces
+// of blanks only are left out.
+func eachPiece(raw string, f func(string)) {
+	start := 0
+	for i := 0; i <= len(raw); i++ {
+		if i < len(raw) && strings.IndexByte(";&|\n\r()`{}<>", raw[i]) < 0 {
+			continue
+		}
+		if p := raw[start:i]; strings.TrimLeft(p, " \t") != "" {
+			f(p)
+		}
+		start = i + 1
+	}
 }

@@ -1,7 +1,6 @@
 package shell
 
 import (
-	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -75,14 +74,23 @@ func continuations(src string) string {
 	if err != nil {
 		return why
 	}
-	var spans [][2]int
+	// inside[i] > 0 says a word or comment holds byte i: a difference
+	// array, summed below, so that the cost is the line's length and the
+	// nodes', not their product.
+	inside := make([]int32, len(src)+1)
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n.(type) {
 		case *syntax.Word, *syntax.Comment:
-			spans = append(spans, [2]int{off(n.Pos()), off(n.End())})
+			if s, e := off(n.Pos()), off(n.End()); 0 <= s && s < e && e <= len(src) {
+				inside[s]++
+				inside[e]--
+			}
 		}
 		return true
 	})
+	for i := 1; i < len(inside); i++ {
+		inside[i] += inside[i-1]
+	}
 	for i := 0; ; {
 		j := strings.Index(src[i:], "\\\n")
 		if j < 0 {
@@ -92,10 +100,8 @@ func continuations(src string) string {
 		if p == 0 || src[p-1] != ' ' && src[p-1] != '\t' || p >= 2 && src[p-2] == '\\' {
 			return why
 		}
-		for _, s := range spans {
-			if s[0] <= p && p < s[1] || s[0] <= p-1 && p-1 < s[1] {
-				return why
-			}
+		if inside[p] > 0 || inside[p-1] > 0 {
+			return why
 		}
 		i = p + 2
 	}
@@ -128,7 +134,7 @@ type span struct {
 type treeCheck struct {
 	src    string
 	why    string
-	bqEnds []int // where the backquoted substitutions seen so far end
+	bqEnds map[int]bool // where the backquoted substitutions seen so far end
 	hdocs  bool
 	// The second walk, over lines with here-documents only.
 	stack []frame
@@ -172,7 +178,10 @@ func (t *treeCheck) visit(n syntax.Node) bool {
 			// what is left; nested `..` need exactly that.
 			t.fail("backslash inside `..`: bash unescapes it before parsing")
 		case n.Backquotes:
-			t.bqEnds = append(t.bqEnds, off(n.Right))
+			if t.bqEnds == nil {
+				t.bqEnds = map[int]bool{}
+			}
+			t.bqEnds[off(n.Right)] = true
 		case t.at(off(n.Left)+2) == '(':
 			t.fail("$((: bash reads it as arithmetic or as a subshell by trial")
 		}
@@ -243,7 +252,7 @@ func (t *treeCheck) wordEnds(w *syntax.Word) {
 	e := off(w.End())
 	switch c := t.at(e); {
 	case e >= len(t.src), strings.IndexByte(" \t\n;&|<>()", c) >= 0:
-	case c == '`' && slices.Contains(t.bqEnds, e):
+	case c == '`' && t.bqEnds[e]:
 	default:
 		t.fail("the parser ends a word where bash does not")
 	}

@@ -952,6 +952,9 @@ func checkDate(iv *invocation) string {
 	return ""
 }
 
+// maxCwd bounds the directory a chain of cds is followed to: PATH_MAX.
+const maxCwd = 4096
+
 // checkCd follows static cd targets so that later relative reads are
 // checked where they land; targets known only at run time were found by
 // prescan.
@@ -975,7 +978,14 @@ func checkCd(iv *invocation) string {
 	iv.a.out.Reads = append(iv.a.out.Reads, iv.sc.paths(w.val)...)
 	t := w.val
 	if isRelative(t) && iv.sc.cwd != "" {
-		t = path.Join(iv.sc.cwd, t)
+		if len(iv.sc.cwd)+len(t) < maxCwd {
+			t = path.Join(iv.sc.cwd, t)
+		} else {
+			// Past PATH_MAX the directory is not followed: each later
+			// path would repeat it (cd a && cd b && ... thousands long
+			// cost the square of their length).
+			iv.sc.cwdUnknown = true
+		}
 	}
 	if credentialPath(t, w.glob) {
 		return iv.failf("changes into credential store %s", t)

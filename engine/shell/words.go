@@ -38,6 +38,18 @@ func source(src string, n syntax.Node) string {
 	return src[s:e]
 }
 
+// elided returns the text of an expansion for a word's credential form,
+// its middle dropped past 256 bytes: the word around a substitution holds
+// the substitution's text, so copying all of it for every word would cost
+// the square of the depth of nested substitutions. Only its ends can make
+// the word look like a credential path ($(..)/.netrc).
+func elided(s string) string {
+	if len(s) <= 256 {
+		return s
+	}
+	return s[:128] + ".." + s[len(s)-126:]
+}
+
 // wordOf computes what is statically known about w.
 func wordOf(w *syntax.Word, src string) wordInfo {
 	wi := wordInfo{pos: int(w.Pos().Offset()), end: int(w.End().Offset())}
@@ -71,7 +83,7 @@ func wordOf(w *syntax.Word, src string) wordInfo {
 					paramCred(q, &val)
 				default:
 					wi.dyn = true
-					val.WriteString(source(src, q))
+					val.WriteString(elided(source(src, q)))
 				}
 			}
 		case *syntax.ParamExp:
@@ -80,16 +92,16 @@ func wordOf(w *syntax.Word, src string) wordInfo {
 		case *syntax.ProcSubst:
 			wi.dyn = true
 			wi.pipe = len(w.Parts) == 1 && p.Op == syntax.CmdIn
-			val.WriteString(source(src, p))
+			val.WriteString(elided(source(src, p)))
 		case *syntax.ExtGlob:
 			wi.glob = true
 			if val.Len() == 0 {
 				wi.lead = true
 			}
-			val.WriteString(source(src, p))
+			val.WriteString(elided(source(src, p)))
 		default: // CmdSubst, ArithmExp, BraceExp
 			wi.dyn, wi.split = true, true
-			val.WriteString(source(src, p))
+			val.WriteString(elided(source(src, p)))
 		}
 		if br.found {
 			wi.brace = true

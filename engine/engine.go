@@ -306,7 +306,7 @@ func (e *Engine) analyseShell(ctx context.Context, req *Request, p *policy, c *c
 		c.rc.Unparsed = true
 		c.unproven = "the command field is ambiguous or malformed"
 		for _, r := range raw {
-			a := shell.Analyze(r)
+			a := shell.AnalyzeContext(ctx, r)
 			for _, sc := range a.Commands {
 				c.rc.Commands = append(c.rc.Commands, rules.Command{Env: sc.Env, Text: sc.Text})
 			}
@@ -319,7 +319,7 @@ func (e *Engine) analyseShell(ctx context.Context, req *Request, p *policy, c *c
 		}
 		return
 	}
-	a := shell.Analyze(cmd)
+	a := shell.AnalyzeContext(ctx, cmd)
 	c.shell = &a
 	c.rc.Unparsed = a.ParseErr != nil
 	for _, sc := range a.Commands {
@@ -520,6 +520,10 @@ func (e *Engine) Check(ctx context.Context, req *Request) (Result, error) {
 		set = set.Merge(extra)
 	}
 	c := e.analyse(ctx, req, p)
+	if err := ctx.Err(); err != nil && cutShort(c) {
+		// The facts were cut short: nothing is decided from them.
+		return Result{}, err
+	}
 	res := e.decide(ctx, req, p, set, c)
 	if res.Decision == DecisionUnspecified {
 		// Only a cancelled context leaves the pipeline undecided.

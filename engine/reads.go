@@ -70,6 +70,13 @@ func (e *Engine) newReadScope(ctx context.Context, req *Request, p *policy) *rea
 // while it was judged.
 const checkEnded = "the check ended (its deadline passed or its caller left) before its reads were checked"
 
+// cutShort reports whether the context's end cut the facts about c short:
+// its reads' checks or its shell analysis stopped.
+func cutShort(c *call) bool {
+	var le *shell.LimitError
+	return c.unproven == checkEnded || c.shell != nil && errors.As(c.shell.ParseErr, &le) && le.Err != nil
+}
+
 // spend counts file-system operations and matching steps against the
 // check's bounds, and returns why the check cannot go on (a bound is
 // exceeded, or its context ended), or "".

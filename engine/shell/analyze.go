@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"strings"
@@ -24,7 +25,15 @@ type analyzer struct {
 	stopped bool
 	// wordsLeft is what remains of maxWords for the line's payloads.
 	wordsLeft int
+	// ctx ends the analysis early; it is looked at every ctxEvery
+	// statements.
+	ctx   context.Context
+	stmtN int
 }
+
+// ctxEvery is how many statements the analysis judges between looks at its
+// context: a statement takes microseconds.
+const ctxEvery = 64
 
 // limit stops the analysis at a bound on its work (or at the end of its
 // context, err): the line is not read-only, and rules treat it as a line
@@ -40,10 +49,14 @@ func (a *analyzer) limit(why string, err error) {
 	a.fail(why)
 }
 
-// spent stops the analysis once the text it produced exceeds its bound.
+// spent stops the analysis once the text it produced exceeds its bound,
+// or its context ended.
 func (a *analyzer) spent() {
 	if a.textLeft < 0 {
 		a.limit("more command text than the analysis produces for a line of this size (substitutions nested in long commands, or long paths after cd)", nil)
+	}
+	if a.stmtN++; a.stmtN%ctxEvery == 0 && a.ctx != nil && a.ctx.Err() != nil {
+		a.limit("the analysis stopped: "+a.ctx.Err().Error(), a.ctx.Err())
 	}
 }
 

@@ -67,6 +67,7 @@
 package shell
 
 import (
+	"context"
 	"strings"
 	"sync"
 
@@ -177,8 +178,14 @@ func parse(src string) (f *syntax.File, release func(), err error) {
 // read-only, with the commands, reads and writes it found. It is safe for
 // concurrent use.
 func Analyze(line string) Analysis {
+	return AnalyzeContext(context.Background(), line)
+}
+
+// AnalyzeContext is Analyze, stopping soon after ctx ends: the line is
+// then not read-only, and ParseErr is a *LimitError.
+func AnalyzeContext(ctx context.Context, line string) Analysis {
 	var res Analysis
-	a := analyzer{out: &res}
+	a := analyzer{out: &res, ctx: ctx}
 	switch {
 	case strings.TrimSpace(line) == "":
 		a.fail("empty command")

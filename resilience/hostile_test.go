@@ -37,6 +37,10 @@ import (
 type hostileCase struct {
 	name string
 	req  func(project string) *pb.CheckRequest
+	// listing marks a call that only lists names (find without an action,
+	// the Glob tool): it expands nothing and reads no file, so ALLOW is
+	// the right answer; what is tested is that it comes at once, bounded.
+	listing bool
 }
 
 // nest is open n times, mid, then close n times.
@@ -61,11 +65,12 @@ func braces(n int) string { return strings.Repeat("{a,b}", n) }
 // first suffers from.
 func shellCases() []hostileCase {
 	cmd := func(name, command string) hostileCase {
-		return hostileCase{name, func(p string) *pb.CheckRequest { return bash(p, command) }}
+		return hostileCase{name: name, req: func(p string) *pb.CheckRequest { return bash(p, command) }}
 	}
 	tool := func(name, tool string, in map[string]any) hostileCase {
-		return hostileCase{name, func(p string) *pb.CheckRequest { return shellReq(p, tool, in) }}
+		return hostileCase{name: name, req: func(p string) *pb.CheckRequest { return shellReq(p, tool, in) }}
 	}
+	listing := func(c hostileCase) hostileCase { c.listing = true; return c }
 	const rm = "rm -f main.go" // what the nesting hides: never read-only
 	return []hostileCase{
 		cmd("arithmetic nested 20k", "echo $(( "+nest("(", "1", ")", 20_000)+" ))"),
@@ -77,12 +82,12 @@ func shellCases() []hostileCase {
 		cmd("subshells nested 60k", nest("( ", rm, " )", 60_000)),
 		cmd("echo 300 brace sets", "echo "+braces(300)),
 		cmd("echo 48k brace sets", "echo "+braces(48_000)),
-		cmd("find -name 300 brace sets", "find . -name '"+braces(300)+"'"),
-		cmd("find -name 48k brace sets", "find . -name '"+braces(48_000)+"'"),
+		listing(cmd("find -name 300 brace sets", "find . -name '"+braces(300)+"'")),
+		listing(cmd("find -name 48k brace sets", "find . -name '"+braces(48_000)+"'")),
 		tool("Grep glob 300 brace sets", "Grep", map[string]any{"pattern": "TODO", "glob": braces(300)}),
 		tool("Grep glob 48k brace sets", "Grep", map[string]any{"pattern": "TODO", "glob": braces(48_000)}),
-		tool("Glob pattern 300 brace sets", "Glob", map[string]any{"pattern": braces(300)}),
-		tool("Glob pattern 48k brace sets", "Glob", map[string]any{"pattern": braces(48_000)}),
+		listing(tool("Glob pattern 300 brace sets", "Glob", map[string]any{"pattern": braces(300)})),
+		listing(tool("Glob pattern 48k brace sets", "Glob", map[string]any{"pattern": braces(48_000)})),
 		cmd("cd chain 10k", strings.Repeat("cd a && cd b && ", 5_000)+"ls"),
 		cmd("cd chain 20k then a secret", strings.Repeat("cd src && cd .. && ", 10_000)+"cat .env"),
 		cmd("long word 250k", "touch "+strings.Repeat("a", 250_000)),
@@ -147,7 +152,7 @@ func TestHostileShell(t *testing.T) {
 			maxTook = max(maxTook, o.took)
 			peak := g.casePeak()
 			t.Logf("%s; peak RSS %d MiB (%d MiB before)", o, peak>>20, base>>20)
-			if msg := hostileProblem(o); msg != "" {
+			if msg := hostileProblem(o); msg != "" && !(c.listing && o.err == nil && o.resp.GetDecision() == pb.Decision_DECISION_ALLOW) {
 				t.Error(msg)
 			}
 			if peak > peakRSSBound {
@@ -776,11 +781,18 @@ func TestHostileSettingsImport(t *testing.T) {
 // on unary calls and a stream: checks waiting on a model that never
 // answers, and the hostile commands of shellCases (nested, brace-heavy,
 // long), which keep the engine busy. The process must exit within
-// shutdown_timeout (plus a margin); no check may be answered ALLOW, and
-// each must end with an answer or an error, not a hang.
+// shutdown_timeout (plus a margin); no local stage may answer ALLOW (the
+// fake model allows what it does not recognise), and each check must end
+// with an answer or an error, not a hang.
 func TestHostileSIGTERM(t *testing.T) {
 	t.Run("model hangs", func(t *testing.T) { sigtermInFlight(t, false) })
 	t.Run("hostile commands", func(t *testing.T) { sigtermInFlight(t, true) })
+}
+
+// byModel reports a decision the classifier made (or its cache).
+func byModel(r *pb.CheckResponse) bool {
+	src := r.GetSource()
+	return src == pb.DecisionSource_DECISION_SOURCE_CLASSIFIER || src == pb.DecisionSource_DECISION_SOURCE_CACHE
 }
 
 func sigtermInFlight(t *testing.T, commands bool) {
@@ -795,7 +807,7 @@ func sigtermInFlight(t *testing.T, commands bool) {
 	}
 	if commands {
 		for _, c := range shellCases() {
-			if !strings.Contains(c.name, "over max") {
+			if !strings.Contains(c.name, "over max") && !c.listing {
 				reqs = append(reqs, c.req(p))
 			}
 		}
@@ -814,6 +826,11 @@ func sigtermInFlight(t *testing.T, commands bool) {
 		msg := hostileProblem(o)
 		if msg != "" && signaled.Load() && status.Code(o.err) == codes.Unavailable {
 			msg = "" // the server is going or gone: expected
+		}
+		if o.err == nil && byModel(o.resp) {
+			// The fake model allows what it does not recognise; what this
+			// checks is that no local stage allows a hostile command.
+			msg = ""
 		}
 		if msg != "" {
 			problems = append(problems, msg)
@@ -875,7 +892,7 @@ func sigtermInFlight(t *testing.T, commands bool) {
 				streamEnd = err
 				return
 			}
-			if m.GetResponse().GetDecision() == pb.Decision_DECISION_ALLOW {
+			if r := m.GetResponse(); r.GetDecision() == pb.Decision_DECISION_ALLOW && !byModel(r) {
 				streamAllows.Add(1)
 			}
 			<-window

@@ -49,7 +49,7 @@ gen-check: $(BUF) ## Fail when gen/ differs from what proto/ generates
 	  if ! diff -r "$$tmp/gen" gen; then echo "gen/ is stale: run make generate" >&2; exit 1; fi
 
 .PHONY: fuzz
-fuzz: ## Fuzz path containment, shell analysis, the rule parser and the tool input size, FUZZTIME each (default 30s)
+fuzz: ## Fuzz path containment, shell analysis and its nesting guard, the rule parser, the tool input size and classifier answers, FUZZTIME each (default 30s)
 	go test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./engine/pathcheck/
 	go test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZTIME) ./engine/shell/
 	go test -run '^$$' -fuzz '^FuzzNesting$$' -fuzztime $(FUZZTIME) ./engine/shell/

@@ -42,6 +42,7 @@ func hostileCalls(dir string, n int) map[string]ToolCall {
 		"tests":            bash(nest("[[ ", "( ", "a", " )", " ]]", n)),
 		"ifs":              bash(nest("", "if true; then ", "true", "; fi", "", n)),
 		"cases":            bash(nest("", "case x in x) ", "true", ";; esac", "", n)),
+		"indexes":          bash(nest("a", "[a", "1", "]", "=1", n)),
 		"unary_chain":      bash(fill("echo $((", "- ", "1))", n)),
 		"ternary_chain":    bash(fill("echo $((1", "?1:1", "))", n)),
 		"not_chain":        bash(fill("[[ ", "! ", "a ]]", n)),

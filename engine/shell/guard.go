@@ -615,7 +615,9 @@ func (s *nestScan) compoundEnd() {
 // operators inside them.
 func (s *nestScan) plainWord(w string) {
 	for k := 0; k < len(w); k++ {
-		s.plainByte(w[k])
+		if s.plainByte(w[k]); s.why != "" {
+			return // fail moved to the end
+		}
 	}
 	s.i += len(w)
 }
@@ -651,8 +653,8 @@ func (s *nestScan) wordChar(c byte) {
 	case '\\':
 		s.escape()
 	default:
-		s.plainByte(c)
 		s.i++
+		s.plainByte(c)
 	}
 }
 

@@ -1,6 +1,8 @@
 package shell
 
 import (
+	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -134,4 +136,66 @@ func TestNestingCorpus(t *testing.T) {
 		}
 	}
 	t.Logf("deepest count over the corpora: %d (bound %d)", deepest, maxNesting)
+}
+
+// TestGuardAtSeveralMB: each construct nested or chained through 4 MB, far
+// past what overflows the parser's stack (about 142,000 levels of
+// $((((..)))) at Go's 1 GB limit, 285 KB of input), is refused before
+// it is parsed, with the memory of a few copies of the line.
+func TestGuardAtSeveralMB(t *testing.T) {
+	const n = 4 << 20
+	nest := func(head, open, mid, close string) string {
+		k := (n - len(head) - len(mid)) / (len(open) + len(close))
+		return head + strings.Repeat(open, k) + mid + strings.Repeat(close, k)
+	}
+	chain := func(head, unit, tail string) string {
+		return head + strings.Repeat(unit, (n-len(head)-len(tail))/len(unit)) + tail
+	}
+	for name, line := range map[string]string{
+		"arithmetic":     nest("echo $((", "(", "1", ")") + "))",
+		"subshells":      nest("", "( ", "true", " )"),
+		"braces":         nest("", "{ ", "true", "; }"),
+		"substitutions":  nest("echo ", "$(", "true", ")"),
+		"backquoted":     nest("echo `", "$(", "true", ")") + "`",
+		"process_substs": nest("cat ", "<(", "true", ")"),
+		"quoted":         nest("echo ", `"$(echo `, "x", `)"`),
+		"parameters":     nest("echo ", "${x:-", "y", "}"),
+		"funsubs":        nest("echo ", "${ ", "true;", " }"),
+		"tests":          nest("[[ ", "( ", "a", " )") + " ]]",
+		"ifs":            nest("", "if true; then ", "true", "; fi"),
+		"whiles":         nest("", "while true; do ", "true", "; done"),
+		"cases":          nest("", "case x in x) ", "true", ";; esac"),
+		"arrays":         nest("a=", "(", "x", ")"),
+		"indexes":        nest("a", "[a", "1", "]") + "=1",
+		"slices":         nest("echo ${x:", "(", "1", ")") + "}",
+		"unary":          chain("echo $((", "- ", "1))"),
+		"ternary":        chain("echo $((1", "?1:1", "))"),
+		"power":          chain("echo $((1", "**1", "))"),
+		"assignment":     chain("echo $((a", "=a", "))"),
+		"not":            chain("[[ ", "! ", "a ]]"),
+		"and":            chain("[[ a", " && a", " ]]"),
+		"functions":      chain("", "f() ", "{ :; }"),
+		"function_kw":    chain("", "function f ", "{ :; }"),
+		"times":          chain("", "time ", "true"),
+		"and_list":       chain("true", " && true", ""),
+		"pipeline":       chain("true", " | true", ""),
+		"words":          chain("echo", " a", ""),
+		"heredocs":       chain("", "cat <<A\nA\n", ""),
+		"unsure_tail":    "cat <<EOF\n$x\nEOF\n" + nest("", "( ", "true", " )"),
+		"let":            chain("let ", "- ", "1"),
+	} {
+		var a Analysis
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		a = Analyze(line)
+		runtime.ReadMemStats(&m1)
+		var le *LimitError
+		if a.ReadOnly || !errors.As(a.ParseErr, &le) {
+			t.Errorf("%s: read-only %v, ParseErr %v; want a bound's refusal", name, a.ReadOnly, a.ParseErr)
+		}
+		if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 4*n {
+			t.Errorf("%s: allocated %d MB", name, alloc>>20)
+		}
+	}
 }

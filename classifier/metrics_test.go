@@ -118,7 +118,13 @@ func TestMetricsOutcomeOfEachFault(t *testing.T) {
 			}
 			fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fault, RetryAfter: -1}))
 			cfg := testConfig(fake.URL())
-			cfg.Timeout = 500 * time.Millisecond
+			// Faults that wait for the timeout get a short one; the others
+			// a long one, so that a loaded machine cannot turn them into
+			// timeouts.
+			cfg.Timeout = 10 * time.Second
+			if outcome == outcomeTimeout {
+				cfg.Timeout = 500 * time.Millisecond
+			}
 			m, _ := newTestMetrics(t)
 			c := newMetricsClassifier(t, cfg, m)
 			if _, err := c.Classify(t.Context(), input("Bash", "make deploy", "")); err == nil {

@@ -56,9 +56,12 @@ type readScope struct {
 	roots    knowledge.Roots
 	// fsUsed and stepsUsed count against maxCheckFS and maxCheckSteps.
 	fsUsed, stepsUsed int
-	// judged remembers the verdicts on read targets: a command may name
-	// one many times (cat a a a ...).
-	judged map[string]string
+	// judged remembers the verdicts on read targets and trees: a command
+	// may name one many times (cat a a a ...). The first target's is
+	// kept apart: most checks judge one.
+	judged                     map[string]string
+	firstDir, firstRaw, firstW string
+	firstSet                   bool
 }
 
 func (e *Engine) newReadScope(ctx context.Context, req *Request, p *policy) *readScope {
@@ -151,6 +154,14 @@ func (rs *readScope) place(dir, raw string) (string, string) {
 // safe, or "". Globs are judged as patterns and expanded against the file
 // system as bash would, and each file is judged.
 func (rs *readScope) judge(dir, raw string) string {
+	switch {
+	case !rs.firstSet:
+		rs.firstDir, rs.firstRaw, rs.firstSet = dir, raw, true
+		rs.firstW = rs.judgeOnce(dir, raw)
+		return rs.firstW
+	case dir == rs.firstDir && raw == rs.firstRaw:
+		return rs.firstW
+	}
 	key := dir + "\x00" + raw
 	if why, ok := rs.judged[key]; ok {
 		return why

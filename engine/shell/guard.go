@@ -35,6 +35,10 @@ const (
 	// at most a few thousand words; their long inputs are here-documents
 	// and quoted strings, which are one word each.
 	maxWords = 10_000
+	// maxFlat is the length of the chains the parser builds in loops
+	// (&& || | lists, elif, left-associative arithmetic) past which
+	// parseBounded measures the parsed tree's depth.
+	maxFlat = 64
 	// maxHeredocs bounds the here-documents of a line: agree.go matches
 	// each of them against every node of the tree.
 	maxHeredocs = 32
@@ -64,7 +68,7 @@ func (e *LimitError) Unwrap() error { return e.Err }
 // from *words, what is left of maxWords for the line. The caller must call
 // release when done with the tree (when err is nil or a parse error).
 func parseBounded(src string, words *int) (f *syntax.File, release func(), err error) {
-	s := nestScan{src: src, wordsLeft: *words}
+	s := nestScan{src: src, wordsLeft: *words, stack: make([]nestFrame, 0, 4)}
 	why := s.scan()
 	*words -= s.words
 	if why != "" {
@@ -74,7 +78,10 @@ func parseBounded(src string, words *int) (f *syntax.File, release func(), err e
 	if err != nil {
 		return f, release, err
 	}
-	if !treeWithin(f, maxTreeDepth) {
+	// The tree is as deep as the levels counted and the chains built in
+	// loops (a few nodes each); only long chains, or a line the scan
+	// could not follow, need a look.
+	if (s.flat > maxFlat || s.rough) && !treeWithin(f, maxTreeDepth) {
 		release()
 		return nil, func() {}, &LimitError{Reason: fmt.Sprintf("nested deeper than %d levels once parsed (commands chained with && || | count one level each)", maxTreeDepth/2)}
 	}
@@ -84,20 +91,27 @@ func parseBounded(src string, words *int) (f *syntax.File, release func(), err e
 // treeWithin reports whether the tree is at most max nodes deep. The walk
 // itself never goes deeper than max.
 func treeWithin(f *syntax.File, max int) bool {
-	depth, ok := 0, true
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if n == nil {
-			depth--
-			return true
-		}
-		if depth >= max {
-			ok = false
-			return false
-		}
-		depth++
-		return ok
-	})
-	return ok
+	w := depthWalk{max: max, ok: true}
+	syntax.Walk(f, w.visit)
+	return w.ok
+}
+
+type depthWalk struct {
+	depth, max int
+	ok         bool
+}
+
+func (w *depthWalk) visit(n syntax.Node) bool {
+	switch {
+	case n == nil:
+		w.depth--
+		return true
+	case w.depth >= w.max:
+		w.ok = false
+		return false
+	}
+	w.depth++
+	return w.ok
 }
 
 // scanNesting bounds, in one pass over the bytes and without recursion,
@@ -214,7 +228,11 @@ type nestFrame struct {
 	// chain counts the levels the parser opens in this frame without
 	// brackets: operator chains, time and function declarations.
 	chain int
-	cmd   bool // a kArith opened by (( as a command, not by $((
+	// flat counts what the parser chains in a loop in this frame's
+	// statement or expression (&& || |, elif, binary arithmetic): the
+	// tree nests them, the parser does not.
+	flat int
+	cmd  bool // a kArith opened by (( as a command, not by $((
 	// Command position, for frames of commands: possible says a reserved
 	// word may open a compound command here (the parser's command
 	// position, and more), certain that a reserved word here surely closes
@@ -272,6 +290,16 @@ type nestScan struct {
 	docs      int
 	hdocs     []pendingDoc
 	why       string
+	// flat is the longest chain a frame's flat counted; rough is set
+	// when roughLevels let the rest of the line through unread.
+	flat  int
+	rough bool
+}
+
+// flatten counts one more link of a chain the parser builds in a loop.
+func (s *nestScan) flatten(f *nestFrame) {
+	f.flat++
+	s.flat = max(s.flat, f.flat)
 }
 
 func (s *nestScan) fail(format string, args ...any) {
@@ -297,6 +325,7 @@ func (s *nestScan) unsure(what string) {
 	levels, words := roughLevels(rest)
 	if d := s.depth + levels; d <= maxNesting && s.words+words <= s.wordsLeft && s.docs+strings.Count(rest, "<<") <= maxHeredocs {
 		s.words += words
+		s.rough = true
 		s.max = max(s.max, d)
 		s.i = len(s.src)
 		return
@@ -474,7 +503,9 @@ func (s *nestScan) wordStart(f *nestFrame) bool {
 	switch {
 	case f.target:
 		f.target = false
-	case f.kind == kArray:
+	case f.kind == kArray, s.top().kind == kIndex:
+		// No reserved words in an array or a subscript, whose
+		// operators plainWord and wordChar count.
 	case plain && s.keyword(f, w):
 		return true
 	default:
@@ -546,6 +577,9 @@ func (s *nestScan) keyword(f *nestFrame, w string) bool {
 		// Wherever the parser may read them as reserved words (for x do
 		// needs no separator before do), a command may follow.
 		s.i += len(w)
+		if w == "elif" {
+			s.flatten(f) // elif clauses nest in the tree
+		}
 		if w == "time" && f.possible {
 			s.chain(f) // time runs a pipeline it parses recursively
 		}
@@ -614,6 +648,10 @@ func (s *nestScan) compoundEnd() {
 // plainWord reads a plain word: brackets of subscripts and globs, and the
 // operators inside them.
 func (s *nestScan) plainWord(w string) {
+	if s.top().kind != kIndex && strings.IndexByte(w, '[') < 0 {
+		s.i += len(w) // nothing in it opens or closes a level
+		return
+	}
 	for k := 0; k < len(w); k++ {
 		if s.plainByte(w[k]); s.why != "" {
 			return // fail moved to the end
@@ -788,9 +826,11 @@ func (s *nestScan) comment() {
 func (s *nestScan) separator(f *nestFrame, end bool) {
 	f.possible, f.certain, f.boundary, f.target = true, true, bYes, false
 	if end {
-		f.sticky = 0
+		f.sticky, f.flat = 0, 0
 		s.depth -= f.chain
 		f.chain = 0
+	} else {
+		s.flatten(f)
 	}
 	f.open = !end
 }
@@ -1307,8 +1347,11 @@ func (s *nestScan) arithStep() {
 		}
 		s.i++
 	default:
-		if chainOp(c) {
+		switch {
+		case chainOp(c):
 			s.chain(s.top())
+		case strings.IndexByte("/%<>&|^,", c) >= 0:
+			s.flatten(s.top()) // left-associative: nested in the tree
 		}
 		s.i++
 	}

@@ -86,6 +86,15 @@ func checkNesting(t *testing.T, line string) (depth int, why string) {
 	if lv := parserLevels(f); lv > depth {
 		t.Fatalf("%q: scanNesting counted %d levels, the parser opened %d", line, depth, lv)
 	}
+	// Without long chains, the tree is shallow enough to walk unmeasured.
+	sc := nestScan{src: line, wordsLeft: maxWords}
+	sc.scan()
+	if !sc.rough && sc.flat <= maxFlat {
+		bound := 8*(sc.max+sc.flat) + 16
+		if !treeWithin(f, bound) {
+			t.Fatalf("%q: tree deeper than %d nodes, with %d levels and chains of %d counted", line, bound, sc.max, sc.flat)
+		}
+	}
 	return depth, why
 }
 

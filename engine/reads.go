@@ -24,12 +24,16 @@ const (
 	maxGlobMatches = 256    // files one glob may expand to
 	maxDirEntries  = 4096   // entries read from one directory for a glob
 	maxTreeEntries = 20_000 // entries a recursive search's tree may hold
-	// maxCheckFS bounds the file-system work of a whole check: directory
-	// entries read (for globs and trees), path components resolved, and
-	// ignore files read (a unit per 4 KiB). A command may name many
-	// globs, trees and files; judging each within its own bounds could
-	// still take minutes.
-	maxCheckFS = 50_000
+	// maxCheckFS bounds the file-system work of a whole check, in units
+	// of about 2 µs: a directory entry read (for globs and trees, each
+	// name matched against the secret shapes) is one, a path component
+	// resolved (a look-up and the same match), a directory opened or 4 KiB
+	// of an ignore file read are fsCall. A command may name many globs,
+	// trees and files; judging each within its own bounds could still take
+	// minutes. The largest tree (maxTreeEntries) costs about 26,000 units;
+	// the bound, some 0.15 s of work.
+	maxCheckFS = 60_000
+	fsCall     = 3
 	// maxCheckSteps bounds the matching work of a check: glob matching
 	// steps (knowledge.MatchSteps) and bytes of glob expansions built.
 	maxCheckSteps = 1 << 25
@@ -62,6 +66,10 @@ type readScope struct {
 	judged                     map[string]string
 	firstDir, firstRaw, firstW string
 	firstSet                   bool
+	// judgeFile's verdicts, the first kept apart likewise.
+	files                                 map[string][2]string
+	filed                                 bool
+	fileP, fileRaw, fileResolved, fileWhy string
 }
 
 func (e *Engine) newReadScope(ctx context.Context, req *Request, p *policy) *readScope {
@@ -90,7 +98,7 @@ func (rs *readScope) spend(fsOps, steps int) string {
 	case rs.ctx.Err() != nil:
 		return checkEnded
 	case rs.fsUsed > maxCheckFS:
-		return fmt.Sprintf("the reads need more than %d file-system operations to check", maxCheckFS)
+		return "the reads need more file-system work to check than a check may do"
 	case rs.stepsUsed > maxCheckSteps:
 		return "the reads' globs cost too much to match"
 	}
@@ -191,8 +199,30 @@ func (rs *readScope) judgeOnce(dir, raw string) string {
 
 // judgeFile judges one absolute, unexpanded path and returns it resolved.
 func (rs *readScope) judgeFile(p, raw string) (string, string) {
+	// A search's root is judged as a read too: once.
+	switch {
+	case !rs.filed:
+		rs.filed, rs.fileP, rs.fileRaw = true, p, raw
+		rs.fileResolved, rs.fileWhy = rs.judgeFileOnce(p, raw)
+		return rs.fileResolved, rs.fileWhy
+	case p == rs.fileP && raw == rs.fileRaw:
+		return rs.fileResolved, rs.fileWhy
+	}
+	key := p + "\x00" + raw
+	if v, ok := rs.files[key]; ok {
+		return v[0], v[1]
+	}
+	resolved, why := rs.judgeFileOnce(p, raw)
+	if rs.files == nil {
+		rs.files = map[string][2]string{}
+	}
+	rs.files[key] = [2]string{resolved, why}
+	return resolved, why
+}
+
+func (rs *readScope) judgeFileOnce(p, raw string) (string, string) {
 	// Resolving costs a look-up per component.
-	if why := rs.spend(strings.Count(p, "/"), len(p)); why != "" {
+	if why := rs.spend(fsCall*strings.Count(p, "/"), len(p)); why != "" {
 		return "", why
 	}
 	if knowledge.SecretPath(p, rs.home) {
@@ -261,7 +291,7 @@ func (rs *readScope) judgeGlob(p, raw string) string {
 					next = append(next, m+"/"+n)
 				}
 			}
-			if why := rs.spend(len(names)+1, steps); why != "" {
+			if why := rs.spend(len(names)+fsCall, steps); why != "" {
 				return why
 			}
 		}
@@ -421,7 +451,7 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 	for len(stack) > 0 {
 		d := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if why := rs.spend(1, w.steps); why != "" {
+		if why := rs.spend(fsCall, w.steps); why != "" {
 			return why
 		}
 		w.steps = 0
@@ -509,12 +539,12 @@ func (rs *readScope) whitelisting(p string) bool {
 	fi, err := os.Stat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-		rs.fsUsed++
+		rs.fsUsed += fsCall
 		return false
 	case err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIgnoreBytes:
 		return true
 	}
-	if rs.fsUsed += 1 + int(fi.Size()>>12); rs.fsUsed > maxCheckFS {
+	if rs.fsUsed += fsCall * (1 + int(fi.Size()>>12)); rs.fsUsed > maxCheckFS {
 		return true
 	}
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)

@@ -45,6 +45,12 @@
 //   - bash -c payloads are parsed recursively up to maxDepth levels; sh,
 //     dash and zsh payloads also reject syntax those shells read otherwise
 //     ($'..', <<<, process substitution; globs in zsh).
+//   - The work per line is bounded (guard.go): before parsing, a scan
+//     without recursion bounds the nesting (100 levels), the words (10,000
+//     with the bash -c payloads) and the here-documents (32); after it,
+//     the tree's depth and the command text produced. A line past a bound
+//     is not read-only and counts as one that did not parse (ParseErr is
+//     a *LimitError); AnalyzeContext also stops when its context ends.
 //   - nohup is read-only only when its output is redirected or piped (it
 //     creates nohup.out when writing to a terminal).
 //   - Reading a credential store (see IsCredentialPath) is not read-only, nor

@@ -58,8 +58,15 @@ func checkReadOnlyInvariants(t *testing.T, line string, a Analysis) {
 				}
 			}
 		case *syntax.CallExpr:
-			if len(n.Assigns) > 0 {
-				t.Fatalf("%q: read-only with an assignment", line)
+			// Only a plain statement of plain assignments to lower-case
+			// names bash gives no meaning may be read-only: never a
+			// prefix to a command, an append, an array or an index.
+			for _, as := range n.Assigns {
+				name := as.Name.Value
+				if len(n.Args) > 0 || as.Append || as.Naked || as.Array != nil || as.Index != nil ||
+					name != strings.ToLower(name) || name == "_" || name == "histchars" || name == "auto_resume" || strings.HasSuffix(name, "_proxy") {
+					t.Fatalf("%q: read-only with the assignment %s", line, name)
+				}
 			}
 		case *syntax.CmdSubst, *syntax.ProcSubst:
 			syntax.Walk(n, func(m syntax.Node) bool {

@@ -520,6 +520,7 @@ func (e *Engine) Check(ctx context.Context, req *Request) (Result, error) {
 		set = set.Merge(extra)
 	}
 	c := e.analyse(ctx, req, p)
+	c.rc.Memoize()
 	if err := ctx.Err(); err != nil && cutShort(c) {
 		// The facts were cut short: nothing is decided from them.
 		return Result{}, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"time"
 
 	"google.golang.org/grpc"
@@ -40,6 +41,12 @@ type Config struct {
 	// MaxConcurrentStreams caps the RPCs one connection runs at once;
 	// further ones wait for a free slot.
 	MaxConcurrentStreams uint32 `yaml:"max_concurrent_streams"`
+	// StreamWorkers are goroutines that serve RPCs one after another and
+	// keep the stacks they grew (a check's analysis recurses deeply, and a
+	// fresh goroutine grows its stack again on every call). An RPC that
+	// finds every worker busy gets a goroutine of its own, so none waits
+	// for a worker. 0 starts a goroutine per RPC.
+	StreamWorkers uint32 `yaml:"stream_workers"`
 	// Keepalive sets pings and connection ages.
 	Keepalive KeepaliveConfig `yaml:"keepalive"`
 	// TLS turns on TLS, and mutual TLS with a client CA.
@@ -101,6 +108,7 @@ func DefaultConfig() Config {
 		MaxHeldTranscriptBytes:  64 << 20,
 		MaxRecvMsgBytes:         4 << 20,
 		MaxConcurrentStreams:    256,
+		StreamWorkers:           uint32(4 * runtime.GOMAXPROCS(0)),
 		Keepalive: KeepaliveConfig{
 			MinTime:             10 * time.Second,
 			PermitWithoutStream: true,
@@ -173,6 +181,7 @@ func (c *Config) serverOptions() ([]grpc.ServerOption, error) {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(c.MaxRecvMsgBytes),
 		grpc.MaxConcurrentStreams(c.MaxConcurrentStreams),
+		grpc.NumStreamWorkers(c.StreamWorkers),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 			MinTime:             c.Keepalive.MinTime,
 			PermitWithoutStream: c.Keepalive.PermitWithoutStream,

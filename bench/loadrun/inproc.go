@@ -11,9 +11,8 @@ import (
 	"runtime/pprof"
 	"syscall"
 
-	"google.golang.org/grpc"
-
 	"github.com/toolgate/toolgate/bench/inproc"
+	toolgate "github.com/toolgate/toolgate/server"
 )
 
 // serveInproc serves toolgate inside this process (bench/inproc's wiring,
@@ -24,7 +23,7 @@ func serveInproc(args []string) error {
 	fs := flag.NewFlagSet("serve-inproc", flag.ContinueOnError)
 	cpu := fs.String("cpuprofile", "", "write a CPU profile here")
 	heap := fs.String("heapprofile", "", "write a heap profile here on exit")
-	workers := fs.Uint("stream-workers", 0, "grpc.NumStreamWorkers (0: a goroutine per RPC, grpc-go's default)")
+	workers := fs.Int("stream-workers", -1, "server.stream_workers (0: a goroutine per RPC; -1 keeps the default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -40,8 +39,8 @@ func serveInproc(args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	opts := inproc.Options{Log: os.Stdout}
-	if *workers > 0 {
-		opts.GRPC = append(opts.GRPC, grpc.NumStreamWorkers(uint32(*workers)))
+	if *workers >= 0 {
+		opts.Server = func(c *toolgate.Config) { c.StreamWorkers = uint32(*workers) }
 	}
 	st, err := inproc.Start(opts)
 	if err != nil {

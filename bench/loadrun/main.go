@@ -48,7 +48,7 @@ type harness struct {
 	streamCount int
 	latency     time.Duration // the fake model's
 	profileDir  string
-	workers     uint // profile mode: grpc.NumStreamWorkers of the in-process server
+	workers     int // profile mode: server.stream_workers of the in-process server, -1 for the default
 }
 
 func main() {
@@ -81,7 +81,7 @@ func run() error {
 	window := flag.Duration("window", 30*time.Second, "soak mode: length of one measured window")
 	rate := flag.Int("rps", 400, "soak mode: requests per second (1 in 8 reaches the fake model)")
 	flag.StringVar(&h.profileDir, "profile", "", "profile mode: serve toolgate in this process for the local targets and write cpu.pprof and heap.pprof here")
-	flag.UintVar(&h.workers, "stream-workers", 0, "profile mode: serve with grpc.NumStreamWorkers(N), to compare")
+	flag.IntVar(&h.workers, "stream-workers", -1, "profile mode: serve with server.stream_workers N (0: a goroutine per RPC), to compare; -1 keeps the default")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())

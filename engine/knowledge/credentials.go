@@ -67,6 +67,18 @@ var credPatterns = []credPattern{
 	{comps: []string{".git", "config"}},
 }
 
+// credByFirst indexes credPatterns by their first component; credAll is
+// every index, for a glob first component.
+var credByFirst, credAll = func() (map[string][]int, []int) {
+	m := map[string][]int{}
+	var all []int
+	for i, cp := range credPatterns {
+		m[cp.comps[0]] = append(m[cp.comps[0]], i)
+		all = append(all, i)
+	}
+	return m, all
+}()
+
 // IsCredentialPath reports whether p, as written, names a well-known
 // credential store: anything in ~/.ssh except *.pub and known_hosts,
 // ~/.aws/credentials (and SSO caches), ~/.netrc, ~/.docker/config.json,
@@ -120,7 +132,16 @@ func credentialPath(p, home string, glob bool) bool {
 // matchCred reports whether comps starts with a credential pattern; with
 // home set, home-only patterns are tried too.
 func matchCred(comps []string, home, glob bool) bool {
-	for i := range credPatterns {
+	if len(comps) == 0 {
+		return false
+	}
+	// Only the patterns whose first component is this one can match,
+	// unless it is a glob that may name any of them.
+	idx, all := credByFirst[comps[0]], glob && HasMeta(comps[0])
+	if all {
+		idx = credAll
+	}
+	for _, i := range idx {
 		cp := &credPatterns[i]
 		if cp.homeOnly && !home {
 			continue

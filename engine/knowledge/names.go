@@ -68,26 +68,27 @@ var broadWords = map[string]bool{"token.*": true, "tokens.*": true, "credentials
 // SecretName reports whether a file name (one component) is secret-shaped.
 func SecretName(name string) bool {
 	n := Fold(name)
-	if n == "" || n == "." || n == ".." {
+	if n == "" || n == "." || n == ".." || notShapedSet.any(n) {
 		return false
 	}
-	for _, g := range secretNotShaped {
-		if m, _ := match(g, n); m {
-			return false
-		}
-	}
+	return strictShapeSet.any(n) || (broadShapeSet.any(n) && !hasCodeExtension(n))
+}
+
+// The secret shapes compiled: the globs a code file may match without
+// being secret (broadWords) apart from the rest.
+var notShapedSet, strictShapeSet, broadShapeSet = func() (globSet, globSet, globSet) {
+	var strict, broad []string
 	for i := range secretShapes {
 		for _, g := range secretShapes[i].globs {
-			if m, _ := match(g, n); m {
-				if broadWords[g] && hasCodeExtension(n) {
-					continue
-				}
-				return true
+			if broadWords[g] {
+				broad = append(broad, g)
+			} else {
+				strict = append(strict, g)
 			}
 		}
 	}
-	return false
-}
+	return newGlobSet(secretNotShaped), newGlobSet(strict), newGlobSet(broad)
+}()
 
 func hasCodeExtension(n string) bool {
 	for _, ext := range codeExtensions {
@@ -102,6 +103,14 @@ func hasCodeExtension(n string) bool {
 // they appear (a project's secrets/ too).
 var secretDirs = []string{".ssh", ".gnupg", ".aws", ".azure", ".password-store", "keyrings", ".secrets", "secrets",
 	".kube", ".docker", ".vault", ".terraform.d"}
+
+var secretDirSet = func() map[string]bool {
+	m := map[string]bool{}
+	for _, d := range secretDirs {
+		m[d] = true
+	}
+	return m
+}()
 
 // SecretPath reports whether any component of p (as written, not resolved)
 // is a secret-shaped name or a secret directory, or whether p names a
@@ -118,11 +127,8 @@ func SecretPath(p, home string) bool {
 		if SecretName(c) {
 			return true
 		}
-		f := Fold(c)
-		for _, d := range secretDirs {
-			if f == d {
-				return true
-			}
+		if secretDirSet[Fold(c)] {
+			return true
 		}
 	}
 	return false

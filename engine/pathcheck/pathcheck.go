@@ -119,15 +119,38 @@ type walked struct {
 // followFinal false, a symlink as the path's last component (no trailing
 // slash) is kept, not followed, like lstat, O_NOFOLLOW or rename(2) onto it.
 func walk(abs string, followFinal bool) (walked, error) {
+	if p, ok := linkFree(abs, false); ok {
+		return walked{path: p}, nil
+	}
+	// A file about to be created, or a link at the end: when the
+	// directory holding it is proven link-free, only the last component
+	// is left to walk.
+	if i := strings.LastIndexByte(abs, '/'); i > 0 {
+		if last := abs[i+1:]; last != "" && last != "." && last != ".." {
+			if dir, ok := linkFree(abs[:i], true); ok {
+				return walkFrom(dir, []string{last}, abs, followFinal)
+			}
+		}
+	}
+	return walkComponents(abs, followFinal)
+}
+
+// walkComponents is walk without the kernel's shortcut: one lstat per
+// component, following links as the kernel does.
+func walkComponents(abs string, followFinal bool) (walked, error) {
+	return walkFrom("/", strings.Split(abs, "/"), abs, followFinal)
+}
+
+// walkFrom walks the components todo from cur, a clean, absolute,
+// symlink-free directory.
+func walkFrom(cur string, todo []string, abs string, followFinal bool) (walked, error) {
 	var w walked
-	cur := "/" // always clean, absolute and free of symlinks
 	curNonDir := false
 	// missing counts the components at the end of cur that do not exist.
 	// Below a missing directory nothing can exist, so they are appended
 	// without an Lstat (keeping the walk linear) until ".." climbs back.
 	missing := 0
 	hops := 0
-	todo := strings.Split(abs, "/")
 	for len(todo) > 0 {
 		c := todo[0]
 		todo = todo[1:]
@@ -236,6 +259,11 @@ type pattern struct {
 	raw   string   // as configured, reported in Verdict.Protected
 	comps []string // case-folded components, each a valid path.Match pattern
 	glob  []bool   // whether each component has metacharacters; others compare as strings
+	// fix are a glob component's literal head and tail (before its first
+	// and after its last metacharacter): a name it matches starts and
+	// ends with them, so most names are refused without path.Match.
+	// Empty for a component with a backslash, whose escapes they ignore.
+	fix [][2]string
 }
 
 // Checker holds resolved roots and the protected-path patterns. It is
@@ -398,6 +426,11 @@ func compile(p string) (pattern, error) {
 		}
 		pat.comps = append(pat.comps, f)
 		pat.glob = append(pat.glob, strings.ContainsAny(f, `*?[\`))
+		var fix [2]string
+		if pat.glob[len(pat.glob)-1] && !strings.Contains(f, `\`) {
+			fix = [2]string{f[:strings.IndexAny(f, "*?[")], f[strings.LastIndexAny(f, "*?]")+1:]}
+		}
+		pat.fix = append(pat.fix, fix)
 	}
 	return pat, nil
 }
@@ -421,7 +454,11 @@ func (p pattern) matchAt(rel []string, i int) bool {
 	}
 	for j, pc := range p.comps {
 		if p.glob[j] {
-			if m, _ := path.Match(pc, rel[i+j]); !m {
+			n, fix := rel[i+j], p.fix[j]
+			if !strings.HasPrefix(n, fix[0]) || !strings.HasSuffix(n, fix[1]) || len(n) < len(fix[0])+len(fix[1]) {
+				return false
+			}
+			if m, _ := path.Match(pc, n); !m {
 				return false
 			}
 		} else if pc != rel[i+j] {

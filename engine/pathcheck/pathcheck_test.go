@@ -3,7 +3,10 @@ package pathcheck
 import (
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -687,5 +690,95 @@ func TestTooLongErrorIsUTF8(t *testing.T) {
 	}
 	if _, err := Resolve("/"+strings.Repeat("é", 3000), "x"); err == nil || !strings.Contains(err.Error(), "file name too long") || !utf8.ValidString(err.Error()) {
 		t.Errorf("long base: %q", err)
+	}
+}
+
+// TestLinkFreeAgreesWithWalk checks the kernel's shortcut against the
+// component walk on every shape of the test tree: where it answers, it
+// must give the walk's path; where a link, a missing component or an
+// error is on the way, it must not answer at all.
+func TestLinkFreeAgreesWithWalk(t *testing.T) {
+	tr := newTree(t)
+	answered := 0
+	for _, rel := range []string{
+		"", "app", "app/", "app/.", "app/sub/a/b", "app/sub/a/b/../../f.txt", "app/sub/../f.txt", "app/f.txt",
+		"app/f.txt/", "app/f.txt/..", "app/nope", "app/nope/../f.txt", "app/link-in", "app/link-in/f.txt",
+		"app/link-out-dir/../f.txt", "app/deep/..", "app/loop1", "app/dangling", "app/up/app", "app/proc",
+		"app/.git/config", "applink/f.txt", "outside/in-link", strings.Repeat("app/sub/../", 400),
+		"app/" + strings.Repeat("x", 256),
+	} {
+		abs := tr.dir + "/" + rel
+		want, werr := walkComponents(abs, true)
+		got, ok := linkFree(abs, false)
+		if !ok {
+			continue
+		}
+		answered++
+		if werr != nil || got != want.path || len(want.views) > 0 || want.finalLink {
+			t.Errorf("linkFree(%q) = %q; the walk gives %+v, %v", rel, got, want, werr)
+		}
+	}
+	// walk, shortcuts included, answers as the component walk does, for
+	// files to create and links at the end too.
+	for _, rel := range []string{
+		"app/f.txt", "app/new.txt", "app/sub/new", "app/nope/new", "app/link-in", "app/link-out-file",
+		"app/dangling", "app/loop1", "app/selfloop", "app/up", "app/proc", "app/f.txt/new", "app/sub/..",
+		"app/link-in/new", "app/.git", "app/gd-alias", "app/innocent", "applink", "app/" + strings.Repeat("x", 256),
+		"app/sub/a/b/" + strings.Repeat("y", 4000),
+	} {
+		for _, follow := range []bool{true, false} {
+			abs := tr.dir + "/" + rel
+			got, gerr := walk(abs, follow)
+			want, werr := walkComponents(abs, follow)
+			if (gerr == nil) != (werr == nil) || gerr == nil && !reflect.DeepEqual(got, want) {
+				t.Errorf("walk(%q, %v) = %+v, %v; the component walk gives %+v, %v", rel, follow, got, gerr, want, werr)
+			}
+		}
+	}
+	for _, linked := range []string{"app/link-in", "app/link-in/f.txt", "app/dangling", "applink", "app/up/app", "app/proc"} {
+		if p, ok := linkFree(tr.dir+"/"+linked, false); ok {
+			t.Errorf("linkFree(%q) = %q past a link", linked, p)
+		}
+	}
+	if answered < 8 && runtime.GOOS == "linux" && !openat2Missing.Load() {
+		t.Errorf("linkFree answered %d link-free paths; the shortcut is not taken", answered)
+	}
+}
+
+// TestPatternFixSound checks that a glob component's literal head and tail
+// never refuse a name path.Match accepts, for every built-in pattern and
+// names built from the patterns' own pieces.
+func TestPatternFixSound(t *testing.T) {
+	pats, err := CompilePatterns(append(DefaultProtected, "a*b*c", "x?[yz]*]", "[ab]c*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pats.list {
+		for _, c := range p.comps {
+			for _, fill := range []string{"", "a", ".x", "zz", "y"} {
+				names = append(names, strings.NewReplacer("*", fill, "?", "q", "[", "", "]", "").Replace(c), strings.ReplaceAll(c, "*", fill))
+			}
+		}
+	}
+	checked := 0
+	for _, p := range pats.list {
+		for j, c := range p.comps {
+			if !p.glob[j] {
+				continue
+			}
+			fix := p.fix[j]
+			for _, n := range names {
+				if m, _ := path.Match(c, n); m {
+					checked++
+					if !strings.HasPrefix(n, fix[0]) || !strings.HasSuffix(n, fix[1]) || len(n) < len(fix[0])+len(fix[1]) {
+						t.Errorf("%q matches %q, but its head and tail %q refuse it", c, n, fix)
+					}
+				}
+			}
+		}
+	}
+	if checked < 50 {
+		t.Errorf("only %d matching names tried", checked)
 	}
 }

@@ -49,6 +49,15 @@ func verdicts(t *testing.T, rule string, c Call, e Env) (allow, deny bool) {
 	if d.OK && d.Rule.Text != rule {
 		t.Fatalf("Deny matched rule %q, want %q", d.Rule.Text, rule)
 	}
+	// A memoized call is matched as the call: the subjects the deny list
+	// built serve the ask list.
+	mc := c
+	mc.Memoize()
+	md := mustCompile(t, []string{rule}, nil, nil).Deny(mc, e)
+	ma := mustCompile(t, nil, []string{rule}, nil).Ask(mc, e)
+	if md.OK != d.OK || ma.OK != a.OK {
+		t.Fatalf("%s: memoized Deny %v, Ask %v; the call itself %v, %v", rule, md.OK, ma.OK, d.OK, a.OK)
+	}
 	al := mustCompile(t, nil, nil, []string{rule}).Allow(c, e, false)
 	if al.OK && al.Rule.Text != rule {
 		t.Fatalf("Allow matched rule %q, want %q", al.Rule.Text, rule)

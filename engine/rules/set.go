@@ -122,7 +122,22 @@ type Call struct {
 	ShellReads, ShellWrites []string
 	// URL is a web_fetch call's URL, as the agent gave it.
 	URL string
+
+	// memo keeps the shell subjects once built (see Memoize); copies of
+	// the call share it.
+	memo *memo
 }
+
+type memo struct {
+	shell []subject
+	done  bool
+}
+
+// Memoize makes the call keep the subjects its shell commands are
+// matched against once a list has built them, for every copy made
+// afterwards: a check matches one call against its deny, then its ask
+// rules. The call must not change after it.
+func (c *Call) Memoize() { c.memo = &memo{} }
 
 // Command is one simple command of a shell call.
 type Command struct {
@@ -317,7 +332,7 @@ func firstAny(rules []Rule, c *Call, e Env) Match {
 		switch {
 		case read == famBash && m.cmd != nil:
 			if !shellDone {
-				shell, shellDone = shellSubjects(c), true
+				shell, shellDone = memoShellSubjects(c), true
 			}
 			for _, sub := range shell {
 				if m.cmd.match(sub.s, false) || m.cmd.match(sub.lower, true) {
@@ -344,6 +359,18 @@ func firstAny(rules []Rule, c *Call, e Env) Match {
 		}
 	}
 	return Match{}
+}
+
+// memoShellSubjects is shellSubjects, kept in the call's memo if it has
+// one.
+func memoShellSubjects(c *Call) []subject {
+	if c.memo == nil {
+		return shellSubjects(c)
+	}
+	if !c.memo.done {
+		c.memo.shell, c.memo.done = shellSubjects(c), true
+	}
+	return c.memo.shell
 }
 
 // shellSubjects are the strings deny and ask Bash rules are matched against.

@@ -197,3 +197,38 @@ func TestLoadRequiresPolicies(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultDenyRules: the embedded policy's rm rules deny only what is
+// never legitimate; an rm inside the project is left to the stages.
+func TestDefaultDenyRules(t *testing.T) {
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.Config{Policies: c.EnginePolicies(), Home: "/home/dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := t.TempDir()
+	for _, tc := range []struct {
+		cmd      string
+		denyRule bool
+	}{
+		{"rm -rf /", true},
+		{"rm -rf ~", true},
+		{"rm -rf $HOME", true},
+		{"rm -rf /etc", true},
+		{"rm -rf /usr", true},
+		{"rm -rf " + project + "/build && make", false},
+		{"rm -rf /tmp/cache", false},
+		{"rm -rf build", false},
+	} {
+		res, err := eng.Check(t.Context(), &engine.Request{WorkingDirectory: project, Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": tc.cmd}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Decision == engine.Deny && res.Source == engine.SourceRule; got != tc.denyRule {
+			t.Errorf("%q: %s by %s (%s); denied by a rule: want %v", tc.cmd, res.Decision, res.Source, res.Reason, tc.denyRule)
+		}
+	}
+}

@@ -337,7 +337,9 @@ func (e *Engine) analyseShell(ctx context.Context, req *Request, p *policy, c *c
 		switch {
 		case !okWD:
 			c.unproven = "the working directory field is not a string"
-		case err != nil || c.cwd == "" || !rs.inProject(resolved):
+		case c.cwd == "":
+			c.unproven = "runs in " + truncate(wd, 200) + ", and the request names no project"
+		case err != nil || !rs.inProject(resolved):
 			c.unproven = "runs in " + truncate(wd, 200) + ", outside the project"
 		default:
 			dir = resolved

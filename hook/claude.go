@@ -162,11 +162,14 @@ func ClaudeRequest(in *ClaudeInput, opt Options) (*toolgatev1.CheckRequest, erro
 	return req, nil
 }
 
+// absOrEmpty passes an absolute directory on as the agent gave it (the
+// server resolves it the kernel's way; cleaning it here would take
+// "link/.." lexically) and drops a relative one.
 func absOrEmpty(dir string) string {
 	if !filepath.IsAbs(dir) {
 		return ""
 	}
-	return filepath.Clean(dir)
+	return dir
 }
 
 // preToolUseOutput is the PreToolUse hook output that Claude Code and Codex
@@ -203,6 +206,24 @@ func ClaudeOutput(w io.Writer, decision, reason string) error {
 		decision = Deny
 	}
 	return writePreToolUse(w, decision, reason)
+}
+
+// ClaudeAsksUser reports whether the point of a Claude Code tool is a
+// question to the user: its permission prompt is the question itself (the
+// plan to approve, the choices to answer), so a hook's allow would skip
+// what the user is there to say.
+func ClaudeAsksUser(tool string) bool {
+	return tool == "ExitPlanMode" || tool == "AskUserQuestion"
+}
+
+// ClaudeToolOutput is ClaudeOutput for a call of tool: for a tool that asks
+// the user (ClaudeAsksUser) only a deny is written, and anything else
+// writes nothing, which leaves the call to Claude Code's own prompt.
+func ClaudeToolOutput(w io.Writer, tool, decision, reason string) error {
+	if ClaudeAsksUser(tool) && decision != Deny {
+		return nil
+	}
+	return ClaudeOutput(w, decision, reason)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -140,12 +140,21 @@ func codexToolInput(tool string, input map[string]any) map[string]any {
 }
 
 // CodexRequest builds the CheckRequest for a Codex PreToolUse input: the
-// tool name, the input mapped by codexToolInput, the working directory
-// (only when cwd is absolute), the session id, request id = tool_use_id, the
-// mode from CodexMode, and the last opt.TranscriptEntries entries of the
-// rollout file (see readCodexTranscript), reading at most
-// opt.MaxTranscriptBytes from its end. A missing or unreadable transcript, or
-// a transcript_path that is not absolute, yields no transcript and no error.
+// tool name, the input mapped by codexToolInput, the session id, request
+// id = tool_use_id, the mode from CodexMode, and the last
+// opt.TranscriptEntries entries of the rollout file (see
+// readCodexTranscript), reading at most opt.MaxTranscriptBytes from its
+// end.
+//
+// The hook's cwd is where the command runs (exec_command's workdir), not
+// the project: the session's root is the cwd of the rollout's last
+// turn_context (or of its session_meta). That root is the working
+// directory, and a shell command carries the hook's cwd as its own
+// "workdir", so that a command run in another repository is judged as
+// running there. Without a rollout naming an absolute root the project is
+// unknown: no working directory is sent, and nothing that depends on
+// where the project is can be allowed locally. A tool other than a shell
+// whose cwd is not the root is sent without one too.
 func CodexRequest(in *CodexInput, opt Options) (*toolgatev1.CheckRequest, error) {
 	if in == nil {
 		return nil, errors.New("hook: nil input")
@@ -153,7 +162,32 @@ func CodexRequest(in *CodexInput, opt Options) (*toolgatev1.CheckRequest, error)
 	if in.ToolName == "" {
 		return nil, errors.New("hook: missing tool name")
 	}
-	input, err := structpb.NewStruct(codexToolInput(in.ToolName, in.ToolInput))
+	var (
+		entries []*toolgatev1.TranscriptEntry
+		root    string
+	)
+	if filepath.IsAbs(in.TranscriptPath) {
+		entries, root = readCodexRollout(in.TranscriptPath, opt.entries(), opt.maxBytes())
+	}
+	tool := codexToolInput(in.ToolName, in.ToolInput)
+	cwd := absOrEmpty(in.Cwd)
+	wd := ""
+	switch {
+	case codexShellTools[in.ToolName]:
+		wd = root
+		if cwd != "" {
+			tool = maps.Clone(tool)
+			if _, has := tool["workdir"]; !has {
+				tool["workdir"] = cwd
+			} else if tool["workdir"] != cwd {
+				// Two places: the engine refuses an ambiguous workdir.
+				tool["cwd"] = cwd
+			}
+		}
+	case cwd != "" && cwd == root:
+		wd = root
+	}
+	input, err := structpb.NewStruct(tool)
 	if err != nil {
 		return nil, fmt.Errorf("hook: tool_input: %w", err)
 	}
@@ -161,14 +195,17 @@ func CodexRequest(in *CodexInput, opt Options) (*toolgatev1.CheckRequest, error)
 		RequestId:        in.ToolUseID,
 		SessionId:        in.SessionID,
 		Tool:             &toolgatev1.ToolCall{Name: in.ToolName, Input: input},
-		WorkingDirectory: absOrEmpty(in.Cwd),
+		WorkingDirectory: wd,
 		Mode:             CodexMode(in.PermissionMode),
 	}
-	if n := opt.entries(); n > 0 && filepath.IsAbs(in.TranscriptPath) {
-		req.Transcript = readCodexTranscript(in.TranscriptPath, n, opt.maxBytes())
+	if opt.entries() > 0 {
+		req.Transcript = entries
 	}
 	return req, nil
 }
+
+// codexShellTools are the names Codex gives its shell tools in hook input.
+var codexShellTools = map[string]bool{"Bash": true, "shell": true, "shell_command": true, "exec_command": true, "local_shell": true}
 
 // CodexOutput writes the Codex PreToolUse hook output: nothing for "allow"
 // (Codex's own approval policy and sandbox still apply), a deny with the

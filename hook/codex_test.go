@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,20 +103,21 @@ func TestCodexRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.TranscriptPath = "" // no transcript
+	in.TranscriptPath = "" // no rollout: the project is unknown
 	req, err := CodexRequest(in, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if req.GetRequestId() != "call_abc" || req.GetSessionId() != "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b" ||
-		req.GetWorkingDirectory() != "/work/app" || req.GetTool().GetName() != "Bash" ||
+		req.GetWorkingDirectory() != "" || req.GetTool().GetName() != "Bash" ||
 		req.GetTool().GetInput().GetFields()["command"].GetStringValue() != "cargo test" ||
+		req.GetTool().GetInput().GetFields()["workdir"].GetStringValue() != "/work/app" ||
 		len(req.GetTranscript()) != 0 {
 		t.Errorf("request %v", req)
 	}
 	in.Cwd = "app"
-	if req, _ := CodexRequest(in, Options{}); req.GetWorkingDirectory() != "" {
-		t.Errorf("relative cwd → %q", req.GetWorkingDirectory())
+	if req, _ := CodexRequest(in, Options{}); req.GetWorkingDirectory() != "" || req.GetTool().GetInput().GetFields()["workdir"] != nil {
+		t.Errorf("relative cwd → %v", req)
 	}
 	if _, err := CodexRequest(nil, Options{}); err == nil {
 		t.Error("nil input: no error")
@@ -131,13 +133,16 @@ func TestCodexRequest(t *testing.T) {
 		{"apply_patch", "apply_patch", map[string]any{"command": patch}, map[string]any{"input": patch}},
 		// Both fields: Codex never sends this; left as it is rather than guessed.
 		{"apply_patch clash", "apply_patch", map[string]any{"command": patch, "input": "x"}, map[string]any{"command": patch, "input": "x"}},
-		{"shell", "Bash", map[string]any{"command": "ls"}, map[string]any{"command": "ls"}},
+		{"shell", "Bash", map[string]any{"command": "ls"}, map[string]any{"command": "ls", "workdir": "/w"}},
+		// A workdir of its own that is not the hook's: both go, and the
+		// engine refuses the ambiguity.
+		{"shell workdir", "Bash", map[string]any{"command": "ls", "workdir": "/x"}, map[string]any{"command": "ls", "workdir": "/x", "cwd": "/w"}},
 		{"mcp", "mcp__memory__create_entities", map[string]any{"command": "x"}, map[string]any{"command": "x"}},
 	}
 	for _, tc := range inputs {
 		t.Run(tc.name, func(t *testing.T) {
 			orig, _ := json.Marshal(tc.input)
-			req, err := CodexRequest(&CodexInput{ToolName: tc.tool, ToolInput: tc.input}, Options{})
+			req, err := CodexRequest(&CodexInput{ToolName: tc.tool, ToolInput: tc.input, Cwd: "/w"}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -307,5 +312,47 @@ func TestDenyReasonNeverEmpty(t *testing.T) {
 		if !strings.Contains(buf.String(), defaultDenyReason) {
 			t.Errorf("%s: %s", name, buf.String())
 		}
+	}
+}
+
+// TestCodexRoot: the project is the rollout's root, never the hook's cwd,
+// which is where the command runs.
+func TestCodexRoot(t *testing.T) {
+	rollout := writeTranscript(t, codexRollout)
+	// The current turn runs elsewhere: its turn_context wins.
+	moved := writeTranscript(t, append(slices.Clone(codexRollout),
+		`{"timestamp":"2026-05-02T10:01:00.000Z","type":"turn_context","payload":{"cwd":"/work/lib","approval_policy":"never"}}`))
+	// Only the first line names the root: the tail read misses the rest.
+	metaOnly := writeTranscript(t, append([]string{codexRollout[0], strings.Repeat(`{"type":"event_msg","payload":{"type":"token_count"}}`+"\n", 200)}, codexRollout[8:10]...))
+	relative := writeTranscript(t, []string{`{"type":"session_meta","payload":{"cwd":"work/app"}}`})
+	for _, tc := range []struct {
+		name, rollout, tool, cwd string
+		opt                      Options
+		wantWD, wantWorkdir      string
+	}{
+		{"shell in the root", rollout, "Bash", "/work/app", Options{}, "/work/app", "/work/app"},
+		{"shell in another repository", rollout, "Bash", "/tmp/other", Options{}, "/work/app", "/tmp/other"},
+		{"last turn_context", moved, "Bash", "/work/lib/sub", Options{}, "/work/lib", "/work/lib/sub"},
+		{"session_meta from the head", metaOnly, "Bash", "/tmp/other", Options{MaxTranscriptBytes: 4 << 10}, "/work/app", "/tmp/other"},
+		{"no rollout", "", "Bash", "/work/app", Options{}, "", "/work/app"},
+		{"missing rollout", rollout + ".gone", "Bash", "/work/app", Options{}, "", "/work/app"},
+		{"relative root", relative, "Bash", "/work/app", Options{}, "", "/work/app"},
+		{"patch in the root", rollout, "apply_patch", "/work/app", Options{}, "/work/app", ""},
+		{"patch elsewhere", rollout, "apply_patch", "/tmp/other", Options{}, "", ""},
+		{"patch without rollout", "", "apply_patch", "/work/app", Options{}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &CodexInput{ToolName: tc.tool, ToolInput: map[string]any{"command": "git status"}, Cwd: tc.cwd, TranscriptPath: tc.rollout}
+			req, err := CodexRequest(in, tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := req.GetWorkingDirectory(); got != tc.wantWD {
+				t.Errorf("working directory %q, want %q", got, tc.wantWD)
+			}
+			if got := req.GetTool().GetInput().GetFields()["workdir"].GetStringValue(); got != tc.wantWorkdir {
+				t.Errorf("workdir %q, want %q", got, tc.wantWorkdir)
+			}
+		})
 	}
 }

@@ -114,7 +114,9 @@ func TestClaudeRequestFields(t *testing.T) {
 
 	cwdCases := []struct{ cwd, want string }{
 		{"/work/app", "/work/app"},
-		{"/work/app/../lib/", "/work/lib"},
+		// Passed on as given: the server resolves it the kernel's way
+		// (app may be a link, and app/.. then is not /work).
+		{"/work/app/../lib/", "/work/app/../lib/"},
 		{"work/app", ""},
 		{"./app", ""},
 		{"", ""},
@@ -506,6 +508,37 @@ func TestStripTagged(t *testing.T) {
 	} {
 		if got := stripTagged(in, "r"); got != want {
 			t.Errorf("stripTagged(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestClaudeToolOutput(t *testing.T) {
+	for _, tc := range []struct {
+		tool, decision string
+		want           string // the permissionDecision written, "" for nothing
+	}{
+		{"ExitPlanMode", Allow, ""},
+		{"ExitPlanMode", Ask, ""},
+		{"ExitPlanMode", Deny, Deny},
+		{"AskUserQuestion", Allow, ""},
+		{"AskUserQuestion", Deny, Deny},
+		{"AskUserQuestion", "bogus", ""},
+		{"Read", Allow, Allow},
+		{"Bash", Ask, Ask},
+		{"", Allow, Allow},
+	} {
+		var b bytes.Buffer
+		if err := ClaudeToolOutput(&b, tc.tool, tc.decision, "why"); err != nil {
+			t.Fatal(err)
+		}
+		var out preToolUseOutput
+		if b.Len() > 0 {
+			if err := json.Unmarshal(b.Bytes(), &out); err != nil {
+				t.Fatalf("%s %s: %q: %v", tc.tool, tc.decision, b.String(), err)
+			}
+		}
+		if got := out.HookSpecificOutput.PermissionDecision; got != tc.want {
+			t.Errorf("%s %s: wrote %q, want %q", tc.tool, tc.decision, got, tc.want)
 		}
 	}
 }

@@ -290,20 +290,88 @@ type codexPayload struct {
 // argument. Everything else (reasoning, developer messages, session and turn
 // metadata, other events) is skipped, as are lines that do not parse.
 func readCodexTranscript(path string, n int, maxBytes int64) []*toolgatev1.TranscriptEntry {
+	out, _ := readCodexRollout(path, n, maxBytes)
+	return out
+}
+
+// readCodexRollout is readCodexTranscript that also returns the session's
+// root: the cwd of the last turn_context line in the tail (the current
+// turn's), else that of the session_meta line that starts the file; ""
+// when neither names an absolute directory.
+func readCodexRollout(path string, n int, maxBytes int64) ([]*toolgatev1.TranscriptEntry, string) {
 	data := readTail(path, maxBytes)
 	var out []*toolgatev1.TranscriptEntry
+	root := ""
 	for line := range bytes.SplitSeq(data, []byte{'\n'}) {
-		if e := codexEntry(bytes.TrimSpace(line)); e != nil {
+		line = bytes.TrimSpace(line)
+		if cwd, ok := codexContextCwd(line, "turn_context"); ok {
+			root = cwd
+		}
+		if e := codexEntry(line); e != nil {
 			out = append(out, e)
+		}
+	}
+	if root == "" {
+		if first, ok := readFirstLine(path, maxSessionMetaBytes); ok {
+			root, _ = codexContextCwd(first, "session_meta")
 		}
 	}
 	if len(out) > n {
 		out = out[len(out)-n:]
 	}
 	if len(out) == 0 {
-		return nil
+		out = nil
 	}
-	return out
+	return out, root
+}
+
+// maxSessionMetaBytes bounds the first line read for session_meta, which
+// may carry the session's base instructions.
+const maxSessionMetaBytes = 1 << 20
+
+// codexContextCwd returns payload.cwd of a rollout line of the given type,
+// when it is an absolute path.
+func codexContextCwd(line []byte, typ string) (string, bool) {
+	if !bytes.Contains(line, []byte(typ)) {
+		return "", false // most lines: skip the decoding
+	}
+	var l struct {
+		Type    string `json:"type"`
+		Payload struct {
+			Cwd string `json:"cwd"`
+		} `json:"payload"`
+	}
+	if json.Unmarshal(line, &l) != nil || l.Type != typ {
+		return "", false
+	}
+	cwd := absOrEmpty(l.Payload.Cwd)
+	return cwd, cwd != ""
+}
+
+// readFirstLine returns the first line of the regular file at path when it
+// ends within max bytes.
+func readFirstLine(path string, max int64) ([]byte, bool) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, false
+	}
+	buf := make([]byte, 0, 4096)
+	chunk := make([]byte, 4096)
+	for int64(len(buf)) < max {
+		k, err := f.Read(chunk)
+		if i := bytes.IndexByte(chunk[:k], '\n'); i >= 0 {
+			return append(buf, chunk[:i]...), true
+		}
+		buf = append(buf, chunk[:k]...)
+		if err != nil {
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // codexEntry converts one rollout line into an entry, or nil.

@@ -47,6 +47,13 @@ var hookGoldenCases = []struct {
 	{"claude-code/deny-rule", serverLocal, nil},
 	{"claude-code/ask-default-mode", serverLocal, nil},
 	{"claude-code/auto-classifier-transcript", serverClassifier, nil},
+	// Tools whose point is a question to the user get no allow, which
+	// would skip the question: the golden files are empty.
+	// --mode decides in that mode whatever the agent reports, except plan.
+	{"claude-code/allow-edit-mode-auto", serverLocal, []string{"--mode", "auto"}},
+	{"claude-code/plan-stays-plan", serverLocal, []string{"--mode", "auto"}},
+	{"claude-code/no-decision-exit-plan-mode", serverLocal, nil},
+	{"claude-code/no-decision-ask-user-question", serverLocal, nil},
 	{"claude-code/server-down", serverDown, nil},
 	{"claude-code/server-down-on-error-ask", serverDown, []string{"--on-error", "ask"}},
 	{"claude-code/bad-input-truncated", serverLocal, nil},
@@ -62,6 +69,10 @@ var hookGoldenCases = []struct {
 	// A Codex allow prints nothing: its golden file is empty.
 	{"codex/allow-read-only", serverLocal, nil},
 	{"codex/allow-patch-in-project", serverLocal, nil},
+	// The hook's cwd is where the command runs; the project comes from
+	// the rollout, and without one it is unknown.
+	{"codex/ask-other-repository", serverLocal, nil},
+	{"codex/ask-no-rollout", serverLocal, nil},
 	{"codex/deny-rule", serverLocal, nil},
 	{"codex/ask-as-deny", serverLocal, nil},
 	{"codex/classifier-transcript", serverClassifier, nil},

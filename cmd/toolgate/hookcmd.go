@@ -20,7 +20,7 @@ import (
 // bounded tail.
 func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: toolgate hook claude-code|gemini-cli|codex [--addr ADDR] [--tls-ca FILE] [--token-file FILE] [--timeout 5s] [--on-error deny|ask]")
+		fmt.Fprintln(stderr, "usage: toolgate hook claude-code|gemini-cli|codex [--addr ADDR] [--tls-ca FILE] [--token-file FILE] [--timeout 5s] [--on-error deny|ask] [--mode MODE]")
 		return exitHookBlock
 	}
 	agent := args[0]
@@ -29,6 +29,7 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	cf := addClientFlags(fs)
 	timeout := fs.Duration("timeout", 5*time.Second, "deadline for reading the input and transcript, connecting and deciding")
 	onError := fs.String("on-error", "deny", "decision when the server cannot decide: deny or ask")
+	modeName := fs.String("mode", "", "decide in this mode (auto, default, accept_edits, plan, bypass) whatever the agent reports, except that the agent's plan mode stays plan; default: the agent's mode")
 	if err := fs.Parse(args[1:]); err != nil {
 		// -h too: an agent takes exit 0 with no decision as "go ahead".
 		return exitHookBlock
@@ -37,9 +38,16 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintln(stderr, "toolgate hook: --on-error must be deny or ask")
 		return exitHookBlock
 	}
+	forced, ok := modeNames[*modeName]
+	if *modeName != "" && !ok {
+		fmt.Fprintf(stderr, "toolgate hook: --mode %q: want auto, default, accept_edits, plan or bypass\n", *modeName)
+		return exitHookBlock
+	}
 	var (
 		build  func(io.Reader) (*pb.CheckRequest, error)
 		output func(io.Writer, string, string) error
+		// tool is the call's tool name once its input is built.
+		tool string
 	)
 	switch agent {
 	case "claude-code":
@@ -50,7 +58,11 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			}
 			return hook.ClaudeRequest(in, hook.Options{})
 		}
-		output = hook.ClaudeOutput
+		// The tool decides how a decision is written; before the input is
+		// read, it is unknown ("").
+		output = func(w io.Writer, decision, reason string) error {
+			return hook.ClaudeToolOutput(w, tool, decision, reason)
+		}
 	case "gemini-cli":
 		build = func(r io.Reader) (*pb.CheckRequest, error) {
 			in, err := hook.ParseGemini(r)
@@ -85,6 +97,12 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	req, err := buildWithin(ctx, build, stdin)
 	if err != nil {
 		return fail(err.Error())
+	}
+	tool = req.GetTool().GetName()
+	if *modeName != "" && req.GetMode() != pb.PermissionMode_PERMISSION_MODE_PLAN {
+		// The user's choice for an agent without the mode (a Claude Code
+		// with no auto mode); plan mode can only narrow, so it stays.
+		req.Mode = forced
 	}
 	conn, err := cf.dial()
 	if err != nil {

@@ -356,3 +356,35 @@ func TestCodexRoot(t *testing.T) {
 		})
 	}
 }
+
+// TestCodexUserMessage reads a rollout Codex 0.169 wrote (recorded by
+// e2e/agents/codex): the typed prompt is only an item_completed
+// UserMessage there, and must reach the transcript as the user's words,
+// once, without the injected context.
+func TestCodexUserMessage(t *testing.T) {
+	entries := readCodexTranscript("testdata/codex-0.169-rollout.jsonl", 100, 1<<20)
+	var users []string
+	for _, e := range entries {
+		if e.GetRole() == toolgatev1.Role_ROLE_USER {
+			users = append(users, e.GetText())
+		}
+		if strings.Contains(e.GetText(), "environment_context") {
+			t.Errorf("injected context as an entry: %q", e.GetText())
+		}
+	}
+	if len(users) != 1 || users[0] != "Run the scripted toolgate e2e steps." {
+		t.Errorf("user entries %q", users)
+	}
+
+	// Both spellings of one prompt, as a rollout written across versions
+	// may hold: one entry.
+	both := writeTranscript(t, []string{
+		`{"type":"event_msg","payload":{"type":"user_message","message":"deploy it"}}`,
+		`{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"UserMessage","content":[{"type":"text","text":"deploy it"}]}}}`,
+		`{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"AgentMessage","content":[{"type":"text","text":"not the user"}]}}}`,
+	})
+	got := readCodexTranscript(both, 100, 1<<20)
+	if len(got) != 1 || got[0].GetText() != "deploy it" || got[0].GetRole() != toolgatev1.Role_ROLE_USER {
+		t.Errorf("entries %v", got)
+	}
+}

@@ -276,12 +276,14 @@ type codexPayload struct {
 	Input     json.RawMessage `json:"input"`
 	Output    json.RawMessage `json:"output"`
 	Action    json.RawMessage `json:"action"`
+	Item      json.RawMessage `json:"item"`
 }
 
 // readCodexTranscript returns the last n entries of the Codex rollout file
 // at path, oldest first, reading at most maxBytes from the end of the file.
 //
-// What the user typed comes from event_msg "user_message" lines only: the
+// What the user typed comes from event_msg lines only ("user_message", or
+// in current rollouts "item_completed" with a "UserMessage" item): the
 // user-role response items also carry text Codex injects (AGENTS.md files
 // of the repository, environment context), which must not pass for the
 // user's words. Assistant text, tool calls (function_call, custom_tool_call,
@@ -308,6 +310,11 @@ func readCodexRollout(path string, n int, maxBytes int64) ([]*toolgatev1.Transcr
 			root = cwd
 		}
 		if e := codexEntry(line); e != nil {
+			// A rollout written across versions may say the prompt both
+			// ways (user_message, then a UserMessage item): once is enough.
+			if k := len(out); k > 0 && e.GetRole() == toolgatev1.Role_ROLE_USER && proto.Equal(out[k-1], e) {
+				continue
+			}
 			out = append(out, e)
 		}
 	}
@@ -387,6 +394,17 @@ func codexEntry(line []byte) *toolgatev1.TranscriptEntry {
 	switch {
 	case l.Type == "event_msg" && p.Type == "user_message":
 		return textEntry(toolgatev1.Role_ROLE_USER, jsonString(p.Message))
+	case l.Type == "event_msg" && p.Type == "item_completed":
+		// Current rollouts: the typed prompt as a completed UserMessage
+		// item, whose content is a list of {"type": "text", "text": ...}.
+		var item struct {
+			Type    string          `json:"type"`
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(p.Item, &item) != nil || item.Type != "UserMessage" {
+			return nil
+		}
+		return textEntry(toolgatev1.Role_ROLE_USER, codexText(item.Content))
 	case l.Type != "response_item":
 		return nil
 	}

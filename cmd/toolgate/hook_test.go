@@ -79,6 +79,16 @@ var hookGoldenCases = []struct {
 	{"codex/server-down", serverDown, nil},
 	{"codex/server-down-on-error-ask", serverDown, []string{"--on-error", "ask"}},
 	{"codex/bad-input-mcp-arguments-not-json", serverLocal, nil},
+	// Recorded from Codex 0.169 by e2e/agents/codex, paths renamed, with
+	// the rollout it wrote.
+	{"codex/real-cat-readme", serverLocal, nil},
+	{"codex/real-curl-pipe-sh", serverLocal, nil},
+	{"codex/real-git-status-other-repo", serverLocal, nil},
+	{"codex/real-git-status-other-repo-relative", serverLocal, nil},
+	{"codex/real-patch-in-project", serverLocal, nil},
+	{"codex/real-patch-outside", serverLocal, nil},
+	{"codex/real-rm-r-outside", serverLocal, nil},
+	{"codex/real-rm-rf-outside", serverLocal, nil},
 }
 
 // classifierVerdict decides from what the classifier was sent: only the

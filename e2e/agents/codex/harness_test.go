@@ -1,0 +1,567 @@
+//go:build unix
+
+package codex
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// codexVersion is the pinned @openai/codex release.
+const codexVersion = "0.169.0"
+
+const skipReason = "the real agent CLIs are installed and run by make e2e-agents (TOOLGATE_AGENTS_DIR)"
+
+// codexBinary returns the native Codex binary under
+// $TOOLGATE_AGENTS_DIR/codex, installing the pinned release there with npm
+// when it is missing or another version.
+func codexBinary(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	agents := os.Getenv("TOOLGATE_AGENTS_DIR")
+	if agents == "" {
+		t.Skip(skipReason)
+	}
+	agents, err := filepath.Abs(agents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := filepath.Join(agents, "codex")
+	pkg, triple, ok := codexPlatform()
+	if !ok {
+		t.Skipf("no @openai/codex build for %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	bin := filepath.Join(prefix, "node_modules", "@openai", pkg, "vendor", triple, "bin", "codex")
+	if installedVersion(prefix) != codexVersion || !isFile(bin) {
+		npm, err := exec.LookPath("npm")
+		if err != nil {
+			t.Fatalf("@openai/codex@%s is not in %s and npm is not on PATH to install it: %v", codexVersion, prefix, err)
+		}
+		if err := os.MkdirAll(prefix, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ictx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ictx, npm, "install", "--prefix", prefix, "--no-audit", "--no-fund", "@openai/codex@"+codexVersion)
+		t.Logf("installing: %s", strings.Join(cmd.Args, " "))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm install: %v\n%s", err, tail(out, 4000))
+		}
+	}
+	out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "codex-cli "+codexVersion {
+		t.Fatalf("%s --version: %v: %q, want codex-cli %s", bin, err, out, codexVersion)
+	}
+	return bin
+}
+
+// codexPlatform names the npm platform package and target triple that
+// hold the native binary for this machine.
+func codexPlatform() (pkg, triple string, ok bool) {
+	switch runtime.GOOS + "/" + runtime.GOARCH {
+	case "linux/amd64":
+		return "codex-linux-x64", "x86_64-unknown-linux-musl", true
+	case "linux/arm64":
+		return "codex-linux-arm64", "aarch64-unknown-linux-musl", true
+	case "darwin/amd64":
+		return "codex-darwin-x64", "x86_64-apple-darwin", true
+	case "darwin/arm64":
+		return "codex-darwin-arm64", "aarch64-apple-darwin", true
+	}
+	return "", "", false
+}
+
+func installedVersion(prefix string) string {
+	b, err := os.ReadFile(filepath.Join(prefix, "node_modules", "@openai", "codex", "package.json"))
+	if err != nil {
+		return ""
+	}
+	var p struct {
+		Version string `json:"version"`
+	}
+	if json.Unmarshal(b, &p) != nil {
+		return ""
+	}
+	return p.Version
+}
+
+// toolgateBinary returns a directory holding a "toolgate" executable:
+// $TOOLGATE_BIN linked there, or a fresh build of ./cmd/toolgate.
+func toolgateBinary(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "toolgate")
+	if bin := os.Getenv("TOOLGATE_BIN"); bin != "" {
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !isFile(abs) {
+			t.Fatalf("TOOLGATE_BIN=%s: not a file", bin)
+		}
+		if err := os.Symlink(abs, dst); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("TOOLGATE_BIN is unset and there is no go command to build toolgate: %v", err)
+	}
+	bctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(bctx, goBin, "build", "-o", dst, "github.com/toolgate/toolgate/cmd/toolgate")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/toolgate: %v\n%s", err, tail(out, 4000))
+	}
+	return dir
+}
+
+// toolgateServer is a running `toolgate serve`.
+type toolgateServer struct {
+	addr  string
+	audit string
+	log   *syncBuffer
+}
+
+// startToolgate runs `toolgate serve` on a free loopback port, with no
+// config and no classifier, and stops it (SIGTERM, then wait) at cleanup.
+func startToolgate(ctx context.Context, t *testing.T, binDir string) *toolgateServer {
+	t.Helper()
+	home := t.TempDir()
+	s := &toolgateServer{audit: filepath.Join(home, "audit.jsonl"), log: &syncBuffer{}}
+	cmd := exec.Command(filepath.Join(binDir, "toolgate"), "serve",
+		"--listen", "127.0.0.1:0", "--metrics-listen", "off", "--audit-log", s.audit)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("toolgate serve: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { err := cmd.Wait(); pw.Close(); exited <- err }()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			s.log.Write(append(line, '\n'))
+			var l struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal(line, &l) == nil && l.Msg == "serving" {
+				select {
+				case addr <- l.Addr:
+				default:
+				}
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+			t.Errorf("toolgate serve did not stop on SIGTERM within 10s; log:\n%s", s.log.tail(4000))
+		}
+	})
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	select {
+	case s.addr = <-addr:
+	case err := <-exited:
+		t.Fatalf("toolgate serve exited: %v\n%s", err, s.log.tail(4000))
+	case <-wctx.Done():
+		t.Fatalf("toolgate serve did not start: %v\n%s", context.Cause(wctx), s.log.tail(4000))
+	}
+	return s
+}
+
+// env is one Codex session's world: a git project (the session's cwd), a
+// Codex home, a directory outside the project with a victim file, and
+// another git repository whose core.fsmonitor runs a script.
+type env struct {
+	root     string // temporary root of all of them
+	project  string
+	home     string // HOME; Codex's home is home/.codex
+	outside  string
+	other    string // another git repository, with a hostile core.fsmonitor
+	other2   string // one more, reached by a relative workdir
+	record   string // hook inputs, appended by the hook wrapper
+	hooksKey string // Codex's key for the PreToolUse hook
+	hookHash string // its trust hash, as computed here
+	fake     *fakeModel
+	binDir   string // holds toolgate
+	addr     string // toolgate's address, "" without a server
+
+	stdout, stderr syncBuffer // the CLI's
+}
+
+const readme = "e2e project README: the model read this line\n"
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	root := t.TempDir()
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	e := &env{
+		root:    root,
+		project: filepath.Join(root, "project"),
+		home:    filepath.Join(root, "home"),
+		outside: filepath.Join(root, "outside"),
+		other:   filepath.Join(root, "other"),
+		other2:  filepath.Join(root, "other2"),
+		record:  filepath.Join(root, "hook-inputs.jsonl"),
+	}
+	for _, d := range []string{e.project, filepath.Join(e.home, ".codex"), e.outside, e.other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, filepath.Join(e.project, "README.md"), readme, 0o644)
+	write(t, filepath.Join(e.project, "main.go"), "package main\n\nfunc main() {}\n", 0o644)
+	write(t, e.victim(), "precious data outside the project\n", 0o644)
+	if err := os.Mkdir(e.victimDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(e.victimDir(), "data"), "more precious data\n", 0o644)
+	git(t, e.project, "init", "-q")
+	hostileRepo(t, e.other, e.fsmonitorMarker())
+	hostileRepo(t, e.other2, e.fsmonitorMarker2())
+	return e
+}
+
+// hostileRepo makes a git repository whose .git/config runs a script, as
+// core.fsmonitor, on any git status there: the script creates marker.
+func hostileRepo(t *testing.T, dir, marker string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "init", "-q")
+	write(t, filepath.Join(dir, "notes.txt"), "another repository\n", 0o644)
+	fsmonitor := filepath.Join(dir, ".git", "fsmonitor-hook")
+	write(t, fsmonitor, "#!/bin/sh\ntouch '"+marker+"'\n", 0o755)
+	git(t, dir, "config", "core.fsmonitor", fsmonitor)
+}
+
+func (e *env) victim() string          { return filepath.Join(e.outside, "victim") }
+func (e *env) victimDir() string       { return filepath.Join(e.outside, "victim-dir") }
+func (e *env) curlMarker() string      { return filepath.Join(e.outside, "curl-marker") }
+func (e *env) fsmonitorMarker() string { return filepath.Join(e.outside, "fsmonitor-marker") }
+func (e *env) fsmonitorMarker2() string {
+	return filepath.Join(e.outside, "fsmonitor-marker-2")
+}
+func (e *env) codexHome() string { return filepath.Join(e.home, ".codex") }
+
+// configure writes Codex's config.toml and hooks.json, with the hook's
+// trust hash so that Codex runs it without asking.
+func (e *env) configure(t *testing.T, hookCommand string) {
+	t.Helper()
+	hooksPath := filepath.Join(e.codexHome(), "hooks.json")
+	hooks := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
+		"matcher": "*",
+		"hooks":   []any{map[string]any{"type": "command", "command": hookCommand}},
+	}}}}
+	b, err := json.MarshalIndent(hooks, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, hooksPath, string(b)+"\n", 0o644)
+	e.hooksKey = hooksPath + ":pre_tool_use:0:0"
+	e.hookHash = hookTrustHash("pre_tool_use", "*", hookCommand)
+
+	config := fmt.Sprintf(`model = "gpt-5.5"
+model_provider = "fake"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+# Nothing but loopback: no analytics, no curated-plugin sync from GitHub.
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+
+[model_providers.fake]
+name = "fake"
+base_url = %s
+wire_api = "responses"
+env_key = "FAKE_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[hooks.state.%s]
+trusted_hash = %s
+`, tomlString(e.fake.url()+"/v1"), tomlString(e.hooksKey), tomlString(e.hookHash))
+	write(t, filepath.Join(e.codexHome(), "config.toml"), config, 0o644)
+}
+
+// hookTrustHash is Codex's trust hash of a command hook (codex-rs
+// config fingerprint of the hook's normalized identity): SHA-256 of the
+// canonical JSON (keys sorted, compact, no HTML escaping) of
+// {event_name, matcher, hooks: [{type, command, timeout, async}]}, with
+// Codex's defaults timeout 600 and async false.
+func hookTrustHash(event, matcher, command string) string {
+	identity := map[string]any{
+		"event_name": event,
+		"matcher":    matcher,
+		"hooks": []any{map[string]any{
+			"type": "command", "command": command, "timeout": 600, "async": false,
+		}},
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(identity); err != nil { // maps encode with sorted keys
+		panic(err)
+	}
+	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// environ is the whole environment of Codex and so of its hooks and
+// commands: nothing of the caller's but PATH and a few basics.
+func (e *env) environ() []string {
+	env := []string{
+		"PATH=" + e.binDir + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + e.home,
+		"CODEX_HOME=" + e.codexHome(),
+		"FAKE_KEY=e2e-not-a-key",
+		"TOOLGATE_E2E_HOOK_RECORD=" + e.record,
+		"LANG=C.UTF-8",
+		"NO_COLOR=1",
+		"TERM=dumb",
+	}
+	if e.addr != "" {
+		env = append(env, "TOOLGATE_ADDR="+e.addr)
+	}
+	for _, k := range []string{"USER", "LOGNAME", "TMPDIR"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// command makes a Codex command whose process group is killed when ctx
+// ends.
+func (e *env) command(ctx context.Context, bin string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = e.project
+	cmd.Env = e.environ()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// runCodex runs `codex exec --json PROMPT < /dev/null` in the project.
+func (e *env) runCodex(ctx context.Context, bin string) error {
+	cmd := e.command(ctx, bin, "exec", "--json", "Run the scripted toolgate e2e steps.")
+	cmd.Stdout, cmd.Stderr = &e.stdout, &e.stderr
+	err := cmd.Run()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // leftovers of the group, if any
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("codex exec: %w (%v)", context.Cause(ctx), err)
+	}
+	return err
+}
+
+// hookStatus asks `codex app-server` (hooks/list) for the hook's current
+// hash and trust status as Codex sees them.
+func (e *env) hookStatus(ctx context.Context, bin string) (hash, status string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := e.command(ctx, bin, "app-server")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", "", err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", "", err
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return "", "", err
+	}
+	defer func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second): // it did not exit on EOF
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	}()
+	msgs := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"toolgate-e2e","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"initialized"}`,
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"hooks/list","params":{"cwds":[%q]}}`, e.project),
+	}
+	if _, err := io.WriteString(stdin, strings.Join(msgs, "\n")+"\n"); err != nil {
+		return "", "", err
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var m struct {
+			ID     *int `json:"id"`
+			Result struct {
+				Data []struct {
+					Hooks []struct {
+						Key         string `json:"key"`
+						CurrentHash string `json:"currentHash"`
+						TrustStatus string `json:"trustStatus"`
+					} `json:"hooks"`
+				} `json:"data"`
+			} `json:"result"`
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil || *m.ID != 2 {
+			continue
+		}
+		if len(m.Error) > 0 {
+			return "", "", fmt.Errorf("hooks/list: %s", m.Error)
+		}
+		var keys []string
+		for _, d := range m.Result.Data {
+			for _, h := range d.Hooks {
+				if h.Key == e.hooksKey {
+					return h.CurrentHash, h.TrustStatus, nil
+				}
+				keys = append(keys, h.Key)
+			}
+		}
+		return "", "", fmt.Errorf("hooks/list has no hook %s, only %q", e.hooksKey, keys)
+	}
+	return "", "", fmt.Errorf("app-server gave no hooks/list answer (%v); stderr:\n%s", sc.Err(), stderr.tail(2000))
+}
+
+// hookInputs reads the hook inputs the wrapper recorded (JSON values one
+// after the other), in order.
+func (e *env) hookInputs() ([]json.RawMessage, error) {
+	b, err := os.ReadFile(e.record)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var out []json.RawMessage
+	for {
+		var v json.RawMessage
+		if err := dec.Decode(&v); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return out, fmt.Errorf("%s: %w", e.record, err)
+		}
+		out = append(out, v)
+	}
+}
+
+func write(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func git(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+}
+
+func isFile(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// tomlString quotes s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		return "…" + string(b[len(b)-n:])
+	}
+	return string(b)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers and readers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+func (s *syncBuffer) tail(n int) string { return tail([]byte(s.String()), n) }

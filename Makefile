@@ -65,6 +65,19 @@ bench: $(GHZ) ## Go benchmarks, then ghz load on toolgate and a bare server; wri
 soak: $(GHZ) ## Mixed load for SOAK_DURATION (default 10m); reports latency and memory drift in bench/soak.md
 	go run ./bench/loadrun -ghz $(GHZ) -soak $(SOAK_DURATION) -out bench/soak.md
 
+AGENTS     := claude-code gemini-cli codex
+AGENTS_DIR := $(BIN)/agents
+
+.PHONY: e2e-agents
+e2e-agents: build ## Install the pinned Claude Code, Gemini CLI and Codex (e2e/agents/npm) and drive each, offline, through toolgate's hooks
+	@for a in $(AGENTS); do \
+	  dir=$(AGENTS_DIR)/$$a; lock=e2e/agents/npm/$$a/package-lock.json; \
+	  if [[ -d $$dir/node_modules ]] && cmp -s $$lock $$dir/package-lock.json; then continue; fi; \
+	  echo "npm ci $$a"; mkdir -p $$dir; cp e2e/agents/npm/$$a/package.json $$lock $$dir/; \
+	  (cd $$dir && npm ci --no-audit --no-fund --loglevel=error); \
+	done
+	TOOLGATE_AGENTS_DIR=$(AGENTS_DIR) TOOLGATE_BIN=$(BIN)/toolgate go test -count=1 ./e2e/agents/...
+
 .PHONY: clients-deps
 clients-deps: ## Install the client examples' dependencies (apt packages if missing, npm ci)
 	bash clients/deps.sh

@@ -248,6 +248,12 @@ func (e *Engine) analyseRead(ctx context.Context, req *Request, p *policy, c *ca
 		}
 		if content && c.kind == KindSearch {
 			w := treeWalk{hidden: hidden, follow: follow}
+			if c.name == "grep_search" || c.name == "search_file_content" {
+				// Gemini CLI's search reads hidden files (its git grep and
+				// grep fallbacks do) but never a repository's .git: ripgrep
+				// is told to exclude **/.git/**, and the fallbacks skip it.
+				w.skipDirs = []string{".git"}
+			}
 			if c.name == "Grep" {
 				// A whitelist searches the hidden files it matches.
 				if whitelist, names := grepWhitelist(in); whitelist {

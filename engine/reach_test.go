@@ -565,3 +565,47 @@ func TestReadManyFilesNodeGlob(t *testing.T) {
 		}
 	}
 }
+
+// TestGeminiSearchSkipsGit: Gemini CLI's grep_search never enters a
+// repository's .git (it excludes **/.git/**), so a git project can be
+// searched locally; it does read other hidden files, and a filter that
+// picks secret files refuses, whatever its field's name.
+func TestGeminiSearchSkipsGit(t *testing.T) {
+	app, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(f string) {
+		p := filepath.Join(app, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("needle\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("src/a.go")
+	write(".git/config")
+	e := newEngine(t, nil, nil)
+	check := func(name string, in map[string]any) Result {
+		return mustCheck(t, e, &Request{Tool: tool(name, in), WorkingDirectory: app, Mode: ModeAuto})
+	}
+	for _, name := range []string{"grep_search", "search_file_content"} {
+		for _, in := range []map[string]any{{"pattern": "needle"}, {"pattern": "needle", "include_pattern": "*.go"}} {
+			if res := check(name, in); res.Decision != Allow {
+				t.Errorf("%s %v in a git project: %s by %s (%s), want allow", name, in, res.Decision, res.Source, res.Reason)
+			}
+		}
+		if res := check(name, map[string]any{"pattern": "needle", "include_pattern": "*.env"}); res.Decision == Allow {
+			t.Errorf("%s with include_pattern *.env: allowed (%s)", name, res.Reason)
+		}
+	}
+	// toolgate's own grep reads everything, .git included.
+	if res := check("grep", map[string]any{"pattern": "needle"}); res.Decision == Allow {
+		t.Errorf("grep into .git: allowed (%s)", res.Reason)
+	}
+	write("conf/.env")
+	if res := check("grep_search", map[string]any{"pattern": "needle"}); res.Decision == Allow {
+		t.Errorf("grep_search over a .env: allowed (%s)", res.Reason)
+	}
+}

@@ -312,10 +312,10 @@ func procReach(p string) bool {
 }
 
 // filterFields name the file filters of search and multi-read tools
-// (Claude Code Grep's glob, Gemini CLI's include): a filter that picks
-// secret files makes the tool read them, even ones it would skip by
-// default.
-var filterFields = []string{"glob", "include"}
+// (Claude Code Grep's glob, Gemini CLI's include and grep_search's
+// include_pattern): a filter that picks secret files makes the tool read
+// them, even ones it would skip by default.
+var filterFields = []string{"glob", "include", "include_pattern"}
 
 // sensitiveFilter returns the first file filter in input that may pick a
 // secret file, or a note when a filter field is not a string or a list of

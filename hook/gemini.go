@@ -29,15 +29,16 @@ import (
 //
 // Output (exit code 0, JSON on stdout): "decision" is "allow" or "deny"
 // (alias "block"); "reason" is sent to the agent as the tool error when
-// denied. The documented BeforeTool output has no "ask": the HookDecision
-// type lists "ask", but only "deny"/"block" block the tool, so "ask" would
-// let the tool run in YOLO mode. GeminiOutput therefore renders ask as a
-// deny whose reason says that user approval is needed (fail closed).
+// denied. The documented BeforeTool output has no "ask"; Gemini CLI 0.61
+// takes one as a request for the user's confirmation, even in YOLO mode,
+// which a headless run cannot give (measured by e2e/agents/geminicli: the
+// tool does not run and the run ends). GeminiOutput renders ask as a deny
+// whose reason says that user approval is needed, which the model reads.
 //
 // The input carries no permission mode and no tool call id, and the
-// transcript is a single JSON session file whose format is not documented,
-// so GeminiRequest sends mode AUTO, no request id (the server generates
-// one) and no transcript.
+// transcript (JSON lines under ~/.gemini/tmp/<project>/chats) has no
+// documented format, so GeminiRequest sends mode AUTO, no request id (the
+// server generates one) and no transcript.
 
 // GeminiInput is the parsed Gemini CLI BeforeTool hook input.
 type GeminiInput struct {

@@ -25,6 +25,14 @@ var DefaultReadRoots = []string{
 	"~/go/pkg/mod", "~/.cargo/registry/src", "~/.cargo/git/checkouts", "~/.m2/repository",
 	"~/.gradle/caches/modules-2/files-2.1", "~/.cache/go-build", "~/.local/lib/python3.*/site-packages",
 	"/usr/local/lib/python3.*/dist-packages", "/usr/local/lib/python3.*/site-packages",
+	// Claude Code's background commands write their output here
+	// ($TMPDIR/claude-<uid>/<project>[/<session>]/tasks/<id>.output), and
+	// the agent reads it with Read, the only way left in current versions:
+	// output of commands that were themselves checked, as a foreground
+	// command's output is. macOS's TMPDIR is under /var/folders.
+	"/tmp/claude-*/*/tasks", "/tmp/claude-*/*/*/tasks",
+	"/private/tmp/claude-*/*/tasks", "/private/tmp/claude-*/*/*/tasks",
+	"/private/var/folders/*/*/T/claude-*/*/tasks", "/private/var/folders/*/*/T/claude-*/*/*/tasks",
 }
 
 // Roots is a compiled set of read roots.

@@ -82,7 +82,7 @@ func (s *Service) CheckStream(stream pb.PermissionService_CheckStreamServer) err
 	sess := &session{inFlight: map[string]bool{}}
 	defer func() { s.transcriptHeld.Add(-int64(sess.held)) }()
 	sem := make(chan struct{}, s.cfg.MaxStreamInFlight)
-	var workers sync.WaitGroup
+	workers := &checkWorkers{jobs: make(chan func())}
 	var endErr error
 
 loop:
@@ -102,13 +102,13 @@ loop:
 				endErr = r.err
 				break loop
 			}
-			if !s.handleStreamMsg(ctx, sess, r.msg, sem, &workers, out) {
+			if !s.handleStreamMsg(ctx, sess, r.msg, sem, workers, out) {
 				endErr = ctx.Err()
 				break loop
 			}
 		}
 	}
-	workers.Wait()
+	workers.stop()
 	close(out)
 	if err := <-sendDone; err != nil {
 		if stream.Context().Err() == nil {
@@ -129,7 +129,7 @@ loop:
 
 // handleStreamMsg handles one client message. It returns false when the
 // client went away while the check waited for a free slot.
-func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.CheckStreamRequest, sem chan struct{}, workers *sync.WaitGroup, out chan<- *pb.CheckStreamResponse) bool {
+func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.CheckStreamRequest, sem chan struct{}, workers *checkWorkers, out chan<- *pb.CheckStreamResponse) bool {
 	itemErr := func(id string, code codes.Code, msg string) {
 		s.logItemError(id, code, msg)
 		out <- &pb.CheckStreamResponse{RequestId: id, Result: &pb.CheckStreamResponse_Error{Error: &pb.CheckError{Code: int32(code), Message: msg}}}
@@ -218,10 +218,41 @@ func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.Chec
 	return true
 }
 
-func (s *Service) runCheck(ctx context.Context, sess *session, req *pb.CheckRequest, transcript []engine.TranscriptEntry, sem chan struct{}, workers *sync.WaitGroup, out chan<- *pb.CheckStreamResponse) {
-	workers.Add(1)
+// checkWorkers run a stream's checks on goroutines that stay for the
+// stream's life: a check's analysis grows its goroutine's stack, and a
+// fresh goroutine per check would grow it again every time. A check goes
+// to an idle worker, or to a new one when all are busy; since every
+// running check holds a slot of the stream's semaphore, there are never
+// more workers than MaxStreamInFlight.
+type checkWorkers struct {
+	jobs chan func()
+	wg   sync.WaitGroup
+}
+
+func (w *checkWorkers) run(job func()) {
+	select {
+	case w.jobs <- job:
+		return
+	default:
+	}
+	w.wg.Add(1)
 	go func() {
-		defer workers.Done()
+		defer w.wg.Done()
+		job()
+		for job := range w.jobs {
+			job()
+		}
+	}()
+}
+
+// stop waits for every check to finish; no check may be run after it.
+func (w *checkWorkers) stop() {
+	close(w.jobs)
+	w.wg.Wait()
+}
+
+func (s *Service) runCheck(ctx context.Context, sess *session, req *pb.CheckRequest, transcript []engine.TranscriptEntry, sem chan struct{}, workers *checkWorkers, out chan<- *pb.CheckStreamResponse) {
+	workers.run(func() {
 		defer func() { <-sem }()
 		id := req.GetRequestId()
 		resp, err := s.decideRecovered(ctx, req, transcript)
@@ -237,7 +268,7 @@ func (s *Service) runCheck(ctx context.Context, sess *session, req *pb.CheckRequ
 			m.Result = &pb.CheckStreamResponse_Response{Response: resp}
 		}
 		out <- m
-	}()
+	})
 }
 
 // logItemError logs a stream message answered with an error, as the

@@ -3,6 +3,7 @@ package knowledge
 import (
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -182,7 +183,60 @@ func expandHomes(homes, list []string, why string) []broadEntry {
 // these. Names are compared folded (macOS and Windows file systems ignore
 // case); refusing a name that only differs in case on Linux costs a local
 // edit, never a wrong allow. A relative or empty dir is refused.
+//
+// Answers are remembered (broadMemo): the function is pure, and every
+// check asks it about the same few working directories.
 func BroadRoot(dir, home string) string {
+	if len(dir)+len(home) > maxBroadKey {
+		return broadRoot(dir, home)
+	}
+	key := broadKey{dir, home}
+	if why, ok := broadMemo.Load().get(key); ok {
+		return why
+	}
+	why := broadRoot(dir, home)
+	broadMemo.Load().put(key, why)
+	return why
+}
+
+// maxBroadKey bounds the memo's keys: PATH_MAX for dir and home each.
+const maxBroadKey = 8192
+
+type broadKey struct{ dir, home string }
+
+// broadTable is one generation of the memo, replaced whole when full, so
+// that its memory stays bounded whatever the directories checks name.
+type broadTable struct {
+	m sync.Map // broadKey → string
+	n atomic.Int64
+}
+
+// maxBroadEntries bounds a memo generation.
+const maxBroadEntries = 1024
+
+var broadMemo = func() *atomic.Pointer[broadTable] {
+	var p atomic.Pointer[broadTable]
+	p.Store(&broadTable{})
+	return &p
+}()
+
+func (t *broadTable) get(k broadKey) (string, bool) {
+	v, ok := t.m.Load(k)
+	if !ok {
+		return "", false
+	}
+	return v.(string), true
+}
+
+func (t *broadTable) put(k broadKey, why string) {
+	if t.n.Add(1) > maxBroadEntries {
+		broadMemo.CompareAndSwap(t, &broadTable{})
+		return
+	}
+	t.m.Store(k, why)
+}
+
+func broadRoot(dir, home string) string {
 	if !strings.HasPrefix(dir, "/") {
 		return "not an absolute directory"
 	}

@@ -1,6 +1,7 @@
 package knowledge
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -214,5 +215,26 @@ func BenchmarkBroadRoot(b *testing.B) {
 		if BroadRoot("/home/dev/src/github.com/acme/project", "/home/dev") != "" {
 			b.Fatal("broad")
 		}
+	}
+}
+
+// TestBroadRootMemo: remembered answers are the function's, for more
+// directories than a memo generation holds, and a generation stays bounded.
+func TestBroadRootMemo(t *testing.T) {
+	dirs := []string{"/", "/etc", "/home/u", "/home/u/.config/x", "/home/u/src/app", "/usr/local/bin/x", "/work/app", "rel"}
+	for i := range 3000 {
+		dirs = append(dirs, fmt.Sprintf("/work/p%d/src", i), fmt.Sprintf("/home/u/.cache/p%d", i))
+	}
+	for round := range 2 {
+		for _, d := range dirs {
+			for _, home := range []string{"/home/u", ""} {
+				if got, want := BroadRoot(d, home), broadRoot(d, home); got != want {
+					t.Fatalf("round %d: BroadRoot(%q, %q) = %q, want %q", round, d, home, got, want)
+				}
+			}
+		}
+	}
+	if n := broadMemo.Load().n.Load(); n > maxBroadEntries+1 {
+		t.Errorf("a memo generation counted %d entries, past %d", n, maxBroadEntries)
 	}
 }

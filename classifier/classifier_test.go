@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
@@ -107,130 +108,152 @@ func TestVerdictBothAPIs(t *testing.T) {
 	}
 }
 
+// TestFaultsFailClosedWithinDeadline: every fault fails closed, within the
+// classifier's deadline. It runs on the fake clock of a synctest bubble,
+// over an in-memory fake, so the bound is the deadline itself.
 func TestFaultsFailClosedWithinDeadline(t *testing.T) {
 	for _, fault := range fakellm.Faults {
 		t.Run(string(fault), func(t *testing.T) {
-			fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fault, RetryAfter: -1}))
-			cfg := testConfig(fake.URL())
-			cfg.Timeout = 500 * time.Millisecond
-			c := newTestClassifier(t, cfg)
-			eng, err := engine.New(engine.Config{Classifier: c})
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			res, err := eng.Check(t.Context(), &engine.Request{Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": "make deploy"}}})
-			elapsed := time.Since(start)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Decision != engine.Deny || res.Source != engine.SourceClassifierUnavailable {
-				t.Fatalf("got %s/%s %q, want deny/classifier_unavailable", res.Decision, res.Source, res.Reason)
-			}
-			if !strings.Contains(res.Reason, "classifier failed") || !strings.Contains(res.Reason, "primary") {
-				t.Errorf("reason %q does not say the classifier failed and where", res.Reason)
-			}
-			// Generous bound: the deadline is 500ms; nothing may hang.
-			if elapsed > 3*time.Second {
-				t.Errorf("took %s with a 500ms deadline", elapsed)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				fake, hc := startMemFake(t, fakellm.Always(fakellm.Reply{Fault: fault, RetryAfter: -1}))
+				cfg := testConfig(fake.URL())
+				cfg.Timeout = 500 * time.Millisecond
+				c := newMemClassifier(t, cfg, hc)
+				eng, err := engine.New(engine.Config{Classifier: c})
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				res, err := eng.Check(t.Context(), &engine.Request{Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": "make deploy"}}})
+				elapsed := time.Since(start)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Decision != engine.Deny || res.Source != engine.SourceClassifierUnavailable {
+					t.Fatalf("got %s/%s %q, want deny/classifier_unavailable", res.Decision, res.Source, res.Reason)
+				}
+				if !strings.Contains(res.Reason, "classifier failed") || !strings.Contains(res.Reason, "primary") {
+					t.Errorf("reason %q does not say the classifier failed and where", res.Reason)
+				}
+				if elapsed > cfg.Timeout {
+					t.Errorf("took %s with a %s deadline", elapsed, cfg.Timeout)
+				}
+			})
 		})
 	}
 }
 
 func TestRetryOnceHonouringRetryAfter(t *testing.T) {
-	fake := fakellm.Start(t, fakellm.Sequence(
-		fakellm.Reply{Fault: fakellm.FaultRateLimit, RetryAfter: 300 * time.Millisecond},
-		fakellm.Reply{Block: true, Reason: "second try"},
-	))
-	c := newTestClassifier(t, testConfig(fake.URL()))
-	start := time.Now()
-	v, err := c.Classify(t.Context(), input("Bash", "x", ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v.Decision != engine.Deny || v.Reason != "second try" || fake.Count() != 2 {
-		t.Fatalf("got %+v after %d requests", v, fake.Count())
-	}
-	if gap := time.Since(start); gap < 300*time.Millisecond {
-		t.Errorf("retried after %s, before Retry-After", gap)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		fake, hc := startMemFake(t, fakellm.Sequence(
+			fakellm.Reply{Fault: fakellm.FaultRateLimit, RetryAfter: 300 * time.Millisecond},
+			fakellm.Reply{Block: true, Reason: "second try"},
+		))
+		c := newMemClassifier(t, testConfig(fake.URL()), hc)
+		start := time.Now()
+		v, err := c.Classify(t.Context(), input("Bash", "x", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Decision != engine.Deny || v.Reason != "second try" || fake.Count() != 2 {
+			t.Fatalf("got %+v after %d requests", v, fake.Count())
+		}
+		// The fake clock moves only when the retry waits.
+		if gap := time.Since(start); gap < 300*time.Millisecond {
+			t.Errorf("retried after %s, before Retry-After", gap)
+		}
 
-	// A Retry-After beyond the deadline is not waited for.
-	fake.SetHandler(fakellm.Always(fakellm.Reply{Fault: fakellm.FaultRateLimit, RetryAfter: 10 * time.Second}))
-	_, err = c.Classify(t.Context(), input("Bash", "y", ""))
-	if err == nil || !strings.Contains(err.Error(), "no time left to retry") {
-		t.Fatalf("err %v: want a failure that declined to wait past the deadline", err)
-	}
-	// A 400 is not retried.
-	n := fake.Count()
-	fake.SetHandler(fakellm.Always(fakellm.Reply{Fault: fakellm.FaultBadRequest}))
-	if _, err := c.Classify(t.Context(), input("Bash", "z", "")); err == nil || fake.Count() != n+1 {
-		t.Fatalf("bad request: err %v, %d requests (want exactly one)", err, fake.Count()-n)
-	}
+		// A Retry-After beyond the deadline is not waited for.
+		fake.SetHandler(fakellm.Always(fakellm.Reply{Fault: fakellm.FaultRateLimit, RetryAfter: 10 * time.Second}))
+		_, err = c.Classify(t.Context(), input("Bash", "y", ""))
+		if err == nil || !strings.Contains(err.Error(), "no time left to retry") {
+			t.Fatalf("err %v: want a failure that declined to wait past the deadline", err)
+		}
+		// A 400 is not retried.
+		n := fake.Count()
+		fake.SetHandler(fakellm.Always(fakellm.Reply{Fault: fakellm.FaultBadRequest}))
+		if _, err := c.Classify(t.Context(), input("Bash", "z", "")); err == nil || fake.Count() != n+1 {
+			t.Fatalf("bad request: err %v, %d requests (want exactly one)", err, fake.Count()-n)
+		}
+	})
 }
 
 func TestCallerDeadlineWins(t *testing.T) {
-	fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultHang}))
-	cfg := testConfig(fake.URL())
-	cfg.Timeout = 10 * time.Second
-	c := newTestClassifier(t, cfg)
-	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := c.Classify(ctx, input("Bash", "x", ""))
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("got %v, want the caller's deadline", err)
-	}
-	if time.Since(start) > 2*time.Second {
-		t.Errorf("took %s past a 200ms caller deadline", time.Since(start))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		fake, hc := startMemFake(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultHang}))
+		cfg := testConfig(fake.URL())
+		cfg.Timeout = 10 * time.Second
+		c := newMemClassifier(t, cfg, hc)
+		const deadline = 200 * time.Millisecond
+		ctx, cancel := context.WithTimeout(t.Context(), deadline)
+		defer cancel()
+		start := time.Now()
+		_, err := c.Classify(ctx, input("Bash", "x", ""))
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v, want the caller's deadline", err)
+		}
+		if elapsed := time.Since(start); elapsed > deadline {
+			t.Errorf("took %s past a %s caller deadline", elapsed, deadline)
+		}
+		// The upstream call, shared and detached from its callers, still
+		// ends by the classifier's own deadline: the bubble would report
+		// it left blocked otherwise.
+		time.Sleep(cfg.Timeout) // synctest: the fake clock, no real wait
+		synctest.Wait()
+		if s := c.Pool().States()[0]; s.InFlight != 0 || fake.Count() != 1 {
+			t.Errorf("after the classifier deadline: %+v, %d requests; want the one call ended", s, fake.Count())
+		}
+	})
 }
 
 func TestCacheAndCoalescing(t *testing.T) {
-	var calls atomic.Int32
-	fake := fakellm.Start(t, func(r *fakellm.Request) fakellm.Reply {
-		calls.Add(1)
-		return fakellm.Reply{Latency: 200 * time.Millisecond}
-	})
-	// What is counted is upstream calls, not time: a long timeout keeps a
-	// loaded machine from failing the attempt.
-	cfg := testConfig(fake.URL())
-	cfg.Timeout = 20 * time.Second
-	c := newTestClassifier(t, cfg)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			if v, err := c.Classify(t.Context(), input("Bash", "same", "")); err != nil || v.Decision != engine.Allow {
-				t.Errorf("%+v %v", v, err)
-			}
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		fake, hc := startMemFake(t, func(r *fakellm.Request) fakellm.Reply {
+			calls.Add(1)
+			return fakellm.Reply{Latency: 200 * time.Millisecond}
 		})
-	}
-	wg.Wait()
-	if n := calls.Load(); n != 1 {
-		t.Fatalf("%d upstream calls for 8 identical classifications, want 1", n)
-	}
-	v, err := c.Classify(t.Context(), input("Bash", "same", ""))
-	if err != nil || !v.Cached || !v.Details.Cached || calls.Load() != 1 {
-		t.Fatalf("second round: %+v %v, %d calls; want a cache hit", v, err, calls.Load())
-	}
-	if _, err := c.Classify(t.Context(), input("Bash", "different", "")); err != nil || calls.Load() != 2 {
-		t.Fatalf("a different prompt must go upstream: %v, %d calls", err, calls.Load())
-	}
-
-	off := testConfig(fake.URL())
-	no := false
-	off.Cache.Enabled, off.Coalesce = &no, &no
-	c2 := newTestClassifier(t, off)
-	before := calls.Load()
-	for range 2 {
-		if v, err := c2.Classify(t.Context(), input("Bash", "same", "")); err != nil || v.Cached {
-			t.Fatalf("%+v %v", v, err)
+		c := newMemClassifier(t, testConfig(fake.URL()), hc)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				if v, err := c.Classify(t.Context(), input("Bash", "same", "")); err != nil || v.Decision != engine.Allow {
+					t.Errorf("%+v %v", v, err)
+				}
+			})
 		}
-	}
-	if calls.Load()-before != 2 {
-		t.Fatalf("cache off: %d calls, want 2", calls.Load()-before)
-	}
+		// The fake clock stands still until all eight wait: the upstream
+		// latency cannot end before the last one has asked.
+		wg.Wait()
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("%d upstream calls for 8 identical classifications, want 1", n)
+		}
+		v, err := c.Classify(t.Context(), input("Bash", "same", ""))
+		if err != nil || !v.Cached || !v.Details.Cached || calls.Load() != 1 {
+			t.Fatalf("second round: %+v %v, %d calls; want a cache hit", v, err, calls.Load())
+		}
+		if _, err := c.Classify(t.Context(), input("Bash", "different", "")); err != nil || calls.Load() != 2 {
+			t.Fatalf("a different prompt must go upstream: %v, %d calls", err, calls.Load())
+		}
+
+		off := testConfig(fake.URL())
+		no := false
+		off.Cache.Enabled, off.Coalesce = &no, &no
+		c2 := newMemClassifier(t, off, hc)
+		before := calls.Load()
+		var wg2 sync.WaitGroup
+		for range 2 {
+			wg2.Go(func() {
+				if v, err := c2.Classify(t.Context(), input("Bash", "same", "")); err != nil || v.Cached {
+					t.Errorf("%+v %v", v, err)
+				}
+			})
+		}
+		wg2.Wait()
+		if calls.Load()-before != 2 {
+			t.Fatalf("cache and coalescing off: %d calls, want 2", calls.Load()-before)
+		}
+	})
 }
 
 func TestSessionBlockLimits(t *testing.T) {
@@ -296,42 +319,40 @@ func TestTwoStage(t *testing.T) {
 }
 
 func TestFailoverAndSaturation(t *testing.T) {
-	broken := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultServerError, RetryAfter: -1}))
-	good := fakellm.Start(t, fakellm.Always(fakellm.Reply{Reason: "from the second"}))
-	c := newTestClassifier(t, testConfig(broken.URL(), good.URL()))
-	v, err := c.Classify(t.Context(), input("Bash", "x", ""))
-	if err != nil || v.Details.Backend != "secondary" || v.Reason != "from the second" {
-		t.Fatalf("failover: %+v %v", v, err)
-	}
-	if broken.Count() == 0 {
-		t.Error("the higher-priority backend was never tried")
-	}
-
-	slow := fakellm.Start(t, fakellm.Always(fakellm.Reply{Latency: time.Second}))
-	cfg := testConfig(slow.URL())
-	cfg.Backends[0].MaxConcurrent = 1
-	cfg.QueueTimeout = 50 * time.Millisecond
-	c = newTestClassifier(t, cfg)
-	started := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		close(started)
-		_, _ = c.Classify(t.Context(), input("Bash", "first", ""))
-	}()
-	<-started
-	// Wait until the first call holds the only slot.
-	for deadline := time.Now().Add(5 * time.Second); c.Pool().States()[0].InFlight == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("first call never took the slot")
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet(t)
+		broken := n.serve(t, "broken.test", fakellm.Always(fakellm.Reply{Fault: fakellm.FaultServerError, RetryAfter: -1}))
+		good := n.serve(t, "good.test", fakellm.Always(fakellm.Reply{Reason: "from the second"}))
+		hc := WithHTTPClient(n.client())
+		c := newMemClassifier(t, testConfig(broken.URL(), good.URL()), hc)
+		v, err := c.Classify(t.Context(), input("Bash", "x", ""))
+		if err != nil || v.Details.Backend != "secondary" || v.Reason != "from the second" {
+			t.Fatalf("failover: %+v %v", v, err)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	_, err = c.Classify(t.Context(), input("Bash", "second", ""))
-	if !errors.Is(err, ErrSaturated) {
-		t.Fatalf("got %v, want ErrSaturated", err)
-	}
-	<-done
+		if broken.Count() == 0 {
+			t.Error("the higher-priority backend was never tried")
+		}
+
+		slow := n.serve(t, "slow.test", fakellm.Always(fakellm.Reply{Latency: time.Second}))
+		cfg := testConfig(slow.URL())
+		cfg.Backends[0].MaxConcurrent = 1
+		cfg.QueueTimeout = 50 * time.Millisecond
+		c = newMemClassifier(t, cfg, hc)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = c.Classify(t.Context(), input("Bash", "first", ""))
+		}()
+		synctest.Wait() // the first call waits on the backend, holding the only slot
+		if got := c.Pool().States()[0].InFlight; got != 1 {
+			t.Fatalf("%d calls in flight, want the first one", got)
+		}
+		_, err = c.Classify(t.Context(), input("Bash", "second", ""))
+		if !errors.Is(err, ErrSaturated) {
+			t.Fatalf("got %v, want ErrSaturated", err)
+		}
+		<-done
+	})
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -408,42 +429,47 @@ func TestDumpRedacts(t *testing.T) {
 }
 
 func TestHangingBackendTripsBreaker(t *testing.T) {
-	fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultHang}))
-	cfg := testConfig(fake.URL())
-	cfg.Timeout = 400 * time.Millisecond // each attempt: 200ms
-	cfg.Breaker = BreakerConfig{Failures: 2, Cooldown: time.Hour}
-	c := newTestClassifier(t, cfg)
-	for i := range 2 {
-		if _, err := c.Classify(t.Context(), input("Bash", fmt.Sprint("hang ", i), "")); err == nil {
-			t.Fatal("a hanging backend gave a verdict")
+	synctest.Test(t, func(t *testing.T) {
+		fake, hc := startMemFake(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultHang}))
+		cfg := testConfig(fake.URL())
+		cfg.Timeout = 400 * time.Millisecond // each attempt: 200ms
+		cfg.Breaker = BreakerConfig{Failures: 2, Cooldown: time.Hour}
+		c := newMemClassifier(t, cfg, hc)
+		for i := range 2 {
+			if _, err := c.Classify(t.Context(), input("Bash", fmt.Sprint("hang ", i), "")); err == nil {
+				t.Fatal("a hanging backend gave a verdict")
+			}
 		}
-	}
-	if st := c.Pool().States()[0].Breaker; st != "open" {
-		t.Fatalf("breaker %s after two timeouts, want open", st)
-	}
-	n := fake.Count()
-	_, err := c.Classify(t.Context(), input("Bash", "hang 3", ""))
-	if !errors.Is(err, ErrNoBackend) || fake.Count() != n {
-		t.Fatalf("with the breaker open: %v, %d new requests; want ErrNoBackend without asking the backend", err, fake.Count()-n)
-	}
+		if st := c.Pool().States()[0].Breaker; st != "open" {
+			t.Fatalf("breaker %s after two timeouts, want open", st)
+		}
+		n := fake.Count()
+		_, err := c.Classify(t.Context(), input("Bash", "hang 3", ""))
+		if !errors.Is(err, ErrNoBackend) || fake.Count() != n {
+			t.Fatalf("with the breaker open: %v, %d new requests; want ErrNoBackend without asking the backend", err, fake.Count()-n)
+		}
+	})
 }
 
 func TestHangFailsOverAtDefaultRatio(t *testing.T) {
-	hang := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultHang}))
-	good := fakellm.Start(t, fakellm.Always(fakellm.Reply{Reason: "from the second"}))
-	cfg := testConfig(hang.URL(), good.URL())
-	cfg.Timeout = time.Second
-	for i := range cfg.Backends {
-		cfg.Backends[i].Timeout = 0 // the default: half the classifier timeout
-	}
-	c := newTestClassifier(t, cfg)
-	v, err := c.Classify(t.Context(), input("Bash", "x", ""))
-	if err != nil || v.Details.Backend != "secondary" {
-		t.Fatalf("got %+v %v, want the second backend's verdict after the first hung", v, err)
-	}
-	if hang.Count() != 1 {
-		t.Errorf("hanging backend asked %d times, want once (no retry that cannot fit)", hang.Count())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet(t)
+		hang := n.serve(t, "hang.test", fakellm.Always(fakellm.Reply{Fault: fakellm.FaultHang}))
+		good := n.serve(t, "good.test", fakellm.Always(fakellm.Reply{Reason: "from the second"}))
+		cfg := testConfig(hang.URL(), good.URL())
+		cfg.Timeout = time.Second
+		for i := range cfg.Backends {
+			cfg.Backends[i].Timeout = 0 // the default: half the classifier timeout
+		}
+		c := newMemClassifier(t, cfg, WithHTTPClient(n.client()))
+		v, err := c.Classify(t.Context(), input("Bash", "x", ""))
+		if err != nil || v.Details.Backend != "secondary" {
+			t.Fatalf("got %+v %v, want the second backend's verdict after the first hung", v, err)
+		}
+		if hang.Count() != 1 {
+			t.Errorf("hanging backend asked %d times, want once (no retry that cannot fit)", hang.Count())
+		}
+	})
 }
 
 func TestRefusedRequestsDoNotOpenTheBreaker(t *testing.T) {
@@ -471,31 +497,31 @@ func TestRefusedRequestsDoNotOpenTheBreaker(t *testing.T) {
 }
 
 func TestCoalescedJoinerKeepsItsOwnDeadline(t *testing.T) {
-	fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{Latency: 300 * time.Millisecond}))
-	c := newTestClassifier(t, testConfig(fake.URL()))
-	short, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
-	defer cancel()
-	firstErr := make(chan error, 1)
-	go func() {
-		_, err := c.Classify(short, input("Bash", "same", ""))
-		firstErr <- err
-	}()
-	for deadline := time.Now().Add(5 * time.Second); fake.Count() == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("first call never reached the backend")
+	synctest.Test(t, func(t *testing.T) {
+		fake, hc := startMemFake(t, fakellm.Always(fakellm.Reply{Latency: 300 * time.Millisecond}))
+		c := newMemClassifier(t, testConfig(fake.URL()), hc)
+		short, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		firstErr := make(chan error, 1)
+		go func() {
+			_, err := c.Classify(short, input("Bash", "same", ""))
+			firstErr <- err
+		}()
+		synctest.Wait() // the first call waits on the backend's latency
+		if n := fake.Count(); n != 1 {
+			t.Fatalf("%d requests reached the backend, want the first call's", n)
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	v, err := c.Classify(t.Context(), input("Bash", "same", ""))
-	if err != nil || v.Decision != engine.Allow {
-		t.Fatalf("joiner: %+v %v; another caller's short deadline must not fail it", v, err)
-	}
-	if err := <-firstErr; !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("first caller: %v, want its own deadline", err)
-	}
-	if fake.Count() != 1 {
-		t.Errorf("%d upstream calls, want 1 shared", fake.Count())
-	}
+		v, err := c.Classify(t.Context(), input("Bash", "same", ""))
+		if err != nil || v.Decision != engine.Allow {
+			t.Fatalf("joiner: %+v %v; another caller's short deadline must not fail it", v, err)
+		}
+		if err := <-firstErr; !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("first caller: %v, want its own deadline", err)
+		}
+		if fake.Count() != 1 {
+			t.Errorf("%d upstream calls, want 1 shared", fake.Count())
+		}
+	})
 }
 
 func TestRetryAfterHeader(t *testing.T) {
@@ -524,25 +550,37 @@ func TestRetryAfterHeader(t *testing.T) {
 	}
 }
 
+// TestCacheExpiry: an entry answers for its TTL and not after, on the
+// fake clock of a synctest bubble (which moves only when told to here).
 func TestCacheExpiry(t *testing.T) {
-	var calls atomic.Int32
-	fake := fakellm.Start(t, func(r *fakellm.Request) fakellm.Reply {
-		calls.Add(1)
-		return fakellm.Reply{}
-	})
-	cfg := testConfig(fake.URL())
-	cfg.Cache.TTL = time.Nanosecond
-	c := newTestClassifier(t, cfg)
-	for i := range 2 {
-		v, err := c.Classify(t.Context(), input("Bash", "same", ""))
-		if err != nil || v.Cached {
-			t.Fatalf("round %d: %+v %v; an expired entry must not answer", i, v, err)
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		fake, hc := startMemFake(t, func(r *fakellm.Request) fakellm.Reply {
+			calls.Add(1)
+			return fakellm.Reply{}
+		})
+		cfg := testConfig(fake.URL())
+		cfg.Cache.TTL = time.Minute
+		c := newMemClassifier(t, cfg, hc)
+		start := time.Now()
+		classify := func(wantCached bool) {
+			t.Helper()
+			v, err := c.Classify(t.Context(), input("Bash", "same", ""))
+			if err != nil || v.Cached != wantCached {
+				t.Fatalf("%s after the first call: %+v %v; want cached %t", time.Since(start), v, err, wantCached)
+			}
 		}
-	}
-	if n := calls.Load(); n != 2 {
-		t.Fatalf("%d upstream calls, want 2", n)
-	}
-	if n := c.cache.Len(); n != 1 {
-		t.Fatalf("cache holds %d entries, want the expired one replaced", n)
-	}
+		classify(false)
+		time.Sleep(cfg.Cache.TTL - time.Nanosecond) // synctest: the fake clock, no real wait
+		classify(true)
+		time.Sleep(2 * time.Nanosecond) // synctest: the fake clock; now past the TTL
+		classify(false)
+		if n := calls.Load(); n != 2 {
+			t.Fatalf("%d upstream calls, want 2", n)
+		}
+		if n := c.cache.Len(); n != 1 {
+			t.Fatalf("cache holds %d entries, want the expired one replaced", n)
+		}
+		classify(true) // the replacement answers
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -116,96 +117,102 @@ func TestMetricsOutcomeOfEachFault(t *testing.T) {
 			if !ok {
 				t.Fatalf("no expected outcome for fault %q: add it to the table", fault)
 			}
-			fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fault, RetryAfter: -1}))
-			cfg := testConfig(fake.URL())
-			// Faults that wait for the timeout get a short one; the others
-			// a long one, so that a loaded machine cannot turn them into
-			// timeouts.
-			cfg.Timeout = 10 * time.Second
-			if outcome == outcomeTimeout {
+			// On the fake clock of a bubble, a loaded machine cannot turn
+			// a fault into a timeout, nor does a timeout take real time.
+			synctest.Test(t, func(t *testing.T) {
+				fake, hc := startMemFake(t, fakellm.Always(fakellm.Reply{Fault: fault, RetryAfter: -1}))
+				cfg := testConfig(fake.URL())
 				cfg.Timeout = 500 * time.Millisecond
-			}
-			m, _ := newTestMetrics(t)
-			c := newMetricsClassifier(t, cfg, m)
-			if _, err := c.Classify(t.Context(), input("Bash", "make deploy", "")); err == nil {
-				t.Fatal("a fault gave a verdict")
-			}
-			if got := requests(m, "primary", outcome); got != 1 {
-				t.Errorf("%s = %v, want 1", outcome, got)
-			}
-			if got := testutil.CollectAndCount(m.requests); got != 1 {
-				t.Errorf("%d requests series, want only primary/%s", got, outcome)
-			}
-			if got := testutil.ToFloat64(m.inflight.WithLabelValues("primary")); got != 0 {
-				t.Errorf("inflight = %v after the call, want 0", got)
-			}
+				m, _ := newTestMetrics(t)
+				c := newMemClassifier(t, cfg, hc, WithMetrics(m))
+				if _, err := c.Classify(t.Context(), input("Bash", "make deploy", "")); err == nil {
+					t.Fatal("a fault gave a verdict")
+				}
+				if got := requests(m, "primary", outcome); got != 1 {
+					t.Errorf("%s = %v, want 1", outcome, got)
+				}
+				if got := testutil.CollectAndCount(m.requests); got != 1 {
+					t.Errorf("%d requests series, want only primary/%s", got, outcome)
+				}
+				if got := testutil.ToFloat64(m.inflight.WithLabelValues("primary")); got != 0 {
+					t.Errorf("inflight = %v after the call, want 0", got)
+				}
+			})
 		})
 	}
 }
 
 func TestMetricsInflightAndPoolOutcomes(t *testing.T) {
-	gate := make(chan struct{})
-	var once sync.Once
-	open := func() { once.Do(func() { close(gate) }) }
-	t.Cleanup(open)
-	fake := fakellm.Start(t, func(r *fakellm.Request) fakellm.Reply {
-		<-gate
-		return fakellm.Reply{}
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		var once sync.Once
+		open := func() { once.Do(func() { close(gate) }) }
+		fake, hc := startMemFake(t, func(r *fakellm.Request) fakellm.Reply {
+			<-gate
+			return fakellm.Reply{}
+		})
+		t.Cleanup(open) // before the fake's cleanup, which waits for the handler
+		cfg := testConfig(fake.URL())
+		cfg.Backends[0].MaxConcurrent = 1
+		cfg.QueueTimeout = 100 * time.Millisecond
+		m, reg := newTestMetrics(t)
+		c := newMemClassifier(t, cfg, hc, WithMetrics(m))
+
+		held := make(chan error, 1)
+		go func() {
+			_, err := c.Classify(context.Background(), input("Bash", "held", ""))
+			held <- err
+		}()
+		synctest.Wait() // the held call waits at the backend
+		inflight := m.inflight.WithLabelValues("primary")
+		if got := testutil.ToFloat64(inflight); got != 1 {
+			t.Fatalf("inflight = %v while a call waits at the backend, want 1", got)
+		}
+
+		// The only slot is taken: a second classification waits out the queue
+		// time and is counted as saturated, with no backend.
+		if _, err := c.Classify(t.Context(), input("Bash", "second", "")); err == nil {
+			t.Fatal("saturated pool gave a verdict")
+		}
+		if got := requests(m, "", outcomeSaturated); got != 1 {
+			t.Errorf("saturated = %v, want 1", got)
+		}
+		open()
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+		if got := testutil.ToFloat64(inflight); got != 0 {
+			t.Errorf("inflight = %v after the call, want 0", got)
+		}
+		if got := requests(m, "primary", outcomeAllow); got != 1 {
+			t.Errorf("allow = %v, want 1", got)
+		}
+		if got := histogramCount(t, reg, "toolgate_classifier_queue_wait_seconds", nil); got != 2 {
+			t.Errorf("queue wait observations = %d, want 2", got)
+		}
 	})
-	cfg := testConfig(fake.URL())
-	cfg.Backends[0].MaxConcurrent = 1
-	cfg.QueueTimeout = 100 * time.Millisecond
-	m, reg := newTestMetrics(t)
-	c := newMetricsClassifier(t, cfg, m)
-
-	held := make(chan error, 1)
-	go func() {
-		_, err := c.Classify(context.Background(), input("Bash", "held", ""))
-		held <- err
-	}()
-	inflight := m.inflight.WithLabelValues("primary")
-	waitUntil(t, "the held call to be in flight", func() bool { return testutil.ToFloat64(inflight) == 1 })
-
-	// The only slot is taken: a second classification waits out the queue
-	// time and is counted as saturated, with no backend.
-	if _, err := c.Classify(t.Context(), input("Bash", "second", "")); err == nil {
-		t.Fatal("saturated pool gave a verdict")
-	}
-	if got := requests(m, "", outcomeSaturated); got != 1 {
-		t.Errorf("saturated = %v, want 1", got)
-	}
-	open()
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
-	if got := testutil.ToFloat64(inflight); got != 0 {
-		t.Errorf("inflight = %v after the call, want 0", got)
-	}
-	if got := requests(m, "primary", outcomeAllow); got != 1 {
-		t.Errorf("allow = %v, want 1", got)
-	}
-	if got := histogramCount(t, reg, "toolgate_classifier_queue_wait_seconds", nil); got != 2 {
-		t.Errorf("queue wait observations = %d, want 2", got)
-	}
 }
 
 func TestMetricsBreakerOpen(t *testing.T) {
-	fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultServerError, RetryAfter: -1}))
-	cfg := testConfig(fake.URL())
-	cfg.Breaker = BreakerConfig{Failures: 1, Cooldown: time.Hour}
-	m, _ := newTestMetrics(t)
-	c := newMetricsClassifier(t, cfg, m)
-	for _, cmd := range []string{"one", "two"} {
-		if _, err := c.Classify(t.Context(), input("Bash", cmd, "")); err == nil {
-			t.Fatal("a failing backend gave a verdict")
+	// A retry of a 5xx waits 200ms: on the fake clock of a bubble.
+	synctest.Test(t, func(t *testing.T) {
+		fake, hc := startMemFake(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultServerError, RetryAfter: -1}))
+		cfg := testConfig(fake.URL())
+		cfg.Breaker = BreakerConfig{Failures: 1, Cooldown: time.Hour}
+		m, _ := newTestMetrics(t)
+		c := newMemClassifier(t, cfg, hc, WithMetrics(m))
+		for _, cmd := range []string{"one", "two"} {
+			if _, err := c.Classify(t.Context(), input("Bash", cmd, "")); err == nil {
+				t.Fatal("a failing backend gave a verdict")
+			}
 		}
-	}
-	if got := requests(m, "primary", outcomeServerError); got != 1 {
-		t.Errorf("server_error = %v, want 1 (the call that opened the breaker)", got)
-	}
-	if got := requests(m, "", outcomeBreakerOpen); got != 1 {
-		t.Errorf("breaker_open = %v, want 1", got)
-	}
+		if got := requests(m, "primary", outcomeServerError); got != 1 {
+			t.Errorf("server_error = %v, want 1 (the call that opened the breaker)", got)
+		}
+		if got := requests(m, "", outcomeBreakerOpen); got != 1 {
+			t.Errorf("breaker_open = %v, want 1", got)
+		}
+	})
 }
 
 // A hot reload builds a new classifier: the metrics are made once and
@@ -234,15 +241,4 @@ func TestNoMetrics(t *testing.T) {
 	if _, err := c.Classify(t.Context(), input("Bash", "x", "")); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// waitUntil polls cond for up to 10s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -132,23 +133,6 @@ func awaitWaits(t *testing.T, ch <-chan struct{}, n int) {
 		case <-time.After(poolTestLimit):
 			t.Fatalf("fewer than %d Do calls started waiting", n)
 		}
-	}
-}
-
-// waitBreaker polls until member i's breaker reports want; the open →
-// half-open move is time-driven, so there is no event to wait on.
-func waitBreaker(t *testing.T, p *Pool, i int, want string) {
-	t.Helper()
-	deadline := time.Now().Add(poolTestLimit)
-	for {
-		got := p.States()[i].Breaker
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("breaker of member %d is %q, want %q", i, got, want)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -275,29 +259,32 @@ func TestPoolSelection(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newTestPool(t, tc.members, PoolConfig{QueueTimeout: 50 * time.Millisecond})
-			var held []*heldCall
-			for step, want := range tc.want {
-				h := startHeld(t, p, context.Background(), nil)
-				if h.member != want {
-					t.Fatalf("call %d went to member %d, want %d", step, h.member, want)
+			// The saturated call waits out its queue time on the fake clock.
+			synctest.Test(t, func(t *testing.T) {
+				p := newTestPool(t, tc.members, PoolConfig{QueueTimeout: 50 * time.Millisecond})
+				var held []*heldCall
+				for step, want := range tc.want {
+					h := startHeld(t, p, context.Background(), nil)
+					if h.member != want {
+						t.Fatalf("call %d went to member %d, want %d", step, h.member, want)
+					}
+					held = append(held, h)
 				}
-				held = append(held, h)
-			}
-			// Everything is full now: one more call must saturate.
-			if _, err := p.Do(context.Background(), succeeding(new(callLog))); !errors.Is(err, ErrSaturated) {
-				t.Fatalf("Do on a full pool = %v, want ErrSaturated", err)
-			}
-			for _, h := range held {
-				if r := h.finish(t, returns(nil)); r.err != nil || r.member != h.member {
-					t.Fatalf("held call = (%d, %v), want (%d, nil)", r.member, r.err, h.member)
+				// Everything is full now: one more call must saturate.
+				if _, err := p.Do(context.Background(), succeeding(new(callLog))); !errors.Is(err, ErrSaturated) {
+					t.Fatalf("Do on a full pool = %v, want ErrSaturated", err)
 				}
-			}
-			for _, s := range p.States() {
-				if s.InFlight != 0 {
-					t.Fatalf("States after release: %+v", p.States())
+				for _, h := range held {
+					if r := h.finish(t, returns(nil)); r.err != nil || r.member != h.member {
+						t.Fatalf("held call = (%d, %v), want (%d, nil)", r.member, r.err, h.member)
+					}
 				}
-			}
+				for _, s := range p.States() {
+					if s.InFlight != 0 {
+						t.Fatalf("States after release: %+v", p.States())
+					}
+				}
+			})
 		})
 	}
 }
@@ -317,27 +304,28 @@ func TestPoolBalancesAfterRelease(t *testing.T) {
 	}
 }
 
+// TestPoolSaturationTimesOut: a call finding every slot taken waits its
+// queue time, on the fake clock of a synctest bubble, then saturates.
 func TestPoolSaturationTimesOut(t *testing.T) {
-	const queue = 50 * time.Millisecond
-	p := newTestPool(t, []MemberConfig{{Name: "a", MaxConcurrent: 1}}, PoolConfig{QueueTimeout: queue})
-	startHeld(t, p, context.Background(), nil)
+	synctest.Test(t, func(t *testing.T) {
+		const queue = 50 * time.Millisecond
+		p := newTestPool(t, []MemberConfig{{Name: "a", MaxConcurrent: 1}}, PoolConfig{QueueTimeout: queue})
+		startHeld(t, p, context.Background(), nil)
 
-	var log callLog
-	start := time.Now()
-	m, err := p.Do(context.Background(), succeeding(&log))
-	elapsed := time.Since(start)
-	if !errors.Is(err, ErrSaturated) || m != -1 {
-		t.Fatalf("Do = (%d, %v), want (-1, ErrSaturated)", m, err)
-	}
-	if elapsed < queue {
-		t.Fatalf("ErrSaturated after %v, before the %v queue timeout", elapsed, queue)
-	}
-	if elapsed > poolTestLimit {
-		t.Fatalf("ErrSaturated after %v, far past the %v queue timeout", elapsed, queue)
-	}
-	if got := log.get(); len(got) != 0 {
-		t.Fatalf("fn called with %v on a saturated pool", got)
-	}
+		var log callLog
+		start := time.Now()
+		m, err := p.Do(context.Background(), succeeding(&log))
+		elapsed := time.Since(start)
+		if !errors.Is(err, ErrSaturated) || m != -1 {
+			t.Fatalf("Do = (%d, %v), want (-1, ErrSaturated)", m, err)
+		}
+		if elapsed != queue {
+			t.Fatalf("ErrSaturated after %v, want after the %v queue timeout", elapsed, queue)
+		}
+		if got := log.get(); len(got) != 0 {
+			t.Fatalf("fn called with %v on a saturated pool", got)
+		}
+	})
 }
 
 func TestPoolWaiterGetsFreedSlot(t *testing.T) {
@@ -508,47 +496,47 @@ func TestPoolQueueHeadLeaving(t *testing.T) {
 // TestPoolReleaseWakesOnlyTheHead: a freed slot wakes the queue's head,
 // which takes it and hands the turn to the next call; the rest sleep on.
 // Waking them all for a slot only the head may take cost throughput under
-// overload.
+// overload. In a synctest bubble, synctest.Wait proves every waiter has
+// settled before the wake-ups are counted.
 func TestPoolReleaseWakesOnlyTheHead(t *testing.T) {
-	p := newTestPool(t, []MemberConfig{{Name: "a", MaxConcurrent: 1}}, PoolConfig{QueueTimeout: time.Minute})
-	var waits atomic.Int32
-	p.onWait = func() { waits.Add(1) }
-	h := startHeld(t, p, context.Background(), nil)
+	synctest.Test(t, func(t *testing.T) {
+		p := newTestPool(t, []MemberConfig{{Name: "a", MaxConcurrent: 1}}, PoolConfig{QueueTimeout: time.Minute})
+		var waits atomic.Int32
+		p.onWait = func() { waits.Add(1) }
+		h := startHeld(t, p, context.Background(), nil)
 
-	release := make(chan struct{})
-	defer close(release)
-	started := make(chan struct{}, 8)
-	held := func(context.Context, int) error {
-		started <- struct{}{}
-		<-release
-		return nil
-	}
-	for n := int32(1); n <= 6; n++ {
-		goDo(p, context.Background(), held)
-		for waits.Load() < n {
-			time.Sleep(time.Millisecond)
+		release := make(chan struct{})
+		defer close(release)
+		started := make(chan struct{}, 8)
+		held := func(context.Context, int) error {
+			started <- struct{}{}
+			<-release
+			return nil
 		}
-	}
-	if r := h.finish(t, returns(nil)); r.err != nil {
-		t.Fatalf("held call: %v", r.err)
-	}
-	select {
-	case <-started:
-	case <-time.After(poolTestLimit):
-		t.Fatal("the head did not take the freed slot")
-	}
-	// The new head looks once, finds the slot taken and waits again; give
-	// any other waiter time to stir before counting.
-	time.Sleep(50 * time.Millisecond)
-	if got := waits.Load() - 6; got != 1 {
-		t.Fatalf("one release made %d calls look again, want 1 (the new head)", got)
-	}
+		for n := int32(1); n <= 6; n++ {
+			goDo(p, context.Background(), held)
+			synctest.Wait() // it has queued and blocks: arrival order is n's
+			if got := waits.Load(); got != n {
+				t.Fatalf("%d waits after %d calls queued", got, n)
+			}
+		}
+		if r := h.finish(t, returns(nil)); r.err != nil {
+			t.Fatalf("held call: %v", r.err)
+		}
+		synctest.Wait() // every call the release woke has run and blocked again
+		if got := len(started); got != 1 {
+			t.Fatalf("%d calls took the freed slot, want the head", got)
+		}
+		// The new head looked once, found the slot taken and waits again.
+		if got := waits.Load() - 6; got != 1 {
+			t.Fatalf("one release made %d calls look again, want 1 (the new head)", got)
+		}
+	})
 }
 
+// TestPoolContextEndsWait: a call waiting for a slot returns when its ctx
+// ends, not at the queue timeout (checked on the fake clock of a bubble).
 func TestPoolContextEndsWait(t *testing.T) {
-	p := newTestPool(t, []MemberConfig{{Name: "a", MaxConcurrent: 1}}, PoolConfig{QueueTimeout: time.Minute})
-	startHeld(t, p, context.Background(), nil)
-
 	tests := []struct {
 		name string
 		ctx  func() (context.Context, context.CancelFunc)
@@ -565,20 +553,27 @@ func TestPoolContextEndsWait(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := tc.ctx()
-			defer cancel()
-			var log callLog
-			start := time.Now()
-			m, err := p.Do(ctx, succeeding(&log))
-			if elapsed := time.Since(start); elapsed > 2*time.Second {
-				t.Fatalf("Do took %v to notice its ctx ended", elapsed)
-			}
-			if !errors.Is(err, tc.want) || errors.Is(err, ErrSaturated) || m != -1 {
-				t.Fatalf("Do = (%d, %v), want (-1, %v)", m, err, tc.want)
-			}
-			if got := log.get(); len(got) != 0 {
-				t.Fatalf("fn called with %v", got)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				p := newTestPool(t, []MemberConfig{{Name: "a", MaxConcurrent: 1}}, PoolConfig{QueueTimeout: time.Minute})
+				startHeld(t, p, context.Background(), nil)
+				ctx, cancel := tc.ctx()
+				defer cancel()
+				ended := time.Now() // an ended ctx: Do must not wait at all
+				if dl, ok := ctx.Deadline(); ok {
+					ended = dl
+				}
+				var log callLog
+				m, err := p.Do(ctx, succeeding(&log))
+				if late := time.Since(ended); late > 0 {
+					t.Fatalf("Do returned %v after its ctx ended", late)
+				}
+				if !errors.Is(err, tc.want) || errors.Is(err, ErrSaturated) || m != -1 {
+					t.Fatalf("Do = (%d, %v), want (-1, %v)", m, err, tc.want)
+				}
+				if got := log.get(); len(got) != 0 {
+					t.Fatalf("fn called with %v", got)
+				}
+			})
 		})
 	}
 }
@@ -715,123 +710,141 @@ func TestPoolBreakerProbe(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newTestPool(t, []MemberConfig{{Name: "a", MaxConcurrent: 4}},
-				PoolConfig{BreakerFailures: 2, BreakerCooldown: cooldown, QueueTimeout: time.Minute})
-			var log callLog
-			for range 2 {
-				if _, err := p.Do(context.Background(), failing(&log)); !errors.Is(err, ErrNoBackend) || !errors.Is(err, errPoolTestBoom) {
-					t.Fatalf("failing Do = %v, want ErrNoBackend wrapping the backend error", err)
+			synctest.Test(t, func(t *testing.T) {
+				p := newTestPool(t, []MemberConfig{{Name: "a", MaxConcurrent: 4}},
+					PoolConfig{BreakerFailures: 2, BreakerCooldown: cooldown, QueueTimeout: time.Minute})
+				var log callLog
+				for range 2 {
+					if _, err := p.Do(context.Background(), failing(&log)); !errors.Is(err, ErrNoBackend) || !errors.Is(err, errPoolTestBoom) {
+						t.Fatalf("failing Do = %v, want ErrNoBackend wrapping the backend error", err)
+					}
 				}
-			}
-			if got := breakerOf(p, 0); got != "open" {
-				t.Fatalf("breaker = %q after 2 failures, want open", got)
-			}
-			var skipped callLog
-			if _, err := p.Do(context.Background(), succeeding(&skipped)); !errors.Is(err, ErrNoBackend) || len(skipped.get()) != 0 {
-				t.Fatalf("Do while open = %v with calls %v, want ErrNoBackend and no call", err, skipped.get())
-			}
+				if got := breakerOf(p, 0); got != "open" {
+					t.Fatalf("breaker = %q after 2 failures, want open", got)
+				}
+				var skipped callLog
+				if _, err := p.Do(context.Background(), succeeding(&skipped)); !errors.Is(err, ErrNoBackend) || len(skipped.get()) != 0 {
+					t.Fatalf("Do while open = %v with calls %v, want ErrNoBackend and no call", err, skipped.get())
+				}
 
-			waitBreaker(t, p, 0, "half-open")
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			probe := startHeld(t, p, ctx, nil)
-			// Only one probe: while it runs, other calls are turned away
-			// even though slots are free.
-			if _, err := p.Do(context.Background(), succeeding(&skipped)); !errors.Is(err, ErrNoBackend) || len(skipped.get()) != 0 {
-				t.Fatalf("Do during probe = %v with calls %v, want ErrNoBackend and no call", err, skipped.get())
-			}
-			if tc.probeCtx {
-				cancel()
-			}
-			r := probe.finish(t, tc.probe)
-			if tc.name == "panic reopens" {
-				if r.member != -2 || !strings.Contains(r.err.Error(), "probe exploded") {
-					t.Fatalf("probe = (%d, %v), want the panic to reach the caller", r.member, r.err)
+				// The cooldown runs on the fake clock: open to its last
+				// nanosecond, half-open after it.
+				time.Sleep(cooldown - time.Nanosecond) // synctest: the fake clock, no real wait
+				if got := breakerOf(p, 0); got != "open" {
+					t.Fatalf("breaker = %q before its cooldown ended, want open", got)
 				}
-			} else if !errors.Is(r.err, tc.wantErr) || (tc.wantErr == nil && r.err != nil) {
-				t.Fatalf("probe Do = (%d, %v), want %v", r.member, r.err, tc.wantErr)
-			}
-			if got := breakerOf(p, 0); got != tc.wantBreaker {
-				t.Fatalf("breaker after probe = %q, want %q", got, tc.wantBreaker)
-			}
-			if got := p.States()[0].InFlight; got != 0 {
-				t.Fatalf("in flight after probe = %d", got)
-			}
-			if tc.wantBreaker == "half-open" {
-				// The cancelled probe gave its ticket back: a new probe runs.
-				if m, err := p.Do(context.Background(), succeeding(&log)); err != nil || m != 0 {
-					t.Fatalf("second probe = (%d, %v), want (0, nil)", m, err)
+				time.Sleep(2 * time.Nanosecond) // synctest: the fake clock
+				if got := breakerOf(p, 0); got != "half-open" {
+					t.Fatalf("breaker = %q after its cooldown, want half-open", got)
 				}
-				if got := breakerOf(p, 0); got != "closed" {
-					t.Fatalf("breaker after second probe = %q, want closed", got)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				probe := startHeld(t, p, ctx, nil)
+				// Only one probe: while it runs, other calls are turned away
+				// even though slots are free.
+				if _, err := p.Do(context.Background(), succeeding(&skipped)); !errors.Is(err, ErrNoBackend) || len(skipped.get()) != 0 {
+					t.Fatalf("Do during probe = %v with calls %v, want ErrNoBackend and no call", err, skipped.get())
 				}
-			}
+				if tc.probeCtx {
+					cancel()
+				}
+				r := probe.finish(t, tc.probe)
+				if tc.name == "panic reopens" {
+					if r.member != -2 || !strings.Contains(r.err.Error(), "probe exploded") {
+						t.Fatalf("probe = (%d, %v), want the panic to reach the caller", r.member, r.err)
+					}
+				} else if !errors.Is(r.err, tc.wantErr) || (tc.wantErr == nil && r.err != nil) {
+					t.Fatalf("probe Do = (%d, %v), want %v", r.member, r.err, tc.wantErr)
+				}
+				if got := breakerOf(p, 0); got != tc.wantBreaker {
+					t.Fatalf("breaker after probe = %q, want %q", got, tc.wantBreaker)
+				}
+				if got := p.States()[0].InFlight; got != 0 {
+					t.Fatalf("in flight after probe = %d", got)
+				}
+				if tc.wantBreaker == "half-open" {
+					// The cancelled probe gave its ticket back: a new probe runs.
+					if m, err := p.Do(context.Background(), succeeding(&log)); err != nil || m != 0 {
+						t.Fatalf("second probe = (%d, %v), want (0, nil)", m, err)
+					}
+					if got := breakerOf(p, 0); got != "closed" {
+						t.Fatalf("breaker after second probe = %q, want closed", got)
+					}
+				}
+			})
 		})
 	}
 }
 
 func TestPoolAllOpenFailsFast(t *testing.T) {
-	p := newTestPool(t, []MemberConfig{
-		{Name: "a", Priority: 2, MaxConcurrent: 1},
-		{Name: "b", Priority: 1, MaxConcurrent: 1},
-	}, PoolConfig{BreakerFailures: 1, BreakerCooldown: time.Minute, QueueTimeout: time.Minute})
-	var log callLog
-	if m, err := p.Do(context.Background(), failing(&log)); m != 1 || !errors.Is(err, ErrNoBackend) {
-		t.Fatalf("Do = (%d, %v), want (1, ErrNoBackend)", m, err)
-	}
-	if got := log.get(); !slices.Equal(got, []int{0, 1}) {
-		t.Fatalf("fn calls = %v, want [0 1]", got)
-	}
-	var none callLog
-	start := time.Now()
-	m, err := p.Do(context.Background(), succeeding(&none))
-	if elapsed := time.Since(start); elapsed > 2*time.Second {
-		t.Fatalf("Do with every breaker open took %v: it waited", elapsed)
-	}
-	if m != -1 || !errors.Is(err, ErrNoBackend) || len(none.get()) != 0 {
-		t.Fatalf("Do = (%d, %v) calls %v, want (-1, ErrNoBackend) and no call", m, err, none.get())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p := newTestPool(t, []MemberConfig{
+			{Name: "a", Priority: 2, MaxConcurrent: 1},
+			{Name: "b", Priority: 1, MaxConcurrent: 1},
+		}, PoolConfig{BreakerFailures: 1, BreakerCooldown: time.Minute, QueueTimeout: time.Minute})
+		var log callLog
+		if m, err := p.Do(context.Background(), failing(&log)); m != 1 || !errors.Is(err, ErrNoBackend) {
+			t.Fatalf("Do = (%d, %v), want (1, ErrNoBackend)", m, err)
+		}
+		if got := log.get(); !slices.Equal(got, []int{0, 1}) {
+			t.Fatalf("fn calls = %v, want [0 1]", got)
+		}
+		var none callLog
+		start := time.Now()
+		m, err := p.Do(context.Background(), succeeding(&none))
+		// The fake clock moves only if Do waited on a timer.
+		if elapsed := time.Since(start); elapsed != 0 {
+			t.Fatalf("Do with every breaker open took %v: it waited", elapsed)
+		}
+		if m != -1 || !errors.Is(err, ErrNoBackend) || len(none.get()) != 0 {
+			t.Fatalf("Do = (%d, %v) calls %v, want (-1, ErrNoBackend) and no call", m, err, none.get())
+		}
+	})
 }
 
 func TestPoolOpenAndBusyWaits(t *testing.T) {
-	// a is open, b is full: capacity can come back on b, so this is
-	// saturation, not "no backend".
-	const queue = 50 * time.Millisecond
-	p := newTestPool(t, []MemberConfig{
-		{Name: "a", Priority: 2, MaxConcurrent: 1},
-		{Name: "b", Priority: 1, MaxConcurrent: 1},
-	}, PoolConfig{BreakerFailures: 1, BreakerCooldown: time.Minute, QueueTimeout: queue})
-	h := startHeld(t, p, context.Background(), func(m int) bool { return m == 0 }) // opens a, parks on b
-	if h.member != 1 || breakerOf(p, 0) != "open" {
-		t.Fatalf("setup: parked on %d, breaker a %q", h.member, breakerOf(p, 0))
-	}
-	start := time.Now()
-	_, err := p.Do(context.Background(), succeeding(new(callLog)))
-	if !errors.Is(err, ErrSaturated) || time.Since(start) < queue {
-		t.Fatalf("Do = %v after %v, want ErrSaturated after at least %v", err, time.Since(start), queue)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		// a is open, b is full: capacity can come back on b, so this is
+		// saturation, not "no backend".
+		const queue = 50 * time.Millisecond
+		p := newTestPool(t, []MemberConfig{
+			{Name: "a", Priority: 2, MaxConcurrent: 1},
+			{Name: "b", Priority: 1, MaxConcurrent: 1},
+		}, PoolConfig{BreakerFailures: 1, BreakerCooldown: time.Minute, QueueTimeout: queue})
+		h := startHeld(t, p, context.Background(), func(m int) bool { return m == 0 }) // opens a, parks on b
+		if h.member != 1 || breakerOf(p, 0) != "open" {
+			t.Fatalf("setup: parked on %d, breaker a %q", h.member, breakerOf(p, 0))
+		}
+		start := time.Now()
+		_, err := p.Do(context.Background(), succeeding(new(callLog)))
+		if !errors.Is(err, ErrSaturated) || time.Since(start) < queue {
+			t.Fatalf("Do = %v after %v, want ErrSaturated after at least %v", err, time.Since(start), queue)
+		}
+	})
 }
 
 func TestPoolWaiterTakesHalfOpenMember(t *testing.T) {
-	// a opens and b is held; a waiter must pick a up when its cooldown ends,
-	// although no slot is released.
-	p := newTestPool(t, []MemberConfig{
-		{Name: "a", Priority: 2, MaxConcurrent: 1},
-		{Name: "b", Priority: 1, MaxConcurrent: 1},
-	}, PoolConfig{BreakerFailures: 1, BreakerCooldown: 50 * time.Millisecond, QueueTimeout: time.Minute})
-	h := startHeld(t, p, context.Background(), func(m int) bool { return m == 0 })
-	if h.member != 1 {
-		t.Fatalf("held call parked on %d, want 1", h.member)
-	}
-	var log callLog
-	res := goDo(p, context.Background(), succeeding(&log))
-	r := waitResult(t, res)
-	if r.err != nil || r.member != 0 {
-		t.Fatalf("waiter = (%d, %v), want (0, nil) from the half-open member", r.member, r.err)
-	}
-	if got := breakerOf(p, 0); got != "closed" {
-		t.Fatalf("breaker a = %q after a good probe, want closed", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		// a opens and b is held; a waiter must pick a up when its cooldown ends,
+		// although no slot is released.
+		p := newTestPool(t, []MemberConfig{
+			{Name: "a", Priority: 2, MaxConcurrent: 1},
+			{Name: "b", Priority: 1, MaxConcurrent: 1},
+		}, PoolConfig{BreakerFailures: 1, BreakerCooldown: 50 * time.Millisecond, QueueTimeout: time.Minute})
+		h := startHeld(t, p, context.Background(), func(m int) bool { return m == 0 })
+		if h.member != 1 {
+			t.Fatalf("held call parked on %d, want 1", h.member)
+		}
+		var log callLog
+		res := goDo(p, context.Background(), succeeding(&log))
+		r := waitResult(t, res)
+		if r.err != nil || r.member != 0 {
+			t.Fatalf("waiter = (%d, %v), want (0, nil) from the half-open member", r.member, r.err)
+		}
+		if got := breakerOf(p, 0); got != "closed" {
+			t.Fatalf("breaker a = %q after a good probe, want closed", got)
+		}
+	})
 }
 
 func TestPoolCallerCancelIsNotAFailure(t *testing.T) {
@@ -884,32 +897,34 @@ func TestPoolCallerCancelIsNotAFailure(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newTestPool(t, []MemberConfig{
-				{Name: "a", Priority: 2, MaxConcurrent: 1},
-				{Name: "b", Priority: 1, MaxConcurrent: 1},
-			}, PoolConfig{BreakerFailures: 2, BreakerCooldown: time.Minute, QueueTimeout: time.Minute})
-			var log callLog
-			const n = 10
-			for range n {
-				m, err := tc.run(p, &log)
-				if m != 0 || errors.Is(err, ErrNoBackend) {
-					t.Fatalf("Do = (%d, %v), want member 0 and the caller's error", m, err)
-				}
-				for _, want := range tc.wantErr {
-					if !errors.Is(err, want) {
-						t.Fatalf("Do error = %v, want it to wrap %v", err, want)
+			synctest.Test(t, func(t *testing.T) {
+				p := newTestPool(t, []MemberConfig{
+					{Name: "a", Priority: 2, MaxConcurrent: 1},
+					{Name: "b", Priority: 1, MaxConcurrent: 1},
+				}, PoolConfig{BreakerFailures: 2, BreakerCooldown: time.Minute, QueueTimeout: time.Minute})
+				var log callLog
+				const n = 10
+				for range n {
+					m, err := tc.run(p, &log)
+					if m != 0 || errors.Is(err, ErrNoBackend) {
+						t.Fatalf("Do = (%d, %v), want member 0 and the caller's error", m, err)
+					}
+					for _, want := range tc.wantErr {
+						if !errors.Is(err, want) {
+							t.Fatalf("Do error = %v, want it to wrap %v", err, want)
+						}
 					}
 				}
-			}
-			if got := log.get(); !slices.Equal(got, slices.Repeat([]int{0}, n)) {
-				t.Fatalf("fn calls = %v, want member 0 only (no failover)", got)
-			}
-			if s := p.States()[0]; s.Breaker != "closed" || s.InFlight != 0 {
-				t.Fatalf("member a = %+v, want closed with nothing in flight", s)
-			}
-			if m, err := p.Do(context.Background(), succeeding(&log)); m != 0 || err != nil {
-				t.Fatalf("Do after cancels = (%d, %v), want (0, nil)", m, err)
-			}
+				if got := log.get(); !slices.Equal(got, slices.Repeat([]int{0}, n)) {
+					t.Fatalf("fn calls = %v, want member 0 only (no failover)", got)
+				}
+				if s := p.States()[0]; s.Breaker != "closed" || s.InFlight != 0 {
+					t.Fatalf("member a = %+v, want closed with nothing in flight", s)
+				}
+				if m, err := p.Do(context.Background(), succeeding(&log)); m != 0 || err != nil {
+					t.Fatalf("Do after cancels = (%d, %v), want (0, nil)", m, err)
+				}
+			})
 		})
 	}
 }

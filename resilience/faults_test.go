@@ -108,6 +108,8 @@ func TestBackendFaults(t *testing.T) {
 				wg.Wait()
 				t.Fatalf("gave up waiting for %s (phase %s, breaker %s)", what, phaseNames[phase.Load()], breaker())
 			}
+			// Not synctest: the server is another process, reached over
+			// real sockets, so its progress can only be polled for.
 			time.Sleep(10 * time.Millisecond)
 		}
 	}

@@ -435,6 +435,7 @@ func (g *target) waitLog(msg, trigger string, n int, timeout time.Duration) (map
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("no new %q line (trigger %q) within %s", msg, trigger, timeout)
 		}
+		// Not synctest: the log is another process's; poll it.
 		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -611,6 +611,8 @@ func TestHostileSlowConfigWrite(t *testing.T) {
 			mu.Lock()
 			outcomes = append(outcomes, o)
 			mu.Unlock()
+			// Pacing, not waiting: a check every 10ms of real time, as the
+			// write below is paced in real time for a real process to see.
 			time.Sleep(10 * time.Millisecond)
 		}
 	})
@@ -619,12 +621,15 @@ func TestHostileSlowConfigWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The slow writer is the fault under test: another process (toolgate
+	// serve, watching the file) must see each partial file, so the pauses
+	// are real time, which synctest cannot fake for it.
 	time.Sleep(250 * time.Millisecond)
 	for _, line := range newLines {
 		if _, err := file.WriteString(line); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // real time, as above: the file's pace is the fault
 	}
 	if err := file.Close(); err != nil {
 		t.Fatal(err)
@@ -647,10 +652,28 @@ func TestHostileSlowConfigWrite(t *testing.T) {
 			wg.Wait()
 			t.Fatalf("the complete new config was not loaded within 20 s of the write (last: %s)\n%s", o, tail(g.log(), 15))
 		}
+		// Not synctest: the reload happens in another process; poll for it.
 		time.Sleep(50 * time.Millisecond)
 	}
 	// A few more checks with the new config in place.
-	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	loaded := len(outcomes)
+	mu.Unlock()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		mu.Lock()
+		n := len(outcomes)
+		mu.Unlock()
+		if n >= loaded+5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			stop.Store(true)
+			wg.Wait()
+			t.Fatalf("only %d checks answered in 20 s after the new config loaded, want 5", n-loaded)
+		}
+		// Not synctest: the checks go to another process; poll their count.
+		time.Sleep(10 * time.Millisecond)
+	}
 	stop.Store(true)
 	wg.Wait()
 
@@ -899,14 +922,23 @@ func sigtermInFlight(t *testing.T, commands bool) {
 		}
 	})
 
-	// SIGTERM once the model holds hanging checks.
-	for deadline := time.Now().Add(20 * time.Second); f.Count() < 3; {
-		if time.Now().After(deadline) {
-			t.Fatalf("no check reached the model within 20 s")
+	// SIGTERM once the model holds hanging checks, the stream's among them.
+	streamHeld := func() bool {
+		for _, r := range f.Requests() {
+			if strings.Contains(r.User, hangMarker+" s-") {
+				return true
+			}
 		}
+		return false
+	}
+	for deadline := time.Now().Add(20 * time.Second); f.Count() < 3 || !streamHeld(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d checks reached the model within 20 s, the stream's: %t; want at least 3 and one of the stream's", f.Count(), streamHeld())
+		}
+		// Not synctest: the checks reach the model through another
+		// process, over real sockets; poll for them.
 		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(100 * time.Millisecond)
 	signaled.Store(true)
 	took := g.terminate()
 	wg.Wait()

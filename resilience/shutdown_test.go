@@ -127,6 +127,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("load never built up: %d model calls in flight", f.inFlight())
 		}
+		// Not synctest: a real process over real sockets; poll the condition.
 		time.Sleep(10 * time.Millisecond)
 	}
 	sigterm.Store(time.Now().UnixNano())

@@ -1,11 +1,11 @@
 package server
 
 import (
-	"context"
 	"io"
 	"net"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
@@ -72,37 +72,50 @@ func TestMaxTranscriptEntryBytes(t *testing.T) {
 }
 
 // A connection runs at most max_concurrent_streams RPCs; the next one
-// waits for a slot.
+// waits for a slot, and gets it when the open stream ends. In a synctest
+// bubble, synctest.Wait proves the waiting (a deadline on the wall clock
+// would pass on a machine too slow to answer in time).
 func TestMaxConcurrentStreams(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.MaxConcurrentStreams = 1
-	client := pb.NewPermissionServiceClient(dial(t, serveTCP(t, cfg, zap.NewNop())))
-	// Warm the connection so the server's SETTINGS have arrived.
-	if _, err := client.Check(t.Context(), readReq(t)); err != nil {
-		t.Fatal(err)
-	}
-	stream, err := client.CheckStream(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.Send(&pb.CheckStreamRequest{Kind: &pb.CheckStreamRequest_Check{Check: readReq(t)}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stream.Recv(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	defer cancel()
-	if _, err := client.Check(ctx, readReq(t)); status.Code(err) != codes.DeadlineExceeded {
-		t.Fatalf("second RPC while the stream is open: %v, want it to wait (DeadlineExceeded)", err)
-	}
-	_ = stream.CloseSend()
-	if _, err := stream.Recv(); err != io.EOF {
-		t.Fatal(err)
-	}
-	if _, err := client.Check(t.Context(), readReq(t)); err != nil {
-		t.Fatalf("after the stream ended: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		env := newEnv(t, withConfig(func(c *Config) { c.MaxConcurrentStreams = 1 }))
+		client := env.client
+		// Warm the connection so the server's SETTINGS have arrived.
+		if _, err := client.Check(t.Context(), readReq(t)); err != nil {
+			t.Fatal(err)
+		}
+		stream, err := client.CheckStream(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := stream.Send(&pb.CheckStreamRequest{Kind: &pb.CheckStreamRequest_Check{Check: readReq(t)}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := stream.Recv(); err != nil {
+			t.Fatal(err)
+		}
+		req := readReq(t)
+		second := make(chan error, 1)
+		go func() {
+			_, err := client.Check(t.Context(), req)
+			second <- err
+		}()
+		synctest.Wait()
+		select {
+		case err := <-second:
+			t.Fatalf("second RPC while the stream is open: %v, want it to wait", err)
+		default:
+		}
+		_ = stream.CloseSend()
+		if _, err := stream.Recv(); err != io.EOF {
+			t.Fatal(err)
+		}
+		if err := <-second; err != nil {
+			t.Fatalf("the waiting RPC, after the stream ended: %v", err)
+		}
+		if _, err := client.Check(t.Context(), readReq(t)); err != nil {
+			t.Fatalf("after the stream ended: %v", err)
+		}
+	})
 }
 
 // A client pinging more often than keepalive.min_time is sent GOAWAY; one

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,82 +94,88 @@ func handled(t *testing.T, reg *prometheus.Registry, typ, method, code string) f
 }
 
 func TestMetricsCountDecisionsAndRPCs(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	env, m := newMetricsEnv(t, reg)
-	check := func(req *pb.CheckRequest) {
-		t.Helper()
-		req.SessionId = "session-secret-42"
-		if _, err := env.client.Check(t.Context(), req); err != nil {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		env, m := newMetricsEnv(t, reg)
+		check := func(req *pb.CheckRequest) {
+			t.Helper()
+			req.SessionId = "session-secret-42"
+			if _, err := env.client.Check(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(checkReq(t, "r1", "Read", map[string]any{"file_path": "/usr/include/stdio.h"}))
+		check(checkReq(t, "r2", "read_file", map[string]any{"absolute_path": "/usr/include/y.h"}))
+		check(checkReq(t, "s1", "Bash", map[string]any{"command": "echo ok"})) // reads nothing, so needs no working directory
+		check(checkReq(t, "c1", "mcp__test__danger", map[string]any{"x": 1}))
+		// A bad request is an RPC error, not a decision.
+		if _, err := env.client.Check(t.Context(), &pb.CheckRequest{RequestId: "bad"}); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("got %v, want InvalidArgument", err)
+		}
+		// A check over a stream is a decision too.
+		s := openStream(t, env)
+		sendCheck(t, s, checkReq(t, "st1", "Grep", map[string]any{"pattern": "x", "path": "/usr/include/toolgate-test-none"}))
+		if r := recv(t, s); r.GetResponse().GetSource() != pb.DecisionSource_DECISION_SOURCE_SAFE_TOOL {
+			t.Fatalf("stream answer %v", r)
+		}
+		if err := s.CloseSend(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	check(checkReq(t, "r1", "Read", map[string]any{"file_path": "/usr/include/stdio.h"}))
-	check(checkReq(t, "r2", "read_file", map[string]any{"absolute_path": "/usr/include/y.h"}))
-	check(checkReq(t, "s1", "Bash", map[string]any{"command": "echo ok"})) // reads nothing, so needs no working directory
-	check(checkReq(t, "c1", "mcp__test__danger", map[string]any{"x": 1}))
-	// A bad request is an RPC error, not a decision.
-	if _, err := env.client.Check(t.Context(), &pb.CheckRequest{RequestId: "bad"}); status.Code(err) != codes.InvalidArgument {
-		t.Fatalf("got %v, want InvalidArgument", err)
-	}
-	// A check over a stream is a decision too.
-	s := openStream(t, env)
-	sendCheck(t, s, checkReq(t, "st1", "Grep", map[string]any{"pattern": "x", "path": "/usr/include/toolgate-test-none"}))
-	if r := recv(t, s); r.GetResponse().GetSource() != pb.DecisionSource_DECISION_SOURCE_SAFE_TOOL {
-		t.Fatalf("stream answer %v", r)
-	}
-	if err := s.CloseSend(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Recv(); err != io.EOF {
-		t.Fatalf("stream end: %v", err)
-	}
-
-	decisions := []struct {
-		decision, source, kind string
-		want                   float64
-	}{
-		{"allow", "safe_tool", "read", 2},
-		{"allow", "safe_tool", "search", 1},
-		{"allow", "command_analysis", "shell", 1},
-		{"deny", "classifier", "unknown", 1},
-	}
-	for _, d := range decisions {
-		if got := testutil.ToFloat64(m.decisions.WithLabelValues(d.decision, d.source, d.kind)); got != d.want {
-			t.Errorf("decisions{%s,%s,%s} = %v, want %v", d.decision, d.source, d.kind, got, d.want)
+		if _, err := s.Recv(); err != io.EOF {
+			t.Fatalf("stream end: %v", err)
 		}
-	}
-	if got := testutil.CollectAndCount(m.decisions); got != len(decisions) {
-		t.Errorf("%d decision series, want %d", got, len(decisions))
-	}
-	for source, want := range map[string]uint64{"safe_tool": 3, "command_analysis": 1, "classifier": 1} {
-		h := findSeries(t, reg, "toolgate_decision_duration_seconds", map[string]string{"source": source})
-		if got := h.GetHistogram().GetSampleCount(); got != want {
-			t.Errorf("duration{%s} count = %d, want %d", source, got, want)
-		}
-	}
-	if got := handled(t, reg, "unary", "Check", "OK"); got != 4 {
-		t.Errorf("handled Check OK = %v, want 4", got)
-	}
-	if got := handled(t, reg, "unary", "Check", "InvalidArgument"); got != 1 {
-		t.Errorf("handled Check InvalidArgument = %v, want 1", got)
-	}
-	// The stream's end is counted once the server has seen it finish.
-	waitMetric(t, "the stream to be counted", func() bool { return handled(t, reg, "bidi_stream", "CheckStream", "OK") == 1 })
 
-	// Bounded labels: no session id, no raw tool name.
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		for _, s := range f.GetMetric() {
-			for _, l := range s.GetLabel() {
-				if v := l.GetValue(); strings.Contains(v, "session-secret") || strings.Contains(v, "mcp__") || v == "read_file" {
-					t.Errorf("%s has label %s=%q", f.GetName(), l.GetName(), v)
+		decisions := []struct {
+			decision, source, kind string
+			want                   float64
+		}{
+			{"allow", "safe_tool", "read", 2},
+			{"allow", "safe_tool", "search", 1},
+			{"allow", "command_analysis", "shell", 1},
+			{"deny", "classifier", "unknown", 1},
+		}
+		for _, d := range decisions {
+			if got := testutil.ToFloat64(m.decisions.WithLabelValues(d.decision, d.source, d.kind)); got != d.want {
+				t.Errorf("decisions{%s,%s,%s} = %v, want %v", d.decision, d.source, d.kind, got, d.want)
+			}
+		}
+		if got := testutil.CollectAndCount(m.decisions); got != len(decisions) {
+			t.Errorf("%d decision series, want %d", got, len(decisions))
+		}
+		for source, want := range map[string]uint64{"safe_tool": 3, "command_analysis": 1, "classifier": 1} {
+			h := findSeries(t, reg, "toolgate_decision_duration_seconds", map[string]string{"source": source})
+			if got := h.GetHistogram().GetSampleCount(); got != want {
+				t.Errorf("duration{%s} count = %d, want %d", source, got, want)
+			}
+		}
+		if got := handled(t, reg, "unary", "Check", "OK"); got != 4 {
+			t.Errorf("handled Check OK = %v, want 4", got)
+		}
+		if got := handled(t, reg, "unary", "Check", "InvalidArgument"); got != 1 {
+			t.Errorf("handled Check InvalidArgument = %v, want 1", got)
+		}
+		// The stream's end is counted once the server has seen it finish:
+		// synctest.Wait lets its handler return.
+		synctest.Wait()
+		if got := handled(t, reg, "bidi_stream", "CheckStream", "OK"); got != 1 {
+			t.Errorf("handled CheckStream OK = %v, want 1", got)
+		}
+
+		// Bounded labels: no session id, no raw tool name.
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			for _, s := range f.GetMetric() {
+				for _, l := range s.GetLabel() {
+					if v := l.GetValue(); strings.Contains(v, "session-secret") || strings.Contains(v, "mcp__") || v == "read_file" {
+						t.Errorf("%s has label %s=%q", f.GetName(), l.GetName(), v)
+					}
 				}
 			}
 		}
-	}
+	})
 }
 
 func TestMetricsLabels(t *testing.T) {
@@ -215,15 +222,4 @@ func TestMetricsRegisterOnce(t *testing.T) {
 	if _, err := NewMetrics(reg); err == nil {
 		t.Fatal("second registration succeeded")
 	}
-}
-
-// waitMetric polls cond for up to 10s.
-func waitMetric(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }

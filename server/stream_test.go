@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -216,94 +217,95 @@ func TestStreamBoundsInFlight(t *testing.T) {
 	}
 }
 
+// TestStreamClientDisconnectNoLeak: when the agent goes away mid-check,
+// the handler cancels the check and ends, with no shutdown to make it. In
+// a synctest bubble, synctest.Wait lets everything the cancellation sets
+// off settle before the check, instead of polling for it.
 func TestStreamClientDisconnectNoLeak(t *testing.T) {
-	// Only goroutines this test starts count (not other tests' leftovers).
-	before := goleak.IgnoreCurrent()
-	fc := newFakeClassifier()
-	fc.hold("stuck")
-	env := newEnv(t, withClassifier(fc))
-	ctx, cancel := context.WithCancel(t.Context())
-	s, err := env.client.CheckStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sendCheck(t, s, checkReq(t, "stuck", "mcp__test__x", nil))
-	waitStarted(t, fc, "stuck")
-	cancel() // the agent goes away mid-check
-	if _, err := s.Recv(); status.Code(err) != codes.Canceled {
-		t.Fatalf("client side: %v, want Canceled", err)
-	}
-	// The handler must notice without any shutdown: wait until the
-	// classifier call has been cancelled and the stream is gone.
-	deadline := time.Now().Add(10 * time.Second)
-	for fc.activeCount() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("classifier call still running after the client left")
+	synctest.Test(t, func(t *testing.T) {
+		// Only goroutines this test starts count (not other tests' leftovers).
+		before := goleak.IgnoreCurrent()
+		fc := newFakeClassifier()
+		fc.hold("stuck")
+		env := newEnv(t, withClassifier(fc))
+		ctx, cancel := context.WithCancel(t.Context())
+		s, err := env.client.CheckStream(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	env.stop(t)
-	goleak.VerifyNone(t, before)
+		sendCheck(t, s, checkReq(t, "stuck", "mcp__test__x", nil))
+		waitStarted(t, fc, "stuck")
+		cancel() // the agent goes away mid-check
+		if _, err := s.Recv(); status.Code(err) != codes.Canceled {
+			t.Fatalf("client side: %v, want Canceled", err)
+		}
+		synctest.Wait()
+		if n := fc.activeCount(); n != 0 {
+			t.Fatalf("%d classifier calls still running after the client left", n)
+		}
+		env.stop(t)
+		goleak.VerifyNone(t, before)
+	})
 }
 
 func TestShutdownWithOpenStream(t *testing.T) {
-	fc := newFakeClassifier()
-	fc.hold("inflight")
-	env := newEnv(t, withClassifier(fc), withConfig(func(c *Config) { c.ShutdownTimeout = time.Minute }))
-	s := openStream(t, env)
-	sendCheck(t, s, checkReq(t, "first", "Read", nil))
-	if m := recv(t, s); m.GetRequestId() != "first" {
-		t.Fatalf("first: %v", m)
-	}
-	sendCheck(t, s, checkReq(t, "inflight", "mcp__test__x", nil))
-	waitStarted(t, fc, "inflight")
+	synctest.Test(t, func(t *testing.T) {
+		fc := newFakeClassifier()
+		fc.hold("inflight")
+		env := newEnv(t, withClassifier(fc), withConfig(func(c *Config) { c.ShutdownTimeout = time.Minute }))
+		s := openStream(t, env)
+		sendCheck(t, s, checkReq(t, "first", "Read", nil))
+		if m := recv(t, s); m.GetRequestId() != "first" {
+			t.Fatalf("first: %v", m)
+		}
+		sendCheck(t, s, checkReq(t, "inflight", "mcp__test__x", nil))
+		waitStarted(t, fc, "inflight")
 
-	stopped := make(chan struct{})
-	go func() {
-		env.stop(t)
-		close(stopped)
-	}()
-	// Draining must wait for the check in flight, then answer it.
-	select {
-	case <-stopped:
-		t.Fatal("shutdown finished before the check in flight was answered")
-	case <-time.After(100 * time.Millisecond):
-	}
-	fc.release("inflight")
-	if m := recv(t, s); m.GetRequestId() != "inflight" || m.GetResponse().GetDecision() != pb.Decision_DECISION_ALLOW {
-		t.Fatalf("in-flight check: %v, want its answer", m)
-	}
-	// The stream ends by the drain, not by the shutdown timeout cutting it.
-	if _, err := s.Recv(); status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "shutting down") {
-		t.Fatalf("stream end: %v, want Unavailable: server is shutting down", err)
-	}
-	select {
-	case <-stopped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("shutdown did not finish with the stream drained")
-	}
+		stopped := make(chan struct{})
+		go func() {
+			env.stop(t)
+			close(stopped)
+		}()
+		// Draining must wait for the check in flight, then answer it. Once
+		// every goroutine is blocked, shutdown can only be waiting for it.
+		synctest.Wait()
+		select {
+		case <-stopped:
+			t.Fatal("shutdown finished before the check in flight was answered")
+		default:
+		}
+		fc.release("inflight")
+		if m := recv(t, s); m.GetRequestId() != "inflight" || m.GetResponse().GetDecision() != pb.Decision_DECISION_ALLOW {
+			t.Fatalf("in-flight check: %v, want its answer", m)
+		}
+		// The stream ends by the drain, not by the shutdown timeout cutting it.
+		if _, err := s.Recv(); status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "shutting down") {
+			t.Fatalf("stream end: %v, want Unavailable: server is shutting down", err)
+		}
+		<-stopped // in a bubble, a shutdown that never ends fails the test as a deadlock
+	})
 }
 
+// TestShutdownTimeoutCutsStuckStream: a check that never ends is cut at
+// the shutdown timeout (on the fake clock of a bubble, to the nanosecond).
 func TestShutdownTimeoutCutsStuckStream(t *testing.T) {
-	fc := newFakeClassifier()
-	fc.hold("forever")
-	env := newEnv(t, withClassifier(fc), withConfig(func(c *Config) { c.ShutdownTimeout = 200 * time.Millisecond }))
-	s := openStream(t, env)
-	sendCheck(t, s, checkReq(t, "forever", "mcp__test__x", nil))
-	waitStarted(t, fc, "forever")
-	done := make(chan struct{})
-	go func() {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 200 * time.Millisecond
+		fc := newFakeClassifier()
+		fc.hold("forever")
+		env := newEnv(t, withClassifier(fc), withConfig(func(c *Config) { c.ShutdownTimeout = timeout }))
+		s := openStream(t, env)
+		sendCheck(t, s, checkReq(t, "forever", "mcp__test__x", nil))
+		waitStarted(t, fc, "forever")
+		start := time.Now()
 		env.stop(t)
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Shutdown did not return after its timeout")
-	}
-	if _, err := s.Recv(); err == nil {
-		t.Fatal("stream still delivering after a forced stop")
-	}
+		if d := time.Since(start); d < timeout || d > timeout+stopGrace {
+			t.Errorf("Shutdown returned after %s, want its %s timeout (and at most %s more)", d, timeout, stopGrace)
+		}
+		if _, err := s.Recv(); err == nil {
+			t.Fatal("stream still delivering after a forced stop")
+		}
+	})
 }
 
 func TestStreamPanicBecomesInternal(t *testing.T) {
@@ -383,21 +385,21 @@ func (d *deafClassifier) Classify(context.Context, *engine.ClassifyInput) (engin
 }
 
 // TestShutdownDoesNotWaitForADeafHandler: a unary check that ignores its
-// cancelled context does not hold Shutdown past its timeout.
+// cancelled context does not hold Shutdown past its timeout and grace (on
+// the fake clock of a bubble).
 func TestShutdownDoesNotWaitForADeafHandler(t *testing.T) {
-	deaf := &deafClassifier{started: make(chan struct{}, 1), release: make(chan struct{})}
-	defer close(deaf.release)
-	env := newEnv(t, withClassifier(deaf), withConfig(func(c *Config) { c.ShutdownTimeout = 200 * time.Millisecond }))
-	go func() { _, _ = env.client.Check(context.Background(), checkReq(t, "deaf", "mcp__test__x", nil)) }()
-	<-deaf.started
-	done := make(chan struct{})
-	go func() {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 200 * time.Millisecond
+		deaf := &deafClassifier{started: make(chan struct{}, 1), release: make(chan struct{})}
+		defer close(deaf.release)
+		env := newEnv(t, withClassifier(deaf), withConfig(func(c *Config) { c.ShutdownTimeout = timeout }))
+		req := checkReq(t, "deaf", "mcp__test__x", nil)
+		go func() { _, _ = env.client.Check(context.Background(), req) }()
+		<-deaf.started
+		start := time.Now()
 		env.stop(t)
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Shutdown waited for a handler that never returns")
-	}
+		if d := time.Since(start); d > timeout+stopGrace {
+			t.Errorf("Shutdown returned after %s, past its %s timeout and %s grace: it waited for the handler", d, timeout, stopGrace)
+		}
+	})
 }

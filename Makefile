@@ -31,12 +31,29 @@ build: ## Build bin/toolgate
 test: lint gen-check ## Lint, check gen/ is fresh, run all tests with -race
 	go test -race -count=1 $(GO_PKGS)
 
+# buf breaking compares proto/ in this tree with proto/ on main, as
+# committed: on a branch it guards the branch's API against main's (no field
+# renumbered, renamed or retyped, no JSON name changed); on main it checks
+# edits not yet committed, and a clean checkout of main compares main with
+# itself and passes. A clone with no local main (CI checking out a pull
+# request) compares with origin/main, which it must fetch first. Set
+# BUF_AGAINST to compare with another buf input ('.git#tag=v1.0.0').
+BUF_AGAINST ?=
+
 .PHONY: lint
-lint: $(BUF) ## gofmt, go vet, buf lint
-	@files="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+lint: $(BUF) ## gofmt, go vet, staticcheck (pinned in go.mod), buf lint, buf breaking against main
+	@files="$$( { git ls-files --cached --others --exclude-standard -- '*.go' 2>/dev/null || find . -name '*.go'; } \
+	  | while IFS= read -r f; do if [[ -f "$$f" ]]; then printf '%s\n' "$$f"; fi; done | xargs -r gofmt -l)"; \
 	  if [[ -n "$$files" ]]; then echo "gofmt needed:"; echo "$$files"; exit 1; fi
 	go vet $(GO_PKGS)
+	go tool staticcheck $(GO_PKGS)
 	$(BUF) lint
+	@against='$(BUF_AGAINST)'; \
+	  if [[ -z "$$against" ]]; then \
+	    if git show-ref --quiet --verify refs/heads/main; then against='.git#branch=main'; else against='.git#ref=origin/main'; fi; \
+	  fi; \
+	  echo "$(BUF) breaking --against '$$against'"; \
+	  $(BUF) breaking --against "$$against"
 
 .PHONY: generate
 generate: $(BUF) ## Regenerate gen/ from proto/

@@ -55,10 +55,9 @@ type verdict struct {
 // outcome is one backend's answer with what it cost.
 type outcome struct {
 	verdict
-	stage           string
-	inTok, outTok   int64
-	backend, model  string
-	requestAttempts int
+	stage          string
+	inTok, outTok  int64
+	backend, model string
 }
 
 // backend calls one OpenAI-compatible endpoint.

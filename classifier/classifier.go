@@ -41,6 +41,8 @@ type Classifier struct {
 	keys       []string // the backends' API keys, masked in what the agent sees
 }
 
+var _ engine.Classifier = (*Classifier)(nil)
+
 // Option adjusts a Classifier.
 type Option func(*options)
 

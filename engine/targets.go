@@ -245,14 +245,6 @@ func isBash(s string) bool {
 	return false
 }
 
-func isShell(s string) bool {
-	switch s {
-	case "bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash", "/usr/bin/zsh":
-		return true
-	}
-	return false
-}
-
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

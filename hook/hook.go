@@ -10,6 +10,8 @@
 //   - Gemini CLI, BeforeTool hook: ParseGemini, GeminiRequest, GeminiOutput.
 //   - Codex, PreToolUse hook: ParseCodex, CodexRequest, CodexOutput.
 //
+// Each is an Agent, found by its command-line name with AgentByName.
+//
 // Everything here fails closed: an unknown decision renders as deny.
 package hook
 

@@ -190,7 +190,6 @@ type streamLog struct {
 	mu       sync.Mutex
 	sent     []string
 	answered map[string]int
-	unknown  []string
 	end      error // how the stream ended: nil for a clean end
 }
 

@@ -31,6 +31,8 @@ type Service struct {
 	draining  chan struct{} // closed when the server starts shutting down
 }
 
+var _ pb.PermissionServiceServer = (*Service)(nil)
+
 // NewService returns a service deciding with eng. cfg must be valid.
 func NewService(cfg Config, eng *engine.Engine, log *zap.Logger) *Service {
 	s := &Service{cfg: cfg, log: log, draining: make(chan struct{})}

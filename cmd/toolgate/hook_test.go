@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/toolgate/toolgate/fakellm"
 )
 
@@ -154,7 +157,7 @@ func TestHookGolden(t *testing.T) {
 	fake := fakellm.Start(t, classifierVerdict)
 	classified := startServe(t, "--classifier-url", fake.URL(), "--classifier-model", "m")
 	// The refused address is random, so it is written as DEAD_ADDR in the
-	// golden files; the rest of the error text is grpc-go's and fixed.
+	// golden files; the rest of the reason is toolgate's own (rpcFailure).
 	dead := deadAddr(t)
 
 	for _, tc := range hookGoldenCases {
@@ -271,5 +274,31 @@ func TestHookSlowInput(t *testing.T) {
 	code, stdout, stderr := runHookCmd(t, []byte(in), "claude-code", "--addr", "127.0.0.1:1", "--timeout", "300ms")
 	if code != 0 || !strings.Contains(stdout, `"permissionDecision":"deny"`) {
 		t.Fatalf("FIFO transcript: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestHookRPCFailure: a failed Check is worded by toolgate, with the
+// server's message only where toolgate's server wrote it; grpc-go's
+// transport text never reaches the agent.
+func TestHookRPCFailure(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{status.Error(codes.Unavailable, "connection error: desc = \"transport: Error while dialing\""), "server A is unreachable (Unavailable)"},
+		{status.Error(codes.DeadlineExceeded, "context deadline exceeded"), "server A did not answer within --timeout (DeadlineExceeded)"},
+		{status.Error(codes.Canceled, "context canceled"), "server A was not asked: the call was cancelled (Canceled)"},
+		{status.Error(codes.InvalidArgument, "tool.name is required"), "server A rejected the request (InvalidArgument): tool.name is required"},
+		{status.Error(codes.Unauthenticated, "unknown bearer token"), "server A refused the credentials (Unauthenticated): unknown bearer token"},
+		{status.Error(codes.PermissionDenied, "proxy says no"), "server A refused the call (PermissionDenied)"},
+		{status.Error(codes.ResourceExhausted, "grpc: received message larger than max"), "server A refused the request as over a limit (ResourceExhausted)"},
+		{status.Error(codes.Unimplemented, "unknown service toolgate.v1.PermissionService"), "server A does not serve toolgate's Check (Unimplemented)"},
+		{status.Error(codes.Internal, "internal error"), "server A failed to decide (Internal)"},
+		{io.ErrUnexpectedEOF, "server A failed to decide (Unknown)"},
+	}
+	for _, tc := range tests {
+		if got := rpcFailure("A", tc.err); got != tc.want {
+			t.Errorf("rpcFailure(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }

@@ -5,7 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 	"github.com/toolgate/toolgate/hook"
@@ -20,7 +24,7 @@ import (
 // bounded tail.
 func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: toolgate hook claude-code|gemini-cli|codex [--addr ADDR] [--tls-ca FILE] [--token-file FILE] [--timeout 5s] [--on-error deny|ask] [--mode MODE]")
+		fmt.Fprintln(stderr, "usage: toolgate hook "+strings.Join(hook.AgentNames(), "|")+" [--addr ADDR] [--tls-ca FILE] [--token-file FILE] [--timeout 5s] [--on-error deny|ask] [--mode MODE]")
 		return exitHookBlock
 	}
 	agent := args[0]
@@ -43,50 +47,19 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stderr, "toolgate hook: --mode %q: want auto, default, accept_edits, plan or bypass\n", *modeName)
 		return exitHookBlock
 	}
-	var (
-		build  func(io.Reader) (*pb.CheckRequest, error)
-		output func(io.Writer, string, string) error
-		// tool is the call's tool name once its input is built.
-		tool string
-	)
-	switch agent {
-	case "claude-code":
-		build = func(r io.Reader) (*pb.CheckRequest, error) {
-			in, err := hook.ParseClaude(r)
-			if err != nil {
-				return nil, err
-			}
-			return hook.ClaudeRequest(in, hook.Options{})
-		}
-		// The tool decides how a decision is written; before the input is
-		// read, it is unknown ("").
-		output = func(w io.Writer, decision, reason string) error {
-			return hook.ClaudeToolOutput(w, tool, decision, reason)
-		}
-	case "gemini-cli":
-		build = func(r io.Reader) (*pb.CheckRequest, error) {
-			in, err := hook.ParseGemini(r)
-			if err != nil {
-				return nil, err
-			}
-			return hook.GeminiRequest(in, hook.Options{})
-		}
-		output = hook.GeminiOutput
-	case "codex":
-		build = func(r io.Reader) (*pb.CheckRequest, error) {
-			in, err := hook.ParseCodex(r)
-			if err != nil {
-				return nil, err
-			}
-			return hook.CodexRequest(in, hook.Options{})
-		}
-		output = hook.CodexOutput
-	default:
-		fmt.Fprintf(stderr, "toolgate hook: unknown agent %q (known: claude-code, gemini-cli, codex)\n", agent)
+	ag, ok := hook.AgentByName(agent)
+	if !ok {
+		fmt.Fprintf(stderr, "toolgate hook: unknown agent %q (known: %s)\n", agent, strings.Join(hook.AgentNames(), ", "))
 		return exitHookBlock
 	}
+	// tool is the call's tool name once its input is built; until then it
+	// is unknown (""), and Claude Code's output depends on it.
+	var tool string
+	output := func(decision, reason string) error {
+		return ag.Output(stdout, tool, decision, reason)
+	}
 	fail := func(why string) int {
-		if err := output(stdout, *onError, "toolgate could not decide: "+why); err != nil {
+		if err := output(*onError, "toolgate could not decide: "+why); err != nil {
 			fmt.Fprintln(stderr, "toolgate hook:", err)
 			return exitHookBlock
 		}
@@ -94,7 +67,9 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	req, err := buildWithin(ctx, build, stdin)
+	req, err := buildWithin(ctx, func(r io.Reader) (*pb.CheckRequest, error) {
+		return ag.Request(r, hook.Options{})
+	}, stdin)
 	if err != nil {
 		return fail(err.Error())
 	}
@@ -112,13 +87,50 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	// Fail fast when the server is down: an agent must not stall on every call.
 	resp, err := pb.NewPermissionServiceClient(conn).Check(ctx, req)
 	if err != nil {
-		return fail(fmt.Sprintf("server %s: %v", cf.addr, err))
+		return fail(rpcFailure(cf.addr, err))
 	}
-	if err := output(stdout, hook.DecisionOf(resp), resp.GetReason()); err != nil {
+	if err := output(hook.DecisionOf(resp), resp.GetReason()); err != nil {
 		fmt.Fprintln(stderr, "toolgate hook: could not print the decision, blocking the call:", err)
 		return exitHookBlock
 	}
 	return 0
+}
+
+// rpcFailure says in toolgate's words why a Check got no answer: the
+// address, what went wrong, and the status code. The message is added only
+// for codes toolgate's server answers with its own text (a request it
+// rejects, a token it refuses); for the rest (an unreachable server, a
+// deadline) the message is grpc-go's transport detail, which changes with
+// its versions and is not repeated to the agent.
+func rpcFailure(addr string, err error) string {
+	st := status.Convert(err)
+	var what string
+	withMessage := false
+	switch st.Code() {
+	case codes.Unavailable:
+		what = "is unreachable"
+	case codes.DeadlineExceeded:
+		what = "did not answer within --timeout"
+	case codes.Canceled:
+		what = "was not asked: the call was cancelled"
+	case codes.InvalidArgument:
+		what, withMessage = "rejected the request", true
+	case codes.Unauthenticated:
+		what, withMessage = "refused the credentials", true
+	case codes.PermissionDenied:
+		what = "refused the call"
+	case codes.ResourceExhausted:
+		what = "refused the request as over a limit"
+	case codes.Unimplemented:
+		what = "does not serve toolgate's Check"
+	default:
+		what = "failed to decide"
+	}
+	reason := fmt.Sprintf("server %s %s (%s)", addr, what, st.Code())
+	if withMessage && st.Message() != "" {
+		reason += ": " + st.Message()
+	}
+	return reason
 }
 
 // buildWithin runs build until ctx ends. An agent that never closes stdin,

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/app"
 	"github.com/toolgate/toolgate/classifier"
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 )
 
@@ -15,7 +15,7 @@ import (
 // context and compressed transcript) and hashing it for the cache: the
 // work toolgate adds before the model is called.
 func BenchmarkPrompt(b *testing.B) {
-	cfg, err := config.Default()
+	cfg, err := app.LoadConfig("")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -19,8 +19,9 @@ import (
 const claudeDefaults = "$defaults"
 
 // importClaudeSettings adds each policy's imported Claude Code settings to
-// its lists and records the files read. Relative paths resolve against dir.
-func (c *Config) importClaudeSettings(dir string) error {
+// its lists; r reads each file once, however many policies import it, and
+// records it. Relative paths resolve against dir.
+func (c *Config) importClaudeSettings(dir string, r *reader) error {
 	for _, name := range c.PolicyNames() {
 		p := c.Policies[name]
 		if p.ClaudeSettings == "" {
@@ -30,7 +31,11 @@ func (c *Config) importClaudeSettings(dir string) error {
 		if err != nil {
 			return fmt.Errorf("policies.%s.claude_settings: %w", name, err)
 		}
-		perms, auto, err := readClaudeSettings(path)
+		data, err := r.read(path)
+		if err != nil {
+			return fmt.Errorf("policies.%s.claude_settings: %w", name, err)
+		}
+		perms, auto, err := parseClaudeSettings(path, data)
 		if err != nil {
 			return fmt.Errorf("policies.%s.claude_settings: %w", name, err)
 		}
@@ -45,9 +50,6 @@ func (c *Config) importClaudeSettings(dir string) error {
 		p.AutoMode.Environment = append(slices.Clip(p.AutoMode.Environment), auto.Environment...)
 		p.ClaudeSettings = path
 		c.Policies[name] = p
-		if !slices.Contains(c.files, path) {
-			c.files = append(c.files, path)
-		}
 	}
 	return nil
 }
@@ -67,16 +69,13 @@ func resolvePath(p, dir string) (string, error) {
 	return filepath.Abs(p)
 }
 
-// readClaudeSettings reads the permissions and autoMode lists of a Claude
-// Code settings.json. Keys match exactly, as Claude Code reads them (Go's
-// json would also take "Allow" for "allow"); other keys are ignored.
-func readClaudeSettings(path string) (Permissions, AutoMode, error) {
+// parseClaudeSettings reads the permissions and autoMode lists of a Claude
+// Code settings.json read from path. Keys match exactly, as Claude Code
+// reads them (Go's json would also take "Allow" for "allow"); other keys
+// are ignored.
+func parseClaudeSettings(path string, data []byte) (Permissions, AutoMode, error) {
 	var perms Permissions
 	var auto AutoMode
-	data, err := ReadFile(path)
-	if err != nil {
-		return perms, auto, err
-	}
 	fail := func(err error) (Permissions, AutoMode, error) {
 		return Permissions{}, AutoMode{}, fmt.Errorf("%s: %w", path, err)
 	}

@@ -84,16 +84,13 @@ policies:
 	if p.ClaudeSettings != settings {
 		t.Errorf("claude_settings %q, want the absolute path %q", p.ClaudeSettings, settings)
 	}
-	if got := c.ClassifierRules()["default"].HardDeny; !slices.Equal(got, p.AutoMode.HardDeny) {
-		t.Errorf("classifier rules %q", got)
-	}
 	if len(c.Policies["plain"].Permissions.Allow) != 0 {
 		t.Error("the import leaked into another policy")
 	}
 	check("files", c.Files(), []string{cfgPath, settings})
 
 	// The imported rules decide, and deny beats allow across files.
-	eng, err := engine.New(engine.Config{Policies: c.EnginePolicies()})
+	eng, _, err := c.NewEngine(Runtime{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,11 @@
 // Package config loads toolgate's YAML configuration: the server settings,
-// the classifier and the named policies. It only wires the config structs
-// the other packages own; it holds no policy logic.
+// the classifier and the named policies. It holds no policy logic, and it
+// imports none of the runtime (gRPC, OpenTelemetry, Prometheus), so that
+// what only reads policies (toolgate eval and validate, the corpus test)
+// stays light: the server and classifier sections are kept as Sections,
+// which the runtime decodes with their owners' types and defaults. The
+// policies are compiled into an engine by NewEngine, the one place an
+// engine.Config is made.
 //
 // # Environment variables
 //
@@ -30,6 +35,12 @@
 // JSON, wrongly typed lists and rules toolgate cannot parse are errors
 // naming the settings file and the field. The file is read on every Load;
 // Config.Files lists it for a watcher.
+//
+// # Paths in rules
+//
+// A "/path" pattern in a rule is relative to the config file's directory
+// (Config.Dir), imported rules included; with the embedded default it is
+// relative to the working directory, like "./path".
 package config
 
 import (
@@ -45,9 +56,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/toolgate/toolgate/classifier"
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/server"
 )
 
 //go:embed default.yaml
@@ -56,15 +65,27 @@ var defaultYAML []byte
 // DefaultYAML returns the embedded default configuration.
 func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
 
+// defaultName stands for the embedded default in messages.
+const defaultName = "(embedded default)"
+
 // Config is the whole configuration file.
 type Config struct {
-	Server     server.Config     `yaml:"server"`
-	Classifier classifier.Config `yaml:"classifier"`
+	// Server and Classifier are the sections the server and classifier
+	// packages own, kept as written: the runtime expands and decodes them
+	// with their owners' types and defaults (Section.Decode).
+	Server     Section           `yaml:"server,omitempty"`
+	Classifier Section           `yaml:"classifier,omitempty"`
 	Policies   map[string]Policy `yaml:"policies"`
 
+	// name names the file in messages: the path as given, or defaultName.
+	name string
+	// dir is the config file's directory, which anchors relative paths in
+	// the file and "/path" rules; empty for the embedded default.
+	dir string
 	// files are the files Load read: the config file, then the imported
-	// settings files.
+	// settings files; sum is the sum of their contents as read.
 	files []string
+	sum   Sum
 	// written holds, by field path, the text as written of each value that
 	// ${...} expansion changed.
 	written map[string]string
@@ -106,7 +127,7 @@ type Permissions struct {
 
 // Default returns the embedded configuration.
 func Default() (*Config, error) {
-	c, err := parse("(embedded default)", defaultYAML, "", osLookup)
+	c, err := parse(defaultName, defaultYAML, "", osLookup, &reader{})
 	if err != nil {
 		return nil, fmt.Errorf("embedded default config: %w", err)
 	}
@@ -114,25 +135,30 @@ func Default() (*Config, error) {
 }
 
 // Load reads a config file and the Claude Code settings files its policies
-// import; it is a function of those files and the environment, so calling
-// it again reloads. Server settings the file leaves out keep their
-// defaults; its policies replace the embedded ones (a file that names no
-// default policy gets an empty one, not the embedded one, so that what
-// runs is what the file says).
+// import, each once; it is a function of those files and the environment,
+// so calling it again reloads. Sections the file leaves out, and fields of
+// them, keep their owners' defaults; its policies replace the embedded ones
+// (a file that names no default policy is refused, so that what runs is
+// what the file says).
+//
+// Load checks the file's shape and the imported settings; the rules are
+// compiled, and reported, by NewEngine, so that a load compiles them once.
 func Load(path string) (*Config, error) {
 	return load(path, osLookup)
 }
 
 func load(path string, lookup func(string) (string, bool)) (*Config, error) {
-	data, err := ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	c, err := parse(path, data, filepath.Dir(abs), lookup)
+	r := &reader{}
+	data, err := ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	r.add(abs, data)
+	c, err := parse(path, data, filepath.Dir(abs), lookup, r)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +173,6 @@ func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 		return nil, fmt.Errorf("%s: policies.%s: missing; requests that name no policy use it (define it, if only as %s: {}; policies defined: %s)",
 			path, engine.DefaultPolicy, engine.DefaultPolicy, strings.Join(c.PolicyNames(), ", "))
 	}
-	c.files = slices.Insert(c.files, 0, abs)
 	return c, nil
 }
 
@@ -155,43 +180,40 @@ func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 // first: what a watcher should watch to reload. It is empty for Default.
 func (c *Config) Files() []string { return slices.Clone(c.files) }
 
-// parse decodes, expands and imports; relative claude_settings paths
-// resolve against dir.
-func parse(name string, data []byte, dir string, lookup func(string) (string, bool)) (*Config, error) {
-	// A strict decode of the text as written reports unknown fields and
-	// bad values with their lines; yaml's Node.Decode cannot be strict.
+// Sum returns the sum of the files Load read, as it read them: SumFiles of
+// Files equals it while the files are unchanged.
+func (c *Config) Sum() Sum { return c.sum }
+
+// Dir returns the config file's directory, which anchors "/path" rules;
+// it is empty for Default.
+func (c *Config) Dir() string { return c.dir }
+
+// parse decodes and imports; relative claude_settings paths resolve
+// against dir, and r reads (and remembers) the imported files. The owned
+// sections are expanded (with lookup) and checked when they are decoded.
+func parse(name string, data []byte, dir string, lookup func(string) (string, bool), r *reader) (*Config, error) {
+	// A strict decode reports unknown fields and bad values with their
+	// lines; the owned sections are taken as they come, and checked the
+	// same way when they are decoded.
+	c := newConfig()
+	c.name, c.dir = name, dir
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(newConfig()); err != nil && !errors.Is(err, io.EOF) {
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	// The same text as a tree, expanded, decoded again: its shape is the
-	// one just checked, and expansion only changes strings.
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	c := newConfig()
-	used := map[string]string{}
-	if err := expandDoc(&doc, lookup, c.written, used); err != nil {
+	src := &origin{name: name, data: data, lookup: lookup, written: c.written}
+	c.Server.bind("server", src)
+	c.Classifier.bind("classifier", src)
+	if err := c.importClaudeSettings(dir, r); err != nil {
 		return nil, inFile(name, err)
 	}
-	if doc.Kind != 0 {
-		if err := doc.Decode(c); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	if err := c.importClaudeSettings(dir); err != nil {
-		return nil, inFile(name, err)
-	}
-	if err := c.Validate(); err != nil {
-		return nil, scrub(inFile(name, err), used)
-	}
+	c.files, c.sum = r.paths, r.sum()
 	return c, nil
 }
 
 func newConfig() *Config {
-	return &Config{Server: server.DefaultConfig(), Classifier: classifier.DefaultConfig(), written: map[string]string{}}
+	return &Config{written: map[string]string{}}
 }
 
 // inFile prefixes each of err's joined errors with the file name, so that
@@ -211,48 +233,6 @@ func inFile(name string, err error) error {
 		out[i] = fmt.Errorf("%s: %w", name, e)
 	}
 	return errors.Join(out...)
-}
-
-// Validate checks the server settings and compiles every policy.
-func (c *Config) Validate() error {
-	if err := c.Server.Validate(); err != nil {
-		return err
-	}
-	c.Classifier.WithBackendDefaults()
-	if err := c.Classifier.Validate(); err != nil {
-		return err
-	}
-	_, err := engine.New(engine.Config{Policies: c.EnginePolicies()})
-	return err
-}
-
-// ClassifierRules returns each policy's natural-language rules.
-func (c *Config) ClassifierRules() map[string]classifier.Rules {
-	out := make(map[string]classifier.Rules, len(c.Policies))
-	for name, p := range c.Policies {
-		out[name] = classifier.Rules{Allow: p.AutoMode.Allow, SoftDeny: p.AutoMode.SoftDeny, HardDeny: p.AutoMode.HardDeny, Environment: p.AutoMode.Environment}
-	}
-	return out
-}
-
-// EnginePolicies converts the policies to the engine's specs.
-func (c *Config) EnginePolicies() map[string]engine.PolicySpec {
-	out := make(map[string]engine.PolicySpec, len(c.Policies))
-	for name, p := range c.Policies {
-		aliases := make(map[string]engine.Kind, len(p.ToolAliases))
-		for k, v := range p.ToolAliases {
-			aliases[k] = engine.Kind(v)
-		}
-		out[name] = engine.PolicySpec{
-			Permissions:        engine.RuleSet{Allow: p.Permissions.Allow, Ask: p.Permissions.Ask, Deny: p.Permissions.Deny},
-			SafeTools:          p.SafeTools,
-			ToolAliases:        aliases,
-			ProtectedPaths:     p.ProtectedPaths,
-			ReadRoots:          p.ReadRoots,
-			DisableAcceptEdits: p.AcceptEdits != nil && !*p.AcceptEdits,
-		}
-	}
-	return out
 }
 
 // PolicyNames returns the configured policy names, sorted.

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"errors"
+	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,22 +11,85 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/engine"
-	"github.com/toolgate/toolgate/server"
 )
+
+// testServer and testClassifier stand in for the owners of the server and
+// classifier sections, whose types config must not import.
+type testServer struct {
+	Listen            string        `yaml:"listen"`
+	MaxStreamInFlight int           `yaml:"max_stream_in_flight"`
+	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout"`
+	Tracing           struct {
+		OTLPEndpoint string `yaml:"otlp_endpoint"`
+	} `yaml:"tracing"`
+}
+
+func (s *testServer) validate() error {
+	if s.MaxStreamInFlight <= 0 {
+		return fmt.Errorf("server.max_stream_in_flight: must be positive, got %d", s.MaxStreamInFlight)
+	}
+	return nil
+}
+
+type testBackend struct {
+	Name    string `yaml:"name"`
+	BaseURL string `yaml:"base_url"`
+	Model   string `yaml:"model"`
+}
+
+type testClassifier struct {
+	Backends  []testBackend `yaml:"backends"`
+	DumpFile  string        `yaml:"dump_file"`
+	MaxTokens int           `yaml:"max_tokens"`
+}
+
+func (c *testClassifier) validate() error {
+	var errs []error
+	for i, b := range c.Backends {
+		if u, err := url.Parse(b.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			errs = append(errs, fmt.Errorf("classifier.backends[%d].base_url: must be an http(s) URL, got %q", i, b.BaseURL))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sections decodes c's server and classifier sections as the runtime
+// would, with defaults, and reports the problems of both.
+func sections(c *Config) (*testServer, *testClassifier, error) {
+	s := &testServer{Listen: "127.0.0.1:50051", MaxStreamInFlight: 32, ShutdownTimeout: 10 * time.Second}
+	cl := &testClassifier{MaxTokens: 1024}
+	if err := errors.Join(c.Server.Decode(s, s.validate), c.Classifier.Decode(cl, cl.validate)); err != nil {
+		return nil, nil, err
+	}
+	return s, cl, nil
+}
 
 func TestDefault(t *testing.T) {
 	c, err := Default()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Server != server.DefaultConfig() {
-		t.Errorf("embedded server settings %+v differ from server.DefaultConfig %+v", c.Server, server.DefaultConfig())
-	}
 	if got := c.PolicyNames(); len(got) != 1 || got[0] != engine.DefaultPolicy {
 		t.Fatalf("policies %v, want [default]", got)
 	}
 	if len(c.Policies["default"].Permissions.Deny) == 0 {
 		t.Error("default policy has no deny rules")
+	}
+	if c.Server.IsZero() || c.Classifier.IsZero() {
+		t.Error("the embedded default lacks its server or classifier section")
+	}
+	if len(c.Files()) != 0 || c.Dir() != "" || c.Sum() != (Sum{}) {
+		t.Errorf("the embedded default came from files: %q %q", c.Files(), c.Dir())
+	}
+	r := c.Policies["default"].AutoMode
+	if len(r.HardDeny) == 0 || len(r.SoftDeny) == 0 || len(r.Allow) == 0 || len(r.Environment) == 0 {
+		t.Fatalf("default classifier rules incomplete: %+v", r)
+	}
+	all := strings.Join(append(append(r.HardDeny, r.SoftDeny...), r.Allow...), "\n")
+	for _, topic := range []string{"curl ... | sh", "git push --force", "credentials", "deploy", "cron", ".claude/", "database"} {
+		if !strings.Contains(all, topic) {
+			t.Errorf("default rules do not cover %q", topic)
+		}
 	}
 }
 
@@ -53,22 +119,26 @@ policies:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Server.Listen != "0.0.0.0:6000" || c.Server.ShutdownTimeout != 3*time.Second {
-		t.Errorf("server %+v", c.Server)
+	srv, cls, err := sections(c)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if c.Server.MaxToolInputBytes != server.DefaultConfig().MaxToolInputBytes {
-		t.Errorf("unset field lost its default: %d", c.Server.MaxToolInputBytes)
+	if srv.Listen != "0.0.0.0:6000" || srv.ShutdownTimeout != 3*time.Second {
+		t.Errorf("server %+v", srv)
 	}
-	spec := c.EnginePolicies()["strict"]
+	if srv.MaxStreamInFlight != 32 || cls.MaxTokens != 1024 {
+		t.Errorf("unset fields lost their defaults: %+v %+v", srv, cls)
+	}
+	spec := c.enginePolicies()["strict"]
 	if !spec.DisableAcceptEdits || spec.ToolAliases["my_shell"] != engine.KindShell || spec.Permissions.Deny[0] != "Bash" {
 		t.Errorf("strict policy %+v", spec)
 	}
-	eng, err := engine.New(engine.Config{Policies: c.EnginePolicies()})
+	eng, _, err := c.NewEngine(Runtime{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The file's default policy is empty, and that is what is used, not the embedded one.
-	res, err := eng.Check(t.Context(), &engine.Request{Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": "rm -rf /"}}})
+	res, err := eng.Check(t.Context(), &engine.Request{Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": "rm -rf /etc"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,28 +151,45 @@ policies:
 	}
 }
 
+// Each problem is reported where it is found: the file's shape by Load,
+// an owned section's by its decoding, a rule by NewEngine; each error
+// names the file and the field.
 func TestLoadErrors(t *testing.T) {
+	load := func(p string) error {
+		c, err := Load(p)
+		if err != nil {
+			return err
+		}
+		if _, _, err := sections(c); err != nil {
+			return err
+		}
+		_, _, err = c.NewEngine(Runtime{})
+		return err
+	}
 	tests := []struct {
 		name string
 		body string
 		want []string
 	}{
-		{"unknown field", "server:\n  lisen: x\n", []string{"line 2", "lisen"}},
-		{"bad duration", "server:\n  shutdown_timeout: soon\n", []string{"soon"}},
-		{"bad server value", "server:\n  max_stream_in_flight: 0\n", []string{"server.max_stream_in_flight"}},
+		{"unknown field", "server:\n  lisen: x\npolicies: {default: {}}\n", []string{"line 2", "lisen"}},
+		{"unknown nested field", "server:\n  tracing: {endpoint: x}\npolicies: {default: {}}\n", []string{"line 2", "endpoint"}},
+		{"unknown policy field", "policies:\n  default:\n    permisions: {}\n", []string{"line 3", "permisions"}},
+		{"unknown section", "sever:\n  listen: x\npolicies: {default: {}}\n", []string{"line 1", "sever"}},
+		{"bad duration", "server:\n  shutdown_timeout: soon\npolicies: {default: {}}\n", []string{"line 2", "soon"}},
+		{"bad server value", "server:\n  max_stream_in_flight: 0\npolicies: {default: {}}\n", []string{"server.max_stream_in_flight"}},
 		{"bad rule", "policies:\n  default:\n    permissions:\n      allow: [\"Edit(\"]\n", []string{"policies.default.permissions.allow[0]"}},
-		{"bad alias kind", "policies:\n  p:\n    tool_aliases: {x: teleport}\n", []string{"policies.p.tool_aliases", "teleport"}},
-		{"unsafe safe tool", "policies:\n  p:\n    safe_tools: [Bash]\n", []string{"policies.p.safe_tools[0]"}},
-		{"read root holding secrets", "policies:\n  p:\n    read_roots: [~/.ssh]\n", []string{"policies.p.read_roots[0]"}},
-		{"relative read root", "policies:\n  p:\n    read_roots: [vendor]\n", []string{"policies.p.read_roots[0]"}},
-		{"bad protected path", "policies:\n  p:\n    protected_paths: [\"/abs\"]\n", []string{"policies.p.protected_paths"}},
+		{"bad alias kind", "policies:\n  default: {}\n  p:\n    tool_aliases: {x: teleport}\n", []string{"policies.p.tool_aliases", "teleport"}},
+		{"unsafe safe tool", "policies:\n  default: {}\n  p:\n    safe_tools: [Bash]\n", []string{"policies.p.safe_tools[0]"}},
+		{"read root holding secrets", "policies:\n  default: {}\n  p:\n    read_roots: [~/.ssh]\n", []string{"policies.p.read_roots[0]"}},
+		{"relative read root", "policies:\n  default: {}\n  p:\n    read_roots: [vendor]\n", []string{"policies.p.read_roots[0]"}},
+		{"bad protected path", "policies:\n  default: {}\n  p:\n    protected_paths: [\"/abs\"]\n", []string{"policies.p.protected_paths"}},
 		{"not yaml", "server: [\n", []string{"yaml"}},
 		{"no default policy", "policies:\n  defualt:\n    permissions:\n      deny: [Bash]\n", []string{"policies.default: missing", "policies defined: defualt"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := write(t, tt.body)
-			_, err := Load(p)
+			err := load(p)
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -115,64 +202,6 @@ func TestLoadErrors(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing file: %v", err)
-	}
-}
-
-func TestLoadClassifier(t *testing.T) {
-	p := write(t, `
-classifier:
-  api: responses
-  two_stage: true
-  backends:
-    - {name: main, base_url: "https://llm.example/v1", model: m1, max_concurrent: 2}
-    - {base_url: "http://127.0.0.1:8000/v1", model: local, api: chat}
-policies:
-  default:
-    auto_mode:
-      soft_deny: [Deploying to production.]
-`)
-	c, err := Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := c.Classifier
-	if !cl.Enabled() || !cl.TwoStage || cl.Timeout != 5*time.Second {
-		t.Fatalf("classifier %+v", cl)
-	}
-	b0, b1 := cl.Backends[0], cl.Backends[1]
-	if b0.API != "responses" || b0.APIKeyEnv != "OPENAI_API_KEY" || b0.Timeout != cl.Timeout/2 || b0.MaxConcurrent != 2 {
-		t.Errorf("first backend defaults %+v", b0)
-	}
-	if b1.Name != "backend-1" || b1.API != "chat" || b1.MaxConcurrent != 8 {
-		t.Errorf("second backend defaults %+v", b1)
-	}
-	if got := c.ClassifierRules()["default"].SoftDeny; len(got) != 1 || got[0] != "Deploying to production." {
-		t.Errorf("rules %v", got)
-	}
-
-	bad := write(t, "classifier:\n  backends:\n    - {base_url: \"ftp://x\", model: m}\n")
-	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), "classifier.backends[0].base_url") {
-		t.Errorf("bad backend: %v", err)
-	}
-}
-
-func TestDefaultClassifierRules(t *testing.T) {
-	c, err := Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Classifier.Enabled() {
-		t.Error("the embedded default must not call any model")
-	}
-	r := c.ClassifierRules()["default"]
-	if len(r.HardDeny) == 0 || len(r.SoftDeny) == 0 || len(r.Allow) == 0 || len(r.Environment) == 0 {
-		t.Fatalf("default rules incomplete: %+v", r)
-	}
-	all := strings.Join(append(append(r.HardDeny, r.SoftDeny...), r.Allow...), "\n")
-	for _, topic := range []string{"curl ... | sh", "git push --force", "credentials", "deploy", "cron", ".claude/", "database"} {
-		if !strings.Contains(all, topic) {
-			t.Errorf("default rules do not cover %q", topic)
-		}
 	}
 }
 
@@ -198,6 +227,33 @@ func TestLoadRequiresPolicies(t *testing.T) {
 	}
 }
 
+// Load sums what it read, the way SumFiles sums the files on disk: equal
+// while the files are unchanged, different after any edit, imports
+// included.
+func TestLoadSum(t *testing.T) {
+	dir := t.TempDir()
+	settings := writeAt(t, dir, "settings.json", `{"permissions": {"deny": ["Bash(make deploy)"]}}`)
+	cfgPath := writeAt(t, dir, "toolgate.yaml", "policies:\n  default:\n    claude_settings: settings.json\n")
+	c, err := Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Files(); len(got) != 2 || got[0] != cfgPath || got[1] != settings {
+		t.Fatalf("files %q", got)
+	}
+	sum, err := SumFiles(c.Files())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum != c.Sum() || sum == (Sum{}) {
+		t.Fatalf("SumFiles %x, Load's sum %x", sum, c.Sum())
+	}
+	writeAt(t, dir, "settings.json", `{"permissions": {"deny": ["Bash(make release)"]}}`)
+	if after, err := SumFiles(c.Files()); err != nil || after == sum {
+		t.Errorf("an edit of an imported file left the sum as it was (%v)", err)
+	}
+}
+
 // TestDefaultDenyRules: the embedded policy's rm rules deny only what is
 // never legitimate; an rm inside the project is left to the stages.
 func TestDefaultDenyRules(t *testing.T) {
@@ -205,7 +261,7 @@ func TestDefaultDenyRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(engine.Config{Policies: c.EnginePolicies(), Home: "/home/dev"})
+	eng, _, err := c.NewEngine(Runtime{Home: "/home/dev"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,19 +13,16 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// expandedSections are the top-level sections whose string values take
-// ${NAME} references. Policies are left alone: their rules are shell and
-// path patterns in which "$" and "${" are literal text (Bash(echo ${HOME})).
-var expandedSections = []string{"server", "classifier"}
-
-// expandDoc expands the references in the string values of the expanded
-// sections of a parsed document, in place. Working on the node tree, after
-// parsing, means a variable's value is only ever a scalar's text: it cannot
-// add keys, lists or documents. written receives, by field path, the text as
-// written of every value that expansion changed (config show prints that
-// text, never the value), and used the variables read, with their values.
-// Errors name the line, the field path and the variable, never its value.
-func expandDoc(doc *yaml.Node, lookup func(string) (string, bool), written, used map[string]string) error {
+// expandSection expands the references in the string values of an owned
+// section (server, classifier), in place. Policies are never expanded:
+// their rules are shell and path patterns in which "$" and "${" are literal
+// text (Bash(echo ${HOME})). Working on the node tree, after parsing, means
+// a variable's value is only ever a scalar's text: it cannot add keys,
+// lists or documents. written receives, by field path, the text as written
+// of every value that expansion changed (config show prints that text,
+// never the value), and used the variables read, with their values. Errors
+// name the line, the field path and the variable, never its value.
+func expandSection(n *yaml.Node, key string, lookup func(string) (string, bool), written, used map[string]string) error {
 	inner := lookup
 	lookup = func(name string) (string, bool) {
 		v, ok := inner(name)
@@ -34,22 +31,8 @@ func expandDoc(doc *yaml.Node, lookup func(string) (string, bool), written, used
 		}
 		return v, ok
 	}
-	if doc == nil || doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return nil
-	}
-	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode {
-		return nil
-	}
 	var errs []error
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		key := root.Content[i].Value
-		for _, s := range expandedSections {
-			if key == s {
-				expandNode(root.Content[i+1], key, lookup, written, &errs)
-			}
-		}
-	}
+	expandNode(n, key, lookup, written, &errs)
 	return errors.Join(errs...)
 }
 
@@ -71,7 +54,8 @@ func expandNode(n *yaml.Node, path string, lookup func(string) (string, bool), w
 		}
 	case yaml.ScalarNode:
 		// Only strings: "${N}" in a number or duration field has already
-		// failed to decode, with its line.
+		// failed to decode, with its line (Section.Decode checks the text
+		// as written first).
 		if n.ShortTag() != "!!str" || !strings.Contains(n.Value, "$") {
 			return
 		}

@@ -94,13 +94,17 @@ policies:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Server.Listen != "127.0.0.1:7000" {
-		t.Errorf("listen %q", c.Server.Listen)
+	srv, cls, err := sections(c)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := c.Classifier.DumpFile; got != "/var/log/$toolgate-dumps.jsonl" {
+	if srv.Listen != "127.0.0.1:7000" {
+		t.Errorf("listen %q", srv.Listen)
+	}
+	if got := cls.DumpFile; got != "/var/log/$toolgate-dumps.jsonl" {
 		t.Errorf("dump_file %q", got)
 	}
-	b := c.Classifier.Backends
+	b := cls.Backends
 	if b[0].Name != "123" || b[0].BaseURL != "https://bob:hunter2@llm.example/v1" || b[0].Model != "null" {
 		t.Errorf("first backend %+v", b[0])
 	}
@@ -143,8 +147,15 @@ func TestLoadExpandErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := write(t, tt.body)
-			_, err := load(p, vars)
+			body := tt.body
+			if !strings.Contains(body, "policies:") {
+				body += "policies: {default: {}}\n"
+			}
+			p := write(t, body)
+			c, err := load(p, vars)
+			if err == nil {
+				_, _, err = sections(c)
+			}
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -160,9 +171,12 @@ func TestLoadExpandErrors(t *testing.T) {
 	}
 
 	// Every problem is reported, each line naming the file.
-	p := write(t, "server:\n  listen: ${A}\nclassifier:\n  dump_file: ${B}\n")
-	_, err := load(p, vars)
-	if err == nil {
+	p := write(t, "server:\n  listen: ${A}\nclassifier:\n  dump_file: ${B}\npolicies: {default: {}}\n")
+	c, err := load(p, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err = sections(c); err == nil {
 		t.Fatal("accepted")
 	}
 	lines := strings.Split(err.Error(), "\n")
@@ -183,7 +197,7 @@ func TestLoadEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Server.Listen != "127.0.0.1:7001" {
-		t.Errorf("listen %q", c.Server.Listen)
+	if srv, _, err := sections(c); err != nil || srv.Listen != "127.0.0.1:7001" {
+		t.Errorf("listen %+v %v", srv, err)
 	}
 }

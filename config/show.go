@@ -15,6 +15,9 @@ const urlMask = "xxxxx"
 
 // MarshalShow returns the configuration, as loaded, as YAML that is safe to
 // print and loads back to the same configuration:
+//   - the server and classifier sections are printed as decoded
+//     (Section.Decode), their owners' defaults included, or as written
+//     when they were not decoded;
 //   - values that ${...} expansion changed are shown as written
 //     (${OPENAI_PROXY_PASSWORD}), never with a variable's value;
 //   - credentials in backend base URLs (user info) are masked;

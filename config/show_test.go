@@ -37,6 +37,10 @@ policies:
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, cls, err := sections(c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out, err := c.MarshalShow()
 	if err != nil {
 		t.Fatal(err)
@@ -78,12 +82,16 @@ policies:
 		t.Errorf("files %q", again.Files())
 	}
 	if !samePolicies(again, c) {
-		t.Errorf("policies changed:\n%+v\n%+v", again.EnginePolicies(), c.EnginePolicies())
+		t.Errorf("policies changed:\n%+v\n%+v", again.enginePolicies(), c.enginePolicies())
 	}
-	a, b := again.Classifier, c.Classifier
+	_, clsAgain, err := sections(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := *clsAgain, *cls
 	a.Backends, b.Backends = a.Backends[:1], b.Backends[:1]
-	if !reflect.DeepEqual(a, b) || again.Classifier.Backends[1].Model != "gpt-topsecret-3" {
-		t.Errorf("classifier changed:\n%+v\n%+v", again.Classifier, c.Classifier)
+	if !reflect.DeepEqual(a, b) || clsAgain.Backends[1].Model != "gpt-topsecret-3" {
+		t.Errorf("classifier changed:\n%+v\n%+v", clsAgain, cls)
 	}
 }
 
@@ -108,7 +116,14 @@ func TestMarshalShowDefault(t *testing.T) {
 // samePolicies compares what the engine and the classifier get, with nil
 // and empty lists alike (YAML does not tell them apart).
 func samePolicies(a, b *Config) bool {
-	return fmt.Sprintf("%+v %+v", a.EnginePolicies(), a.ClassifierRules()) == fmt.Sprintf("%+v %+v", b.EnginePolicies(), b.ClassifierRules())
+	auto := func(c *Config) map[string]AutoMode {
+		out := map[string]AutoMode{}
+		for name, p := range c.Policies {
+			out[name] = p.AutoMode
+		}
+		return out
+	}
+	return fmt.Sprintf("%+v %+v", a.enginePolicies(), auto(a)) == fmt.Sprintf("%+v %+v", b.enginePolicies(), auto(b))
 }
 
 func TestMaskUserinfo(t *testing.T) {

@@ -25,7 +25,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/app"
 )
 
 // Just enough of the Kubernetes and Envoy schemas for the checks below;
@@ -416,7 +416,7 @@ func TestKubernetesDeployment(t *testing.T) {
 	}
 
 	// The config the pod runs with, and what it needs from the pod.
-	cfg, err := config.Load(configFile(t, m, t.TempDir()))
+	cfg, err := app.LoadConfig(configFile(t, m, t.TempDir()))
 	if err != nil {
 		t.Fatalf("ConfigMap config: %v", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/engine"
 )
 
 // TestCorpus runs the embedded default policy over the labeled corpus: no
@@ -29,7 +28,7 @@ func TestCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The corpus's agent runs as /home/dev.
-	eng, err := engine.New(engine.Config{Policies: cfg.EnginePolicies(), Home: "/home/dev"})
+	eng, _, err := cfg.NewEngine(config.Runtime{Home: "/home/dev"})
 	if err != nil {
 		t.Fatal(err)
 	}

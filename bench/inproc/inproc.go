@@ -1,25 +1,21 @@
-// Package inproc wires toolgate inside one process the way cmd/toolgate
-// serve does (embedded default config, engine, optional classifier, gRPC
-// server on a free 127.0.0.1 port), for benchmarks and resilience tests
-// that need the whole stack without a subprocess.
+// Package inproc serves toolgate inside the calling process, through app
+// as toolgate serve does (the embedded default config, engine, optional
+// classifier, gRPC server on a free 127.0.0.1 port, metrics recorded but
+// not served), for benchmarks and resilience tests that need the whole
+// stack without a subprocess.
 package inproc
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/toolgate/toolgate/app"
 	"github.com/toolgate/toolgate/classifier"
-	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 	"github.com/toolgate/toolgate/server"
 )
@@ -43,85 +39,53 @@ type Options struct {
 // Stack is a running toolgate.
 type Stack struct {
 	Addr       string
-	Server     *server.Server
 	Classifier *classifier.Classifier // nil without ClassifierURL
-	serveErr   chan error
-}
-
-// NewLogger is cmd/toolgate's production logger: JSON lines, ISO8601 time,
-// info level, writes serialized.
-func NewLogger(w io.Writer) *zap.Logger {
-	if w == nil {
-		w = io.Discard
-	}
-	encCfg := zap.NewProductionEncoderConfig()
-	encCfg.TimeKey = "ts"
-	encCfg.EncodeTime = zapcore.ISO8601TimeEncoder
-	encCfg.EncodeDuration = zapcore.MillisDurationEncoder
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(encCfg), zapcore.Lock(zapcore.AddSync(w)), zapcore.InfoLevel)
-	return zap.New(core)
+	stop       context.CancelFunc
+	done       chan error
 }
 
 // Start builds and serves the stack. Stop it with Stop.
 func Start(opts Options) (*Stack, error) {
-	cfg, err := config.Default()
+	cfg, err := app.LoadConfig("")
 	if err != nil {
 		return nil, err
 	}
-	cfg.Server.Listen = "127.0.0.1:0"
-	cfg.Server.MetricsListen = ""
-	if opts.Server != nil {
-		opts.Server(&cfg.Server)
+	w := opts.Log
+	if w == nil {
+		w = io.Discard
 	}
-	log := NewLogger(opts.Log)
-	// Metrics on, as serve has them: their cost is part of a check's.
-	reg := prometheus.NewRegistry()
-	smetrics, err := server.NewMetrics(reg)
+	log, err := app.NewLogger("info", w)
 	if err != nil {
 		return nil, err
 	}
-	cmetrics, err := classifier.NewMetrics(reg)
+	a, err := app.New(cfg, app.WithLogger(log), app.WithServerOptions(server.WithGRPCOptions(opts.GRPC...)),
+		app.WithOverrides(func(c *app.Config) error {
+			c.Server.Listen = "127.0.0.1:0"
+			c.Server.MetricsListen = ""
+			if opts.Server != nil {
+				opts.Server(&c.Server)
+			}
+			if opts.ClassifierURL != "" {
+				c.Classifier.Backends = []classifier.BackendConfig{{Name: "fake", BaseURL: opts.ClassifierURL, Model: "fake", APIKeyEnv: "TOOLGATE_BENCH_NO_KEY"}}
+				if opts.Classifier != nil {
+					opts.Classifier(&c.Classifier)
+				}
+			}
+			return nil
+		}))
 	if err != nil {
 		return nil, err
 	}
-	ecfg := engine.Config{Policies: cfg.EnginePolicies(), OnClassifierUnavailable: engine.Deny, Home: "/home/agent"}
-	st := &Stack{serveErr: make(chan error, 1)}
-	if opts.ClassifierURL != "" {
-		cfg.Classifier.Backends = []classifier.BackendConfig{{Name: "fake", BaseURL: opts.ClassifierURL, Model: "fake", APIKeyEnv: "TOOLGATE_BENCH_NO_KEY"}}
-		if opts.Classifier != nil {
-			opts.Classifier(&cfg.Classifier)
-		}
-		if st.Classifier, err = classifier.New(cfg.Classifier, cfg.ClassifierRules(), log, classifier.WithMetrics(cmetrics)); err != nil {
-			return nil, err
-		}
-		ecfg.Classifier = st.Classifier
-	}
-	eng, err := engine.New(ecfg)
-	if err != nil {
-		return nil, err
-	}
-	if st.Server, err = server.New(cfg.Server, eng, log, server.WithMetrics(smetrics), server.WithGRPCOptions(opts.GRPC...)); err != nil {
-		return nil, err
-	}
-	lis, err := net.Listen("tcp", cfg.Server.Listen)
-	if err != nil {
-		return nil, err
-	}
-	st.Addr = lis.Addr().String()
-	go func() { st.serveErr <- st.Server.Serve(lis) }()
+	ctx, stop := context.WithCancel(context.Background())
+	st := &Stack{Addr: a.Addr().String(), Classifier: a.Classifier(), stop: stop, done: make(chan error, 1)}
+	go func() { st.done <- a.Run(ctx) }()
 	return st, nil
 }
 
 // Stop shuts the server down gracefully and reports a serving error.
 func (s *Stack) Stop() error {
-	s.Server.Shutdown(context.Background())
-	err := <-s.serveErr
-	if s.Classifier != nil {
-		if cerr := s.Classifier.Close(); err == nil {
-			err = cerr
-		}
-	}
-	return err
+	s.stop()
+	return <-s.done
 }
 
 // Dial connects a client to addr without TLS.

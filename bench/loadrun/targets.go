@@ -16,10 +16,10 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/toolgate/toolgate/app"
 	"github.com/toolgate/toolgate/bench/inproc"
 	"github.com/toolgate/toolgate/bench/workload"
 	"github.com/toolgate/toolgate/classifier"
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 )
@@ -439,7 +439,7 @@ func median(us []int64) time.Duration {
 // message): the fake's latency as any client sees it, HTTP included. Its
 // median is what the classifier path is compared with.
 func fakeDirect(ctx context.Context, baseURL string, n int) (time.Duration, error) {
-	cfg, err := config.Default()
+	cfg, err := app.LoadConfig("")
 	if err != nil {
 		return 0, err
 	}

@@ -3,14 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/testpki"
-	"github.com/toolgate/toolgate/server"
 )
 
 // runCheck runs "toolgate check" and returns its exit code and output.
@@ -95,35 +93,6 @@ func TestClientFlagErrors(t *testing.T) {
 	}
 }
 
-func TestExposureWarning(t *testing.T) {
-	public := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 5), Port: 50051}
-	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50051}
-	tls := server.TLSConfig{CertFile: "c", KeyFile: "k"}
-	mtls := server.TLSConfig{CertFile: "c", KeyFile: "k", ClientCAFile: "ca"}
-	tests := []struct {
-		name  string
-		addr  net.Addr
-		tls   server.TLSConfig
-		token string
-		want  string
-	}{
-		{"loopback", local, server.TLSConfig{}, "", ""},
-		{"public, nothing", public, server.TLSConfig{}, "", "authenticates no client"},
-		{"public, TLS only", public, tls, "", "authenticates no client"},
-		{"public, tokens in plaintext", public, server.TLSConfig{}, "/etc/t", "plaintext"},
-		{"public, TLS and tokens", public, tls, "/etc/t", ""},
-		{"public, mutual TLS", public, mtls, "", ""},
-	}
-	for _, tt := range tests {
-		c := server.DefaultConfig()
-		c.TLS, c.TokenFile = tt.tls, tt.token
-		w := exposureWarning(tt.addr, c)
-		if (tt.want == "") != (w == "") || !strings.Contains(w, tt.want) {
-			t.Errorf("%s: %q, want %q", tt.name, w, tt.want)
-		}
-	}
-}
-
 func TestCheckStream(t *testing.T) {
 	addr := startServe(t)
 	dir := t.TempDir()
@@ -183,21 +152,6 @@ func TestCheckStream(t *testing.T) {
 	}
 	if code, out, errOut := runCheck(t, "--addr", addr, "--stream", refused); code != exitError || !strings.Contains(errOut, "1 stream items were refused") || !strings.Contains(out, "must come before the first check") {
 		t.Errorf("refused item: exit %d %q %q", code, out, errOut)
-	}
-}
-
-func TestRedactURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"https://api.openai.com/v1":                 "https://api.openai.com/v1",
-		"https://user:pw-secret@llm.internal/v1":    "https://llm.internal/v1",
-		"https://ghp_tokensecret@llm.internal/v1":   "https://llm.internal/v1",
-		"https://llm.internal/v1?api-key=qsecret#x": "https://llm.internal/v1",
-		"http://[::1]:8080/v1":                      "http://[::1]:8080/v1",
-		"://bad":                                    "(unparsable URL)",
-	} {
-		if got := redactURL(in); got != want {
-			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/toolgate/toolgate/app"
 	"github.com/toolgate/toolgate/config"
 )
 
@@ -31,12 +32,17 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 			}
 			return 2
 		}
-		cfg, err := loadConfig(*path)
+		cfg, err := app.LoadConfig(*path)
 		if err != nil {
 			fmt.Fprintln(stderr, "toolgate config show:", err)
 			return 1
 		}
-		out, err := cfg.MarshalShow()
+		// What is shown must be a config that runs: its rules compile.
+		if _, _, err := cfg.NewEngine("", nil); err != nil {
+			fmt.Fprintln(stderr, "toolgate config show:", err)
+			return 1
+		}
+		out, err := cfg.File.MarshalShow()
 		if err != nil {
 			fmt.Fprintln(stderr, "toolgate config show:", err)
 			return 1

@@ -8,7 +8,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/app"
 	"github.com/toolgate/toolgate/eval"
 )
 
@@ -34,12 +34,12 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "toolgate eval: no corpus files given (and none in testdata/corpus)")
 		return 2
 	}
-	cfg, err := loadConfig(*cfgPath)
+	cfg, err := app.LoadConfig(*cfgPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "toolgate eval:", err)
 		return 2
 	}
-	eng, err := engine.New(engine.Config{Policies: cfg.EnginePolicies(), Home: *home})
+	eng, _, err := cfg.NewEngine(*home, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "toolgate eval:", err)
 		return 2

@@ -13,7 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/app"
 )
 
 // startServe runs "toolgate serve" in-process on a free loopback port.
@@ -56,11 +56,15 @@ func startServeLogs(t *testing.T, args ...string) (string, func() string) {
 			t.Error("serve did not stop after its context ended")
 		}
 	})
-	return addr.String(), func() string {
+	read := func() string {
 		logs.mu.Lock()
 		defer logs.mu.Unlock()
 		return buf.String()
 	}
+	// ready comes once the server listens; the serving line, which names
+	// the metrics address, right after.
+	waitFor(t, "the serving line", func() bool { return strings.Contains(read(), `"msg":"serving"`) })
+	return addr.String(), read
 }
 
 func TestServeAndCheck(t *testing.T) {
@@ -231,16 +235,22 @@ policies:
 	if strings.Contains(out.String(), "hunter2") {
 		t.Fatalf("show printed a password:\n%s", out.String())
 	}
+	// The effective config: the defaults of what the file leaves out.
+	for _, want := range []string{"shutdown_timeout: 10s", "max_concurrent: 8", "api_key_env: OPENAI_API_KEY"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("show lacks the default %q:\n%s", want, out.String())
+		}
+	}
 	// What show prints is a valid config that means the same thing.
 	shown := filepath.Join(dir, "shown.yaml")
 	if err := os.WriteFile(shown, out.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	again, err := config.Load(shown)
+	again, err := app.LoadConfig(shown)
 	if err != nil {
 		t.Fatalf("show output does not load: %v\n%s", err, out.String())
 	}
-	orig, err := config.Load(src)
+	orig, err := app.LoadConfig(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +261,7 @@ policies:
 	if string(a) != string(b) {
 		t.Fatalf("round trip changed the config:\n%s\n%s", a, b)
 	}
-	if len(again.Policies["default"].Permissions.Deny) != 1 || again.Classifier.Backends[0].Model != "m" {
+	if len(again.File.Policies["default"].Permissions.Deny) != 1 || again.Classifier.Backends[0].Model != "m" {
 		t.Fatalf("round trip lost settings: %+v", again)
 	}
 }

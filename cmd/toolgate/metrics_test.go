@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/toolgate/toolgate/fakellm"
 )
 
@@ -193,27 +191,4 @@ func grepLines(text, s string) string {
 		}
 	}
 	return strings.Join(out, "")
-}
-
-func TestStartMetricsStops(t *testing.T) {
-	m, err := newMetrics()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a, stop, err := startMetrics("", m.reg, zap.NewNop()); a != nil || err != nil {
-		t.Fatalf("empty address: %v %v, want nothing served", a, err)
-	} else {
-		stop()
-	}
-	a, stop, err := startMetrics("127.0.0.1:0", m.reg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body := scrape(t, a.String()); !strings.Contains(body, "toolgate_policy_reloads_total") {
-		t.Fatalf("exposition lacks the reload counter:\n%s", body)
-	}
-	stop()
-	if _, err := http.Get("http://" + a.String() + "/metrics"); err == nil {
-		t.Fatal("the listener still answers after stop")
-	}
 }

@@ -6,8 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/toolgate/toolgate/config"
-	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/app"
 )
 
 // validateCmd checks config files without starting a server: syntax,
@@ -27,22 +26,28 @@ func validateCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	code := 0
 	for _, path := range fs.Args() {
-		cfg, err := config.Load(path)
+		if path == "" {
+			// LoadConfig would take it for the embedded default.
+			fmt.Fprintln(stderr, "toolgate validate: empty file name")
+			code = 1
+			continue
+		}
+		cfg, err := app.LoadConfig(path)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			code = 1
 			continue
 		}
-		eng, err := engine.New(engine.Config{Policies: cfg.EnginePolicies()})
+		_, warnings, err := cfg.NewEngine("", nil)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", path, err)
+			fmt.Fprintln(stderr, err)
 			code = 1
 			continue
 		}
-		for _, w := range eng.Warnings() {
+		for _, w := range warnings {
 			fmt.Fprintf(stdout, "%s: warning: %s\n", path, w)
 		}
-		fmt.Fprintf(stdout, "%s: ok (policies: %s)\n", path, strings.Join(cfg.PolicyNames(), ", "))
+		fmt.Fprintf(stdout, "%s: ok (policies: %s)\n", path, strings.Join(cfg.File.PolicyNames(), ", "))
 	}
 	return code
 }

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"os"
@@ -11,58 +11,18 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/toolgate/toolgate/config"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 )
-
-const (
-	policyNoRules  = "policies:\n  default: {}\n"
-	policyDenyMake = "policies:\n  default:\n    permissions:\n      deny: [\"Bash(make deploy)\"]\n"
-	// Valid YAML whose rule does not parse: the reload must be refused.
-	policyBadRule = "policies:\n  default:\n    permissions:\n      deny: [\"Bash(make deploy\"]\n"
-)
-
-// writeAtomically replaces path the way editors and config management do:
-// a new file renamed over the old one.
-func writeAtomically(t *testing.T, path, content string) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitFor polls cond for up to 10s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
-}
 
 func TestReloadUnderLoad(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "toolgate.yaml")
-	writeAtomically(t, path, policyNoRules)
-	addr, logs := startServeLogs(t, "--config", path)
-
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := pb.NewPermissionServiceClient(conn)
+	writeAtomically(t, path, localOnly+policyNoRules)
+	r := start(t, loadConfig(t, path), WithSIGHUP())
+	logs, conn, client := r.logs.String, r.conn, r.client
 	input, _ := structpb.NewStruct(map[string]any{"command": "make deploy"})
 	req := func(id string) *pb.CheckRequest {
 		return &pb.CheckRequest{RequestId: id, Tool: &pb.ToolCall{Name: "Bash", Input: input}, WorkingDirectory: dir, Mode: pb.PermissionMode_PERMISSION_MODE_DEFAULT}
@@ -133,12 +93,12 @@ func TestReloadUnderLoad(t *testing.T) {
 	})
 
 	// A valid change applies on the open stream.
-	writeAtomically(t, path, policyDenyMake)
+	writeAtomically(t, path, localOnly+policyDenyMake)
 	waitFor(t, "the deny rule to apply", func() bool { return onStream() == pb.Decision_DECISION_DENY })
 
 	// An invalid change is refused, naming the file and field, and the
 	// running policy stays.
-	if err := os.WriteFile(path, []byte(policyBadRule), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(localOnly+policyBadRule), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the rejection to be logged", func() bool { return strings.Contains(logs(), "config reload rejected") })
@@ -160,7 +120,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	}
 
 	// A good file after a bad one applies again; so does SIGHUP.
-	writeAtomically(t, path, policyNoRules)
+	writeAtomically(t, path, localOnly+policyNoRules)
 	waitFor(t, "the rule to be gone", func() bool { return onStream() == pb.Decision_DECISION_ASK })
 	before := strings.Count(logs(), `"trigger":"SIGHUP"`)
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
@@ -191,9 +151,9 @@ func TestReloadUnderLoad(t *testing.T) {
 func TestReloadWatchOff(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "toolgate.yaml")
-	writeAtomically(t, path, policyNoRules)
-	_, logs := startServeLogs(t, "--config", path, "--watch=false")
-	writeAtomically(t, path, policyDenyMake)
+	writeAtomically(t, path, localOnly+policyNoRules)
+	logs := start(t, loadConfig(t, path), WithWatch(false), WithSIGHUP()).logs.String
+	writeAtomically(t, path, localOnly+policyDenyMake)
 	time.Sleep(5 * quiet)
 	if strings.Contains(logs(), "config reloaded") {
 		t.Fatal("reloaded on a file change with --watch=false")
@@ -208,15 +168,11 @@ func TestReloadWatchOff(t *testing.T) {
 // counters); a classifier or auto_mode edit builds a new one.
 func TestBuildGenerationClassifierReuse(t *testing.T) {
 	dir := t.TempDir()
-	load := func(yaml string) *config.Config {
+	load := func(yaml string) *Config {
 		t.Helper()
 		path := filepath.Join(dir, "c.yaml")
 		writeAtomically(t, path, yaml)
-		cfg, err := config.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg
+		return loadConfig(t, path)
 	}
 	cls := "classifier:\n  backends:\n    - {name: a, base_url: \"http://127.0.0.1:1/v1\", model: m}\n"
 	log := zap.NewNop()
@@ -248,21 +204,16 @@ func TestReloadImportedClaudeSettings(t *testing.T) {
 	dir, other := t.TempDir(), t.TempDir()
 	settings := filepath.Join(other, "settings.json")
 	writeAtomically(t, settings, `{"permissions":{"deny":[]}}`)
-	path := filepath.Join(dir, "toolgate.yaml")
-	writeAtomically(t, path, "policies:\n  default:\n    claude_settings: "+settings+"\n")
-	addr := startServe(t, "--config", path)
-	check := func() int {
-		code, _, errOut := runCheck(t, "--addr", addr, "--tool", "Bash", "--input", `{"command":"make deploy"}`, "--cwd", dir, "--mode", "default")
-		if code == exitError {
-			t.Fatal(errOut)
-		}
-		return code
+	path := configFile(t, dir, "policies:\n  default:\n    claude_settings: "+settings+"\n")
+	r := start(t, loadConfig(t, path))
+	check := func() pb.Decision {
+		return r.check(t, t.Context(), "Bash", map[string]any{"command": "make deploy"}, dir, pb.PermissionMode_PERMISSION_MODE_DEFAULT).GetDecision()
 	}
-	if c := check(); c != exitAsk {
-		t.Fatalf("before: exit %d, want ask", c)
+	if d := check(); d != pb.Decision_DECISION_ASK {
+		t.Fatalf("before: %v, want ask", d)
 	}
 	writeAtomically(t, settings, `{"permissions":{"deny":["Bash(make deploy)"]}}`)
-	waitFor(t, "the imported deny rule to apply", func() bool { return check() == exitDeny })
+	waitFor(t, "the imported deny rule to apply", func() bool { return check() == pb.Decision_DECISION_DENY })
 }
 
 // A file written without pause next to the config (a log, say) must not
@@ -271,12 +222,12 @@ func TestReloadImportedClaudeSettings(t *testing.T) {
 func TestReloadBusyDirectoryAndSymlink(t *testing.T) {
 	dir, other := t.TempDir(), t.TempDir()
 	target := filepath.Join(other, "real.yaml")
-	writeAtomically(t, target, policyNoRules)
+	writeAtomically(t, target, localOnly+policyNoRules)
 	path := filepath.Join(dir, "toolgate.yaml")
 	if err := os.Symlink(target, path); err != nil {
 		t.Fatal(err)
 	}
-	addr := startServe(t, "--config", path)
+	r := start(t, loadConfig(t, path))
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
@@ -294,53 +245,12 @@ func TestReloadBusyDirectoryAndSymlink(t *testing.T) {
 			}
 		}
 	}()
-	check := func() int {
-		code, _, errOut := runCheck(t, "--addr", addr, "--tool", "Bash", "--input", `{"command":"make deploy"}`, "--cwd", dir, "--mode", "default")
-		if code == exitError {
-			t.Fatal(errOut)
-		}
-		return code
+	check := func() pb.Decision {
+		return r.check(t, t.Context(), "Bash", map[string]any{"command": "make deploy"}, dir, pb.PermissionMode_PERMISSION_MODE_DEFAULT).GetDecision()
 	}
-	if c := check(); c != exitAsk {
-		t.Fatalf("before: exit %d", c)
+	if d := check(); d != pb.Decision_DECISION_ASK {
+		t.Fatalf("before: %v", d)
 	}
-	writeAtomically(t, target, policyDenyMake)
-	waitFor(t, "the edited symlink target to apply", func() bool { return check() == exitDeny })
-}
-
-// The agents toolgate guards may not edit its config (hot reload would
-// apply the edit) nor read its token file.
-func TestSelfProtection(t *testing.T) {
-	dir, project := t.TempDir(), t.TempDir()
-	target := filepath.Join(dir, "real.yaml")
-	writeAtomically(t, target, policyNoRules)
-	path := filepath.Join(dir, "toolgate.yaml")
-	if err := os.Symlink(target, path); err != nil {
-		t.Fatal(err)
-	}
-	tokens := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(tokens, []byte("ci tok-0123456789abcdef\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	token := filepath.Join(project, "token")
-	if err := os.WriteFile(token, []byte("tok-0123456789abcdef\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addr := startServe(t, "--config", path, "--token-file", tokens)
-	for _, tt := range []struct{ tool, input string }{
-		{"Write", `{"file_path":"` + path + `","content":"policies: {default: {}}"}`},
-		{"Edit", `{"file_path":"` + target + `","old_string":"a","new_string":"b"}`},
-		{"Bash", `{"command":"echo 'policies: {}' > ` + path + `"}`},
-		{"Read", `{"file_path":"` + tokens + `"}`},
-		{"Bash", `{"command":"cat ` + tokens + `"}`},
-		{"Bash", `{"command":"ln -sf /dev/zero ` + target + `"}`},
-		{"Bash", `{"command":"rm ` + path + ` && mkfifo ` + path + `"}`},
-		{"Bash", `{"command":"mv /tmp/evil.yaml ` + target + `"}`},
-		{"Bash", `{"command":"cp /tmp/t ` + tokens + `"}`},
-	} {
-		code, out, errOut := runCheck(t, "--addr", addr, "--token-file", token, "--tool", tt.tool, "--input", tt.input, "--cwd", project, "--mode", "bypass")
-		if code != exitDeny || !strings.Contains(out, "denied by rule") && !strings.Contains(out, "(self-protection)") {
-			t.Errorf("%s %s: exit %d %s %s", tt.tool, tt.input, code, out, errOut)
-		}
-	}
+	writeAtomically(t, target, localOnly+policyDenyMake)
+	waitFor(t, "the edited symlink target to apply", func() bool { return check() == pb.Decision_DECISION_DENY })
 }

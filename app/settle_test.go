@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/server"
 )
@@ -30,18 +29,12 @@ const slowConfig = `policies:
 // newTestReloader runs the config at path as serve would.
 func newTestReloader(t *testing.T, path string) *reloader {
 	t.Helper()
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := loadConfig(t, path)
 	g, err := buildGeneration(cfg, nil, "/home/dev", zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.sum, err = fingerprint(configFiles(path, cfg)); err != nil {
-		t.Fatal(err)
-	}
-	return &reloader{path: path, load: func() (*config.Config, error) { return config.Load(path) }, home: "/home/dev",
+	return &reloader{path: path, load: func() (*Config, error) { return LoadConfig(path) }, home: "/home/dev",
 		log: zap.NewNop(), cur: g, svc: server.NewService(cfg.Server, g.eng, zap.NewNop())}
 }
 
@@ -96,8 +89,8 @@ func TestReloadWaitsForASlowWrite(t *testing.T) {
 		if d := decideMakeDeploy(t, r); d != engine.Deny {
 			t.Fatalf("after a slow write: %v, want deny", d)
 		}
-		if !strings.Contains(r.cur.cfg.Policies[engine.DefaultPolicy].Permissions.Allow[0], "make") {
-			t.Fatalf("the new config was not loaded: %+v", r.cur.cfg.Policies)
+		if !strings.Contains(r.cur.cfg.File.Policies[engine.DefaultPolicy].Permissions.Allow[0], "make") {
+			t.Fatalf("the new config was not loaded: %+v", r.cur.cfg.File.Policies)
 		}
 	})
 }

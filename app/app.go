@@ -1,0 +1,323 @@
+// Package app is toolgate's runtime. From a loaded config it builds the
+// engine, the classifier pool, the gRPC server (with its tracing and audit
+// log), the metrics listener and the config reloader; Run serves until its
+// context ends and then takes it all down in the reverse order. toolgate
+// serve is flag parsing plus New and Run; benchmarks and tests start their
+// servers the same way, so that what they measure is what runs.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel"
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/classifier"
+	"github.com/toolgate/toolgate/server"
+)
+
+// Option adjusts an App.
+type Option func(*options)
+
+type options struct {
+	log       *zap.Logger
+	home      *string
+	watch     bool
+	sighup    bool
+	overrides func(*Config) error
+	server    []server.Option
+}
+
+// WithLogger logs to log (default: nowhere). The caller syncs it.
+func WithLogger(log *zap.Logger) Option { return func(o *options) { o.log = log } }
+
+// WithHome sets the agents' home directory, for "~" in rules. The default
+// is this user's: toolgate usually runs beside the agents it guards (rules
+// meant for any home use //**/ patterns).
+func WithHome(dir string) Option { return func(o *options) { o.home = &dir } }
+
+// WithWatch turns reloading on changes of the config's files on or off
+// (default on; nothing is watched for the embedded default).
+func WithWatch(on bool) Option { return func(o *options) { o.watch = on } }
+
+// WithSIGHUP reloads the config on SIGHUP, whether or not the files
+// changed. It takes the process's signal, which is a binary's business
+// rather than a library's: off by default.
+func WithSIGHUP() Option { return func(o *options) { o.sighup = true } }
+
+// WithOverrides changes every config before it is used: the one given to
+// New and each one a reload loads. Command-line flags win over the file
+// this way; a change made to the Config directly would not survive a
+// reload.
+func WithOverrides(f func(*Config) error) Option { return func(o *options) { o.overrides = f } }
+
+// WithServerOptions passes options to the gRPC server (tuning experiments).
+func WithServerOptions(opts ...server.Option) Option {
+	return func(o *options) { o.server = append(o.server, opts...) }
+}
+
+// App is a built toolgate: listening, and serving once Run is called.
+type App struct {
+	log         *zap.Logger
+	cfg         *Config
+	rl          *reloader
+	watch       *watcher
+	srv         *server.Server
+	lis         net.Listener
+	metricsAddr net.Addr
+	exposure    string
+
+	// closers undo what New built, in the order built; close runs them
+	// in reverse, once.
+	closers   []closer
+	closeOnce sync.Once
+	running   atomic.Bool
+
+	// Set by Run: stopWatch ends the watch loop and waits for it;
+	// serveDone is closed when Serve has returned serveErr.
+	stopWatch func()
+	serveDone chan struct{}
+	serveErr  error
+}
+
+type closer struct {
+	name string
+	fn   func()
+}
+
+// New builds everything cfg describes and binds the listeners, so that
+// the addresses are known and startup errors are New's; it serves nothing
+// until Run. On an error, what was built is released. Call Run, or Close
+// when Run will not be called.
+func New(cfg *Config, opts ...Option) (*App, error) {
+	o := options{log: zap.NewNop(), watch: true}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.overrides != nil {
+		if err := o.overrides(cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	home, _ := os.UserHomeDir()
+	if o.home != nil {
+		home = *o.home
+	}
+	log := o.log
+	a := &App{log: log, cfg: cfg}
+	built := false
+	defer func() {
+		if !built {
+			a.close()
+		}
+	}()
+	if cfg.Server.Tracing.OTLPEndpoint != "" {
+		// OpenTelemetry reports export failures through a global handler;
+		// the default prints to stderr, outside the log.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing", zap.Error(err)) }))
+	}
+
+	// Made once: the classifiers a reload builds record into the same
+	// classifier metrics.
+	metrics, err := newMetrics()
+	if err != nil {
+		return nil, err
+	}
+	clsOpts := []classifier.Option{classifier.WithMetrics(metrics.classifier)}
+	gen, err := buildGeneration(cfg, nil, home, log, clsOpts...)
+	if err != nil {
+		return nil, err
+	}
+	var path string
+	if files := cfg.File.Files(); len(files) > 0 {
+		path = files[0]
+	}
+	a.rl = &reloader{path: path, load: a.loader(path, o.overrides), home: home, log: log, cur: gen, clsOpts: clsOpts, reloads: metrics.reloads}
+	a.onClose("classifiers", a.rl.close)
+	for _, b := range cfg.Classifier.Backends {
+		if os.Getenv(b.APIKeyEnv) == "" {
+			log.Warn("classifier backend has no API key", zap.String("backend", b.Name), zap.String("api_key_env", b.APIKeyEnv))
+		}
+	}
+	if cfg.Classifier.Enabled() && cfg.Classifier.DumpFile != "" {
+		log.Warn("dumping every classifier request and answer", zap.String("file", cfg.Classifier.DumpFile))
+	}
+
+	// A watch that cannot start is a startup error: the operator would
+	// otherwise edit a policy that never applies.
+	if a.watch, err = a.rl.watch(o.watch, o.sighup); err != nil {
+		return nil, err
+	}
+	a.onClose("config watch", func() {
+		if a.stopWatch != nil {
+			a.stopWatch()
+		} else {
+			a.watch.close()
+		}
+	})
+
+	var stopMetrics func()
+	if a.metricsAddr, stopMetrics, err = startMetrics(cfg.Server.MetricsListen, metrics.reg, log); err != nil {
+		return nil, err
+	}
+	a.onClose("metrics listener", stopMetrics)
+
+	if a.lis, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
+		return nil, err
+	}
+	// Closed again, harmlessly, when the server had it.
+	a.onClose("grpc listener", func() { _ = a.lis.Close() })
+	if a.exposure = exposureWarning(a.lis.Addr(), cfg.Server); a.exposure != "" {
+		log.Warn(a.exposure, zap.String("addr", a.lis.Addr().String()))
+	}
+
+	srvOpts := append([]server.Option{server.WithMetrics(metrics.server)}, o.server...)
+	if a.srv, err = server.New(cfg.Server, gen.eng, log, srvOpts...); err != nil {
+		return nil, err
+	}
+	a.rl.svc = a.srv.Service()
+	a.onClose("grpc server", func() {
+		// A fresh context: Run's is done, and Shutdown bounds itself.
+		a.srv.Shutdown(context.Background())
+		if a.serveDone != nil {
+			<-a.serveDone
+		}
+	})
+	built = true
+	return a, nil
+}
+
+// loader is how a reload reads the config: the file again, with the
+// overrides on top.
+func (a *App) loader(path string, overrides func(*Config) error) func() (*Config, error) {
+	return func() (*Config, error) {
+		cfg, err := LoadConfig(path)
+		if err != nil {
+			return nil, err
+		}
+		if overrides != nil {
+			if err := overrides(cfg); err != nil {
+				return nil, err
+			}
+		}
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		return cfg, nil
+	}
+}
+
+func (a *App) onClose(name string, fn func()) { a.closers = append(a.closers, closer{name, fn}) }
+
+// close runs the closers in reverse order, once: the gRPC server stops
+// before the metrics it records into, and the classifiers close after the
+// last check that could call them.
+func (a *App) close() {
+	a.closeOnce.Do(func() {
+		for i := len(a.closers) - 1; i >= 0; i-- {
+			a.closers[i].fn()
+			a.log.Debug("closed", zap.String("part", a.closers[i].name))
+		}
+	})
+}
+
+// Run serves until ctx ends (or serving fails), then shuts down: health
+// goes NOT_SERVING, calls in flight finish within the shutdown timeout, and
+// what New built is released in reverse order. It returns serving's error.
+func (a *App) Run(ctx context.Context) error {
+	if !a.running.CompareAndSwap(false, true) {
+		return errors.New("app: Run called twice")
+	}
+	var backends []string
+	for _, b := range a.cfg.Classifier.Backends {
+		backends = append(backends, b.Name+"="+b.Model+"@"+redactURL(b.BaseURL))
+	}
+	// Before the watch loop starts, which may swap the generation.
+	policies := a.rl.cur.eng.Policies()
+	watchCtx, cancelWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() { a.watch.run(watchCtx); close(watchDone) }()
+	a.stopWatch = func() { cancelWatch(); <-watchDone }
+
+	a.log.Info("serving",
+		zap.String("addr", a.lis.Addr().String()),
+		zap.String("metrics_addr", addrString(a.metricsAddr)),
+		zap.String("version", a.cfg.Server.Version),
+		zap.Strings("policies", policies),
+		zap.Strings("classifier_backends", backends),
+	)
+	a.serveDone = make(chan struct{})
+	go func() { a.serveErr = a.srv.Serve(a.lis); close(a.serveDone) }()
+	select {
+	case <-a.serveDone:
+	case <-ctx.Done():
+	}
+	a.log.Info("shutting down", zap.Stringer("timeout", a.cfg.Server.ShutdownTimeout))
+	a.close()
+	if a.serveErr != nil {
+		return a.serveErr
+	}
+	a.log.Info("stopped")
+	return nil
+}
+
+// Close releases an App whose Run was never called.
+func (a *App) Close() {
+	if a.running.CompareAndSwap(false, true) {
+		a.close()
+	}
+}
+
+// Addr is the gRPC listener's address.
+func (a *App) Addr() net.Addr { return a.lis.Addr() }
+
+// MetricsAddr is the metrics listener's address; nil when metrics are off.
+func (a *App) MetricsAddr() net.Addr { return a.metricsAddr }
+
+// ExposureWarning is the warning, already logged, for a server reachable
+// from the network without authenticated clients or with tokens sent in
+// plaintext; empty when there is none. A binary may repeat it on stderr.
+func (a *App) ExposureWarning() string { return a.exposure }
+
+// Classifier is the classifier checks use now; nil without one.
+func (a *App) Classifier() *classifier.Classifier { return a.rl.classifier() }
+
+// exposureWarning is the loud warning for a server reachable from the
+// network without authenticated clients, or with tokens sent in plaintext.
+func exposureWarning(a net.Addr, c server.Config) string {
+	switch {
+	case isLoopback(a):
+		return ""
+	case c.TokenFile == "" && c.TLS.ClientCAFile == "":
+		return fmt.Sprintf("INSECURE: %s is reachable from the network and authenticates no client; anyone who can reach it may ask for decisions. Set --token-file (with --tls-cert/--tls-key) or --tls-client-ca, or listen on 127.0.0.1", a)
+	case !c.TLS.Enabled():
+		return fmt.Sprintf("INSECURE: %s takes bearer tokens over plaintext from the network; set --tls-cert/--tls-key", a)
+	}
+	return ""
+}
+
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// redactURL leaves out what a base URL may carry besides an address: user
+// info (a password, or a token written as the user name) and the query.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
+	return u.String()
+}

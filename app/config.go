@@ -1,0 +1,93 @@
+package app
+
+import (
+	"errors"
+
+	"github.com/toolgate/toolgate/classifier"
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/server"
+)
+
+// Config is a config file read for running: the file (policies, the files
+// it read, their sum) and its server and classifier sections decoded with
+// their owners' types and defaults.
+type Config struct {
+	File       *config.Config
+	Server     server.Config
+	Classifier classifier.Config
+}
+
+// LoadConfig loads the config file at path, or the embedded default when
+// path is empty, and decodes its sections.
+func LoadConfig(path string) (*Config, error) {
+	var f *config.Config
+	var err error
+	if path == "" {
+		f, err = config.Default()
+	} else {
+		f, err = config.Load(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return Decode(f)
+}
+
+// Decode decodes and validates the server and classifier sections of f;
+// what the file leaves out keeps the owners' defaults. The problems of
+// both sections are reported together.
+func Decode(f *config.Config) (*Config, error) {
+	c := &Config{File: f, Server: server.DefaultConfig(), Classifier: classifier.DefaultConfig()}
+	err := errors.Join(
+		f.Server.Decode(&c.Server, c.Server.Validate),
+		f.Classifier.Decode(&c.Classifier, c.validateClassifier),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Validate checks the sections again, after a caller (flags, a benchmark)
+// has changed them.
+func (c *Config) Validate() error {
+	return errors.Join(c.Server.Validate(), c.validateClassifier())
+}
+
+func (c *Config) validateClassifier() error {
+	c.Classifier.WithBackendDefaults()
+	return c.Classifier.Validate()
+}
+
+// NewEngine compiles the policies into an engine deciding for the agents of
+// home, with cls for what the local stages leave open (nil: none). It
+// protects toolgate's TLS and token files besides the config's own (see
+// config.Config.NewEngine, the one place an engine is configured).
+func (c *Config) NewEngine(home string, cls *classifier.Classifier) (*engine.Engine, []string, error) {
+	tls := c.Server.TLS
+	rt := config.Runtime{
+		Home:                    home,
+		OnClassifierUnavailable: engine.Deny,
+		OwnFiles:                []string{tls.CertFile, tls.ClientCAFile},
+		SecretFiles:             []string{tls.KeyFile, c.Server.TokenFile},
+	}
+	if c.Classifier.OnUnavailable == "ask" {
+		rt.OnClassifierUnavailable = engine.Ask
+	}
+	if cls != nil {
+		// Only a real one: a nil *Classifier in the interface is not nil.
+		rt.Classifier = cls
+	}
+	return c.File.NewEngine(rt)
+}
+
+// ClassifierRules returns each policy's natural-language rules.
+func (c *Config) ClassifierRules() map[string]classifier.Rules {
+	out := make(map[string]classifier.Rules, len(c.File.Policies))
+	for name, p := range c.File.Policies {
+		a := p.AutoMode
+		out[name] = classifier.Rules{Allow: a.Allow, SoftDeny: a.SoftDeny, HardDeny: a.HardDeny, Environment: a.Environment}
+	}
+	return out
+}

@@ -1,0 +1,52 @@
+package app
+
+import (
+	"reflect"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/classifier"
+	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/engine"
+)
+
+// generation is what one config builds: the engine and the classifier it
+// calls. A reload builds a new generation and swaps the engine in.
+type generation struct {
+	cfg *Config
+	eng *engine.Engine
+	cls *classifier.Classifier // nil without backends
+	sum config.Sum             // of the files cfg was read from, as read
+}
+
+// buildGeneration builds the engine for cfg. The classifier of prev is kept
+// when its settings and rules are unchanged, so that a policy edit keeps
+// the verdict cache, the breakers and the per-session block counters.
+func buildGeneration(cfg *Config, prev *generation, home string, log *zap.Logger, clsOpts ...classifier.Option) (*generation, error) {
+	g := &generation{cfg: cfg, sum: cfg.File.Sum()}
+	if cfg.Classifier.Enabled() {
+		rules := cfg.ClassifierRules()
+		if prev != nil && prev.cls != nil && reflect.DeepEqual(prev.cfg.Classifier, cfg.Classifier) &&
+			reflect.DeepEqual(prev.cfg.ClassifierRules(), rules) {
+			g.cls = prev.cls
+		} else {
+			cls, err := classifier.New(cfg.Classifier, rules, log, clsOpts...)
+			if err != nil {
+				return nil, err
+			}
+			g.cls = cls
+		}
+	}
+	eng, warnings, err := cfg.NewEngine(home, g.cls)
+	if err != nil {
+		if g.cls != nil && (prev == nil || g.cls != prev.cls) {
+			_ = g.cls.Close()
+		}
+		return nil, err
+	}
+	g.eng = eng
+	for _, w := range warnings {
+		log.Warn("policy warning", zap.String("warning", w))
+	}
+	return g, nil
+}

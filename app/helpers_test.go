@@ -41,7 +41,9 @@ func writeAtomically(t *testing.T, path, content string) {
 	}
 }
 
-// waitFor polls cond for up to 10s.
+// waitFor polls cond for up to 10s. Not synctest: what it waits for
+// comes from file-system events and real sockets, which a bubble's fake
+// clock does not wait for.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

@@ -62,7 +62,7 @@ func writeSlowly(t *testing.T, path, content string, pause time.Duration) {
 			t.Error(err)
 			return
 		}
-		time.Sleep(pause)
+		time.Sleep(pause) // synctest: the fake clock
 	}
 }
 
@@ -80,7 +80,7 @@ func TestReloadWaitsForASlowWrite(t *testing.T) {
 		done := make(chan struct{})
 		go func() { writeSlowly(t, path, slowConfig, settleWindow*3/4); close(done) }()
 		// The allow rule is on disk, the deny rule not yet.
-		time.Sleep(settleWindow * 3)
+		time.Sleep(settleWindow * 3) // synctest: the fake clock
 		synctest.Wait()
 		if err := r.reload(t.Context(), "file change", false); err != nil {
 			t.Fatal(err)
@@ -108,7 +108,7 @@ func TestReloadGivesUpOnAFileThatNeverSettles(t *testing.T) {
 			defer close(writing)
 			for i := 0; ctx.Err() == nil; i++ {
 				writeAtomically(t, path, policyNoRules+strings.Repeat("#", i%7)+"\n")
-				time.Sleep(settleWindow / 2)
+				time.Sleep(settleWindow / 2) // synctest: the fake clock
 			}
 		}()
 		start := time.Now()

@@ -52,7 +52,8 @@ func writeAtomically(t *testing.T, path, content string) {
 	}
 }
 
-// waitFor polls cond for up to 10s.
+// waitFor polls cond for up to 10s. Not synctest: what it waits for
+// comes from a real process and real sockets.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

@@ -303,6 +303,7 @@ func startToolgate(ctx context.Context, t *testing.T, bin, home string) string {
 		if hctx.Err() != nil {
 			t.Fatalf("toolgate serve at %s is not SERVING: %v %v\n%s", addr, resp, err, tail(logs.Bytes()))
 		}
+		// Not synctest: a real server process over a real socket.
 		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -75,8 +75,8 @@ func unaryRatioWhy(tu, bu *targetResult, cores int) string {
 	why += fmt.Sprintf("%.0f%% of the bare server's rate allows at most %s per check, %s less than toolgate spends. ",
 		goalUnaryRatio*100, us(allowed), us(tu.cpuPerCheck()-allowed))
 	return why + "Beyond the transport, toolgate's cost is the decision itself (resolving target paths through symlinks, parsing bash, " +
-		"matching rules), the JSON log line, the stack growth of a fresh goroutine per RPC (bash parsing recurses deeply) " +
-		"and garbage collection; `go run ./bench/loadrun -profile DIR` shows the split."
+		"matching rules, walking the trees a search reads), the JSON log line, stack growth when an RPC finds every stream " +
+		"worker busy (bash parsing recurses deeply) and garbage collection; `go run ./bench/loadrun -profile DIR` shows the split."
 }
 
 func (r *results) goals() []goal {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.uber.org/zap"
@@ -134,6 +135,24 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		return nil, err
 	}
 	clsOpts := []classifier.Option{classifier.WithMetrics(metrics.classifier)}
+	var srvTracing []server.Option
+	if cfg.Server.Tracing.OTLPEndpoint != "" {
+		// One provider for the RPCs, the checks and the classifier's calls,
+		// flushed after the server (closers run in reverse).
+		tp, err := server.NewTracerProvider(cfg.Server.Tracing, cfg.Server.Version)
+		if err != nil {
+			return nil, err
+		}
+		a.onClose("tracing", func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := server.ShutdownTracing(ctx, tp); err != nil {
+				log.Warn("tracing", zap.Error(err))
+			}
+		})
+		clsOpts = append(clsOpts, classifier.WithTracerProvider(tp))
+		srvTracing = append(srvTracing, server.WithTracerProvider(tp))
+	}
 	gen, err := buildGeneration(cfg, nil, home, log, clsOpts...)
 	if err != nil {
 		return nil, err
@@ -181,7 +200,7 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		log.Warn(a.exposure, zap.String("addr", a.lis.Addr().String()))
 	}
 
-	srvOpts := append([]server.Option{server.WithMetrics(metrics.server)}, o.server...)
+	srvOpts := append(append([]server.Option{server.WithMetrics(metrics.server)}, srvTracing...), o.server...)
 	if a.srv, err = server.New(cfg.Server, gen.eng, log, srvOpts...); err != nil {
 		return nil, err
 	}

@@ -1,14 +1,18 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"google.golang.org/grpc/metadata"
@@ -170,5 +174,45 @@ func TestRunTwice(t *testing.T) {
 	cancel()
 	if err := r.app.Run(ctx); err == nil {
 		t.Error("a second Run was accepted")
+	}
+}
+
+// TestTracingOneProvider: with server.tracing on, the RPC, the check under
+// it and the classifier's call under that reach the collector, flushed
+// after the server stops (the tracing closer runs after the server's).
+func TestTracingOneProvider(t *testing.T) {
+	var mu sync.Mutex
+	var bodies [][]byte
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, b)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
+	fake := fakellm.Start(t, nil)
+	dir := t.TempDir()
+	path := configFile(t, dir, "server:\n  listen: 127.0.0.1:0\n  metrics_listen: \"\"\n  tracing: {otlp_endpoint: \""+collector.URL+"\"}\n"+
+		"classifier:\n  backends:\n    - {name: fake, base_url: \""+fake.URL()+"\", model: m}\n"+policyNoRules)
+	r := start(t, loadConfig(t, path))
+	if res := r.check(t, t.Context(), "Bash", map[string]any{"command": "make build"}, dir, pb.PermissionMode_PERMISSION_MODE_AUTO); res.GetSource() != pb.DecisionSource_DECISION_SOURCE_CLASSIFIER {
+		t.Fatalf("classified call: %v", res)
+	}
+	if err := r.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	got := logged(r.logs.String(), "closed", "part")
+	if i, j := slices.Index(got, "grpc server"), slices.Index(got, "tracing"); i < 0 || j < i {
+		t.Errorf("closed %q: tracing must close after the grpc server", got)
+	}
+	mu.Lock()
+	all := bytes.Join(bodies, nil)
+	mu.Unlock()
+	// OTLP/HTTP protobuf carries span names as plain strings.
+	for _, name := range []string{"toolgate.v1.PermissionService/Check", "toolgate.check", "toolgate.classifier.call"} {
+		if !bytes.Contains(all, []byte(name)) {
+			t.Errorf("no %s span reached the collector (%d posts)", name, len(bodies))
+		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/redact"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // maxReasonChars caps the reason shown to the agent.
@@ -38,6 +40,7 @@ type Classifier struct {
 	sessions   *lru.Cache[string, *sessionState]
 	dump       *dumper
 	metrics    *Metrics // nil: none
+	tracer     trace.Tracer
 	keys       []string // the backends' API keys, masked in what the agent sees
 }
 
@@ -49,6 +52,7 @@ type Option func(*options)
 type options struct {
 	httpClient option.HTTPClient
 	metrics    *Metrics
+	tracer     trace.TracerProvider
 }
 
 // WithHTTPClient makes every backend use hc (tests, proxies).
@@ -71,7 +75,7 @@ func New(cfg Config, rules map[string]Rules, log *zap.Logger, opts ...Option) (*
 	for _, f := range opts {
 		f(&o)
 	}
-	c := &Classifier{cfg: cfg, log: log, rules: rules, metrics: o.metrics}
+	c := &Classifier{cfg: cfg, log: log, rules: rules, metrics: o.metrics, tracer: tracerOf(o.tracer)}
 	c.promptOpts = DefaultPromptOptions()
 	c.promptOpts.MaxActionBytes = cfg.MaxActionBytes
 	members := make([]MemberConfig, len(cfg.Backends))
@@ -295,6 +299,8 @@ func (c *Classifier) query(ctx context.Context, p Prompt) (outcome, error) {
 	_, err := c.pool.Do(qctx, func(actx context.Context, i int) error {
 		name := c.backends[i].cfg.Name
 		record := c.metrics.backendCall(name)
+		actx, span := c.tracer.Start(actx, callSpanName, trace.WithAttributes(
+			attribute.String("toolgate.classifier.backend", name), attribute.String("toolgate.classifier.model", c.backends[i].cfg.Model)))
 		callStart := time.Now()
 		o, err := outcome{}, errCallDidNotReturn
 		defer func() {
@@ -303,6 +309,7 @@ func (c *Classifier) query(ctx context.Context, p Prompt) (outcome, error) {
 				err = errInternal
 			}
 			record(actx, o, err)
+			endCallSpan(span, callOutcome(actx, o, err), err != nil)
 			mu.Lock()
 			calls++
 			busy += time.Since(callStart)

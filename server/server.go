@@ -94,7 +94,7 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 	}
 	var built *sdktrace.TracerProvider
 	if o.tracer == nil && cfg.Tracing.OTLPEndpoint != "" {
-		if built, err = newTracerProvider(cfg.Tracing, cfg.Version); err != nil {
+		if built, err = NewTracerProvider(cfg.Tracing, cfg.Version); err != nil {
 			if auditFile != nil {
 				_ = auditFile.Close()
 			}
@@ -120,6 +120,9 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 		auditFile: auditFile,
 	}
 	s.svc.audit = audit
+	if o.tracer != nil {
+		s.svc.tracer = o.tracer.Tracer("github.com/toolgate/toolgate/server")
+	}
 	pb.RegisterPermissionServiceServer(s.grpc, s.svc)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	if cfg.Reflection {
@@ -188,7 +191,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 	// Its own deadline: ctx may be spent on a slow graceful stop.
 	flushCtx, cancelFlush := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancelFlush()
-	if err := shutdownTracing(flushCtx, s.tracer); err != nil {
+	if err := ShutdownTracing(flushCtx, s.tracer); err != nil {
 		s.log.Warn("tracing", zap.Error(err))
 	}
 	if s.auditFile != nil {

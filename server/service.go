@@ -11,6 +11,9 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Service implements toolgate.v1.PermissionService.
@@ -26,6 +29,8 @@ type Service struct {
 	transcriptHeld atomic.Int64
 
 	metrics *Metrics // nil: none
+	// tracer records a span per check, under the RPC's; nil: none.
+	tracer trace.Tracer
 
 	drainOnce sync.Once
 	draining  chan struct{} // closed when the server starts shutting down
@@ -74,7 +79,7 @@ func (s *Service) decide(ctx context.Context, req *pb.CheckRequest, transcript [
 	if len(ereq.Transcript) == 0 {
 		ereq.Transcript = transcript
 	}
-	res, err := s.engine.Load().Check(ctx, ereq)
+	res, err := s.check(ctx, ereq)
 	if err != nil {
 		return nil, err
 	}
@@ -119,4 +124,35 @@ func (s *Service) decide(ctx context.Context, req *pb.CheckRequest, transcript [
 		s.audit.Info("decision", append(fields, auditFields(req, resp)...)...)
 	}
 	return resp, nil
+}
+
+// checkSpanName is the span of one check, the engine's stages and the
+// classifier's calls under it.
+const checkSpanName = "toolgate.check"
+
+// check runs the engine, in a span when tracing is on: the decision, the
+// stage that decided and the kind of tool, never the input or the reason
+// (they may hold secrets).
+func (s *Service) check(ctx context.Context, req *engine.Request) (engine.Result, error) {
+	if s.tracer == nil {
+		return s.engine.Load().Check(ctx, req)
+	}
+	ctx, span := s.tracer.Start(ctx, checkSpanName)
+	defer span.End()
+	res, err := s.engine.Load().Check(ctx, req)
+	if err != nil {
+		span.SetStatus(codes.Error, "no decision")
+		return res, err
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("toolgate.decision", res.Decision.String()),
+		attribute.String("toolgate.source", res.Source.String()),
+		attribute.String("toolgate.tool_kind", string(res.Kind)),
+		attribute.String("toolgate.policy", res.Policy),
+	}
+	if c := res.Classifier; c != nil {
+		attrs = append(attrs, attribute.String("toolgate.classifier.stage", c.Stage), attribute.Bool("toolgate.classifier.cached", c.Cached))
+	}
+	span.SetAttributes(attrs...)
+	return res, nil
 }

@@ -50,8 +50,10 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) { o.tracer = tp }
 }
 
-// newTracerProvider builds the OTLP/HTTP exporting provider.
-func newTracerProvider(c TracingConfig, version string) (*sdktrace.TracerProvider, error) {
+// NewTracerProvider builds the OTLP/HTTP exporting provider of
+// server.tracing, for a runtime that traces the classifier with the same
+// provider as the server (WithTracerProvider); its owner shuts it down.
+func NewTracerProvider(c TracingConfig, version string) (*sdktrace.TracerProvider, error) {
 	// A base URL gets the standard traces path, as OTEL_EXPORTER_OTLP_ENDPOINT
 	// does; a URL with a path is used as it is.
 	u, err := url.Parse(c.OTLPEndpoint)
@@ -85,8 +87,8 @@ func tracingOption(tp trace.TracerProvider) grpc.ServerOption {
 	))
 }
 
-// shutdownTracing flushes spans still buffered.
-func shutdownTracing(ctx context.Context, tp *sdktrace.TracerProvider) error {
+// ShutdownTracing flushes spans still buffered.
+func ShutdownTracing(ctx context.Context, tp *sdktrace.TracerProvider) error {
 	if tp == nil {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -46,15 +47,26 @@ func TestTracingSpans(t *testing.T) {
 	}
 	env.stop(t)
 	spans := exp.GetSpans()
-	if len(spans) != 1 {
+	if len(spans) != 2 {
 		var names []string
 		for _, s := range spans {
 			names = append(names, s.Name)
 		}
-		t.Fatalf("spans %v, want one for Check and none for health", names)
+		t.Fatalf("spans %v, want the check's and the Check RPC's, none for health", names)
 	}
-	if s := spans[0]; s.Name != pb.PermissionService_Check_FullMethodName[1:] || s.SpanKind != trace.SpanKindServer || s.Parent.TraceID() != parent.TraceID() {
-		t.Errorf("span %s kind %v parent %v", s.Name, s.SpanKind, s.Parent.TraceID())
+	// The check's span ends first, under the RPC's.
+	check, rpc := spans[0], spans[1]
+	if rpc.Name != pb.PermissionService_Check_FullMethodName[1:] || rpc.SpanKind != trace.SpanKindServer || rpc.Parent.TraceID() != parent.TraceID() {
+		t.Errorf("span %s kind %v parent %v", rpc.Name, rpc.SpanKind, rpc.Parent.TraceID())
+	}
+	if check.Name != checkSpanName || check.Parent.SpanID() != rpc.SpanContext.SpanID() {
+		t.Errorf("span %s parent %v, want %s under the RPC's", check.Name, check.Parent.SpanID(), checkSpanName)
+	}
+	attrs := attribute.NewSet(check.Attributes...)
+	for k, want := range map[string]string{"toolgate.decision": "allow", "toolgate.source": "safe_tool", "toolgate.tool_kind": "read"} {
+		if v, _ := attrs.Value(attribute.Key(k)); v.AsString() != want {
+			t.Errorf("check span %s = %q, want %q", k, v.AsString(), want)
+		}
 	}
 }
 

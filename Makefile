@@ -27,17 +27,19 @@ run: ## Run the server on 127.0.0.1:50051 with the embedded default policy
 build: ## Build bin/toolgate
 	go build -o $(BIN)/toolgate ./cmd/toolgate
 
-# make test runs the unit and in-process tests; the tests that drive real
-# processes (resilience/, the agents' CLIs) are make test-e2e.
-UNIT_PKGS = $(shell go list $(GO_PKGS) | grep -v -e '/resilience$$' -e '/e2e/')
+# make test runs the unit and in-process tests; the tests that build the
+# binary and drive real processes (resilience/, deploy/, the README's hook
+# snippets, the agents' CLIs) are make test-e2e.
+UNIT_PKGS = $(shell go list $(GO_PKGS) | grep -v -e '/resilience$$' -e '/deploy$$' -e '/e2e/')
 
 .PHONY: test
 test: lint gen-check ## Lint, check gen/ is fresh, run the unit and in-process tests with -race
 	go test -race -count=1 $(UNIT_PKGS)
 
 .PHONY: test-e2e
-test-e2e: e2e-agents ## The real agent CLIs through the hooks, then resilience/ (real servers under faults and load) with -race
-	go test -race -count=1 ./resilience/...
+test-e2e: e2e-agents ## The real agent CLIs through the hooks, then the binary: resilience/ (faults and load), deploy/, the README's hook snippets, with -race
+	go test -race -count=1 ./resilience/... ./deploy/...
+	TOOLGATE_E2E=1 go test -race -count=1 -run TestHookReadmeSnippets ./cmd/toolgate
 
 # buf breaking compares proto/ in this tree with proto/ on main, as
 # committed: on a branch it guards the branch's API against main's (no field

@@ -507,8 +507,21 @@ func (e *Engine) absPath(cwd, p string) string {
 // decide: an invalid request (ErrInvalidRequest), an unknown policy
 // (ErrUnknownPolicy), or a cancelled context.
 func (e *Engine) Check(ctx context.Context, req *Request) (Result, error) {
+	res, _, err := e.check(ctx, req, false)
+	return res, err
+}
+
+// CheckLocal is Check without the classifier stage: it reports decided
+// false when no local stage decides, which a caller that answers local
+// checks at once and hands the rest to workers (a stream) uses to send
+// those to Check. A call it decides, Check decides the same way.
+func (e *Engine) CheckLocal(ctx context.Context, req *Request) (res Result, decided bool, err error) {
+	return e.check(ctx, req, true)
+}
+
+func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Result, bool, error) {
 	if err := validate(req); err != nil {
-		return Result{}, err
+		return Result{}, false, err
 	}
 	name := req.Policy
 	if name == "" {
@@ -516,13 +529,13 @@ func (e *Engine) Check(ctx context.Context, req *Request) (Result, error) {
 	}
 	p, ok := e.policies[name]
 	if !ok {
-		return Result{}, fmt.Errorf("%w %q", ErrUnknownPolicy, name)
+		return Result{}, false, fmt.Errorf("%w %q", ErrUnknownPolicy, name)
 	}
 	set := p.rules
 	if len(req.Rules.Allow)+len(req.Rules.Ask)+len(req.Rules.Deny) > 0 {
 		extra, _, err := rules.Compile(req.Rules.Deny, req.Rules.Ask, req.Rules.Allow)
 		if err != nil {
-			return Result{}, fmt.Errorf("%w: rules.%w", ErrInvalidRequest, err)
+			return Result{}, false, fmt.Errorf("%w: rules.%w", ErrInvalidRequest, err)
 		}
 		// Added after the policy's rules: they can add, never remove.
 		set = set.Merge(extra)
@@ -531,15 +544,18 @@ func (e *Engine) Check(ctx context.Context, req *Request) (Result, error) {
 	c.rc.Memoize()
 	if err := ctx.Err(); err != nil && cutShort(c) {
 		// The facts were cut short: nothing is decided from them.
-		return Result{}, err
+		return Result{}, false, err
 	}
-	res := e.decide(ctx, req, p, set, c)
+	res, decided := e.decide(ctx, req, p, set, c, localOnly)
+	if !decided {
+		return Result{}, false, nil
+	}
 	if res.Decision == DecisionUnspecified {
 		// Only a cancelled context leaves the pipeline undecided.
-		return Result{}, ctx.Err()
+		return Result{}, false, ctx.Err()
 	}
 	res.Kind, res.Policy = c.kind, p.name
-	return res, nil
+	return res, true, nil
 }
 
 func validate(req *Request) error {

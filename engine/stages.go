@@ -44,16 +44,21 @@ var stages = []stage{
 	{"classifier", classify},
 }
 
-// decide runs the stages. Only a cancelled context leaves the call
-// undecided (a zero Result).
-func (e *Engine) decide(ctx context.Context, req *Request, p *policy, set *rules.Set, c *call) Result {
+// decide runs the stages, the classifier's last unless localOnly (then
+// decided is false when no other stage decides). Only a cancelled context
+// leaves a decided call with a zero Result.
+func (e *Engine) decide(ctx context.Context, req *Request, p *policy, set *rules.Set, c *call, localOnly bool) (res Result, decided bool) {
 	k := &check{e: e, req: req, p: p, set: set, c: c, env: rules.Env{Cwd: c.cwd, Root: e.root, Home: e.home}}
-	for _, s := range stages {
+	run := stages
+	if localOnly {
+		run = stages[:len(stages)-1]
+	}
+	for _, s := range run {
 		if res, ok := s.decide(ctx, k); ok {
-			return res
+			return res, true
 		}
 	}
-	return Result{} // unreachable: the classifier stage always decides
+	return Result{}, !localOnly // the classifier stage always decides
 }
 
 func denyRules(_ context.Context, k *check) (Result, bool) {

@@ -118,3 +118,46 @@ func TestStagesDecideAsREADMESays(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckLocal: CheckLocal decides what a local stage decides, exactly
+// as Check does, and leaves the rest, which Check sends to the classifier.
+func TestCheckLocal(t *testing.T) {
+	e := newEngine(t, policyOf(PolicySpec{Permissions: RuleSet{Deny: []string{"Bash(rm -rf /)"}, Ask: []string{"Bash(git push *)"}}}), answerAllow{})
+	cwd := t.TempDir()
+	for _, tc := range []struct {
+		tool  ToolCall
+		mode  Mode
+		local bool
+	}{
+		{tool("Read", map[string]any{"file_path": cwd + "/a.go"}), ModeAuto, true},
+		{tool("Edit", map[string]any{"file_path": "a.go", "old_string": "a", "new_string": "b"}), ModeAuto, true},
+		{tool("Bash", map[string]any{"command": "git status"}), ModeAuto, true},
+		{tool("Bash", map[string]any{"command": "rm -rf /"}), ModeAuto, true},
+		{tool("Bash", map[string]any{"command": "git push origin main"}), ModeAuto, true},
+		{tool("Bash", map[string]any{"command": "npm install left-pad"}), ModePlan, true},
+		{tool("Bash", map[string]any{"command": "npm install left-pad"}), ModeDefault, true},
+		{tool("Bash", map[string]any{"command": "npm install left-pad"}), ModeAuto, false},
+		{tool("WebFetch", map[string]any{"url": "https://example.com"}), ModeAuto, false},
+	} {
+		req := &Request{Tool: tc.tool, WorkingDirectory: cwd, Mode: tc.mode}
+		local, decided, err := e.CheckLocal(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := mustCheck(t, e, req)
+		switch {
+		case decided != tc.local:
+			t.Errorf("%s %v: decided locally %v, want %v (%s by %s)", tc.tool.Name, tc.tool.Input, decided, tc.local, full.Decision, full.Source)
+		case decided && (local.Decision != full.Decision || local.Source != full.Source || local.Reason != full.Reason || local.Kind != full.Kind):
+			t.Errorf("%s %v: CheckLocal %+v, Check %+v", tc.tool.Name, tc.tool.Input, local, full)
+		case !decided && full.Source != SourceClassifier:
+			t.Errorf("%s %v: left undecided, but Check decided it by %s", tc.tool.Name, tc.tool.Input, full.Source)
+		}
+	}
+	if _, decided, err := e.CheckLocal(t.Context(), &Request{}); err == nil || decided {
+		t.Errorf("a request without a tool: decided %v, err %v", decided, err)
+	}
+	if stages[len(stages)-1].name != "classifier" {
+		t.Error("CheckLocal leaves out the last stage, which must be the classifier's")
+	}
+}

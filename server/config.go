@@ -26,8 +26,10 @@ type Config struct {
 	// MaxTranscriptEntries caps the transcript of one check, and the
 	// transcript a stream keeps (older entries are dropped first).
 	MaxTranscriptEntries int `yaml:"max_transcript_entries"`
-	// MaxStreamInFlight bounds the checks of one stream that run at once;
-	// further checks wait (the stream is not read) until one finishes.
+	// MaxStreamInFlight bounds the checks of one stream that wait on the
+	// classifier at once; past it, the stream is not read until one
+	// finishes. Checks the local stages decide are answered as they
+	// arrive and hold no slot.
 	MaxStreamInFlight int `yaml:"max_stream_in_flight"`
 	// MaxTranscriptEntryBytes caps the text of one transcript entry.
 	MaxTranscriptEntryBytes int `yaml:"max_transcript_entry_bytes"`

@@ -68,26 +68,34 @@ func (s *Service) Check(ctx context.Context, req *pb.CheckRequest) (*pb.CheckRes
 // The request_id is filled in on req when empty so callers can echo it.
 // transcript is the stream's, used when the check sends none of its own.
 func (s *Service) decide(ctx context.Context, req *pb.CheckRequest, transcript []engine.TranscriptEntry) (*pb.CheckResponse, error) {
+	resp, _, err := s.decideStages(ctx, req, transcript, false)
+	return resp, err
+}
+
+// decideStages is decide; with localOnly, a check no local stage decides
+// is left undecided (decided false, nothing logged), for the caller to
+// send to decide.
+func (s *Service) decideStages(ctx context.Context, req *pb.CheckRequest, transcript []engine.TranscriptEntry, localOnly bool) (_ *pb.CheckResponse, decided bool, _ error) {
 	start := time.Now()
 	if req.GetRequestId() == "" {
 		req.RequestId = newID()
 	}
 	ereq, err := s.toEngine(req)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if len(ereq.Transcript) == 0 {
 		ereq.Transcript = transcript
 	}
-	res, err := s.check(ctx, ereq)
-	if err != nil {
-		return nil, err
+	res, decided, err := s.check(ctx, ereq, localOnly)
+	if err != nil || !decided {
+		return nil, false, err
 	}
 	latency := time.Since(start)
 	decisionID := newID()
 	resp, err := toProto(req.GetRequestId(), decisionID, res, latency.Microseconds())
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// No tool input, transcript or reason text here: they may hold secrets.
 	fields := make([]zap.Field, 0, 20)
@@ -123,26 +131,45 @@ func (s *Service) decide(ctx context.Context, req *pb.CheckRequest, transcript [
 	if s.audit != nil {
 		s.audit.Info("decision", append(fields, auditFields(req, resp)...)...)
 	}
-	return resp, nil
+	return resp, true, nil
 }
 
 // checkSpanName is the span of one check, the engine's stages and the
 // classifier's calls under it.
 const checkSpanName = "toolgate.check"
 
-// check runs the engine, in a span when tracing is on: the decision, the
-// stage that decided and the kind of tool, never the input or the reason
-// (they may hold secrets).
-func (s *Service) check(ctx context.Context, req *engine.Request) (engine.Result, error) {
+// check runs the engine (its local stages only, with localOnly), in a span
+// when tracing is on: the decision, the stage that decided and the kind of
+// tool, never the input or the reason (they may hold secrets). A check its
+// local stages leave undecided gets no span here: decide makes it one.
+func (s *Service) check(ctx context.Context, req *engine.Request, localOnly bool) (engine.Result, bool, error) {
+	eng := s.engine.Load()
+	if localOnly {
+		start := time.Now()
+		res, decided, err := eng.CheckLocal(ctx, req)
+		if s.tracer != nil && (decided || err != nil) {
+			// Made after the fact: a local decision calls nothing that
+			// would need the span as its parent.
+			_, span := s.tracer.Start(ctx, checkSpanName, trace.WithTimestamp(start))
+			endCheckSpan(span, res, err)
+		}
+		return res, decided, err
+	}
 	if s.tracer == nil {
-		return s.engine.Load().Check(ctx, req)
+		res, err := eng.Check(ctx, req)
+		return res, err == nil, err
 	}
 	ctx, span := s.tracer.Start(ctx, checkSpanName)
+	res, err := eng.Check(ctx, req)
+	endCheckSpan(span, res, err)
+	return res, err == nil, err
+}
+
+func endCheckSpan(span trace.Span, res engine.Result, err error) {
 	defer span.End()
-	res, err := s.engine.Load().Check(ctx, req)
 	if err != nil {
 		span.SetStatus(codes.Error, "no decision")
-		return res, err
+		return
 	}
 	attrs := []attribute.KeyValue{
 		attribute.String("toolgate.decision", res.Decision.String()),
@@ -154,5 +181,4 @@ func (s *Service) check(ctx context.Context, req *engine.Request) (engine.Result
 		attrs = append(attrs, attribute.String("toolgate.classifier.stage", c.Stage), attribute.Bool("toolgate.classifier.cached", c.Cached))
 	}
 	span.SetAttributes(attrs...)
-	return res, nil
 }

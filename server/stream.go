@@ -198,6 +198,20 @@ func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.Chec
 			itemErr(id, codes.InvalidArgument, "request_id is already in flight on this stream")
 			return true
 		}
+		// The transcript so far, as the check's own unless it sent one:
+		// later appends go past its length and never change it.
+		transcript := sess.transcript[:len(sess.transcript):len(sess.transcript)]
+		// Local stages decide here, on the receiving goroutine, in
+		// microseconds; only a check they leave to the classifier takes a
+		// slot and a worker (and is analysed again there, which costs
+		// nothing next to the model's answer).
+		if resp, decided, err := s.decideRecovered(ctx, req, transcript, true); decided || err != nil {
+			sess.mu.Lock()
+			delete(sess.inFlight, id)
+			sess.mu.Unlock()
+			out <- checkResult(s, id, resp, err)
+			return true
+		}
 		// Waiting here holds back the stream (flow control) rather than
 		// queueing without bound. A received check is answered even if the
 		// server starts draining meanwhile: slots free up as checks finish.
@@ -209,9 +223,7 @@ func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.Chec
 			sess.mu.Unlock()
 			return false
 		}
-		// The transcript so far, as the check's own unless it sent one:
-		// later appends go past its length and never change it.
-		s.runCheck(ctx, sess, req, sess.transcript[:len(sess.transcript):len(sess.transcript)], sem, workers, out)
+		s.runCheck(ctx, sess, req, transcript, sem, workers, out)
 	default:
 		itemErr("", codes.InvalidArgument, "empty stream message: set session, check or transcript")
 	}
@@ -255,20 +267,25 @@ func (s *Service) runCheck(ctx context.Context, sess *session, req *pb.CheckRequ
 	workers.run(func() {
 		defer func() { <-sem }()
 		id := req.GetRequestId()
-		resp, err := s.decideRecovered(ctx, req, transcript)
+		resp, _, err := s.decideRecovered(ctx, req, transcript, false)
 		sess.mu.Lock()
 		delete(sess.inFlight, id)
 		sess.mu.Unlock()
-		m := &pb.CheckStreamResponse{RequestId: id}
-		if err != nil {
-			st := statusFromError(err)
-			s.logItemError(id, st.Code(), st.Message())
-			m.Result = &pb.CheckStreamResponse_Error{Error: &pb.CheckError{Code: int32(st.Code()), Message: st.Message()}}
-		} else {
-			m.Result = &pb.CheckStreamResponse_Response{Response: resp}
-		}
-		out <- m
+		out <- checkResult(s, id, resp, err)
 	})
+}
+
+// checkResult is the stream message answering check id.
+func checkResult(s *Service, id string, resp *pb.CheckResponse, err error) *pb.CheckStreamResponse {
+	m := &pb.CheckStreamResponse{RequestId: id}
+	if err != nil {
+		st := statusFromError(err)
+		s.logItemError(id, st.Code(), st.Message())
+		m.Result = &pb.CheckStreamResponse_Error{Error: &pb.CheckError{Code: int32(st.Code()), Message: st.Message()}}
+	} else {
+		m.Result = &pb.CheckStreamResponse_Response{Response: resp}
+	}
+	return m
 }
 
 // logItemError logs a stream message answered with an error, as the
@@ -278,16 +295,16 @@ func (s *Service) logItemError(id string, code codes.Code, msg string) {
 	s.log.Info("stream item refused", zap.String("request_id", id), zap.Stringer("code", code), zap.String("error", msg))
 }
 
-// decideRecovered is decide with a panic turned into Internal, as the
-// recovery interceptor does for unary calls: a stream's checks run on
-// goroutines of their own, which the interceptor does not cover.
-func (s *Service) decideRecovered(ctx context.Context, req *pb.CheckRequest, transcript []engine.TranscriptEntry) (resp *pb.CheckResponse, err error) {
+// decideRecovered is decideStages with a panic turned into Internal, as
+// the recovery interceptor does for unary calls: a stream's checks run
+// apart from the handler's own call, which the interceptor does not cover.
+func (s *Service) decideRecovered(ctx context.Context, req *pb.CheckRequest, transcript []engine.TranscriptEntry, localOnly bool) (resp *pb.CheckResponse, decided bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			resp, err = nil, recoveryHandler(s.log)(ctx, p)
+			resp, decided, err = nil, false, recoveryHandler(s.log)(ctx, p)
 		}
 	}()
-	return s.decide(ctx, req, transcript)
+	return s.decideStages(ctx, req, transcript, localOnly)
 }
 
 // mergeSession fills what a check leaves empty from the session context.

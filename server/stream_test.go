@@ -403,3 +403,29 @@ func TestShutdownDoesNotWaitForADeafHandler(t *testing.T) {
 		}
 	})
 }
+
+// TestStreamLocalChecksTakeNoSlot: a check the local stages decide is
+// answered at once, even when every slot of the stream is held by checks
+// waiting on the classifier.
+func TestStreamLocalChecksTakeNoSlot(t *testing.T) {
+	fc := newFakeClassifier()
+	fc.hold("held")
+	env := newEnv(t, withClassifier(fc), withConfig(func(c *Config) { c.MaxStreamInFlight = 1 }))
+	s := openStream(t, env)
+	sendCheck(t, s, checkReq(t, "held", "mcp__test__x", nil))
+	waitStarted(t, fc, "held")
+	for _, id := range []string{"read-1", "read-2", "read-3"} {
+		sendCheck(t, s, checkReq(t, id, "Read", map[string]any{"file_path": "/usr/include/stdio.h"}))
+		if m := recv(t, s); m.GetRequestId() != id || m.GetResponse().GetDecision() != pb.Decision_DECISION_ALLOW {
+			t.Fatalf("local check %s behind a held slot: %v", id, m)
+		}
+	}
+	fc.release("held")
+	if m := recv(t, s); m.GetRequestId() != "held" || m.GetResponse().GetSource() != pb.DecisionSource_DECISION_SOURCE_CLASSIFIER {
+		t.Fatalf("held check: %v", m)
+	}
+	_ = s.CloseSend()
+	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after CloseSend: %v", err)
+	}
+}

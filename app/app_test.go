@@ -113,18 +113,25 @@ func TestNewReleasesWhatItBuiltOnError(t *testing.T) {
 }
 
 // A "/path" rule in a config file is relative to the file's directory.
-func TestRootIsTheConfigDir(t *testing.T) {
+// TestSlashPathIsTheWorkingDirectory: a "/path" rule in the config is
+// anchored at the request's working directory, as a project's own rules
+// are, never at the config file's directory, where a deny rule written for
+// projects would protect nothing.
+func TestSlashPathIsTheWorkingDirectory(t *testing.T) {
 	dir, project := t.TempDir(), t.TempDir()
-	path := configFile(t, dir, "policies:\n  default:\n    permissions:\n      deny: [\"Edit(/secrets/**)\"]\n")
+	path := configFile(t, dir, "policies:\n  default:\n    permissions:\n      deny: [\"Edit(/secret-notes/**)\"]\n")
 	r := start(t, loadConfig(t, path))
 	edit := func(file string) *pb.CheckResponse {
 		return r.check(t, t.Context(), "Edit", map[string]any{"file_path": file, "old_string": "a", "new_string": "b"}, project, pb.PermissionMode_PERMISSION_MODE_ACCEPT_EDITS)
 	}
-	if res := edit(filepath.Join(dir, "secrets", "k")); res.GetDecision() != pb.Decision_DECISION_DENY || res.GetSource() != pb.DecisionSource_DECISION_SOURCE_RULE {
-		t.Errorf("under the config's directory: %v", res)
-	}
-	if res := edit(filepath.Join(project, "secrets", "k")); res.GetDecision() != pb.Decision_DECISION_ALLOW {
+	if res := edit(filepath.Join(project, "secret-notes", "k")); res.GetDecision() != pb.Decision_DECISION_DENY || res.GetSource() != pb.DecisionSource_DECISION_SOURCE_RULE {
 		t.Errorf("under the working directory: %v", res)
+	}
+	if res := edit(filepath.Join(project, "notes", "k")); res.GetDecision() != pb.Decision_DECISION_ALLOW {
+		t.Errorf("elsewhere in the project: %v", res)
+	}
+	if res := edit(filepath.Join(dir, "secret-notes", "k")); res.GetSource() == pb.DecisionSource_DECISION_SOURCE_RULE {
+		t.Errorf("under the config's directory, matched as if anchored there: %v", res)
 	}
 }
 

@@ -38,9 +38,10 @@
 //
 // # Paths in rules
 //
-// A "/path" pattern in a rule is relative to the config file's directory
-// (Config.Dir), imported rules included; with the embedded default it is
-// relative to the working directory, like "./path".
+// A "/path" pattern in a rule is relative to the request's working
+// directory, like "./path", imported rules included: anchored at the config
+// file's directory instead, a deny rule written for projects would match
+// nothing in them.
 package config
 
 import (
@@ -79,8 +80,8 @@ type Config struct {
 
 	// name names the file in messages: the path as given, or defaultName.
 	name string
-	// dir is the config file's directory, which anchors relative paths in
-	// the file and "/path" rules; empty for the embedded default.
+	// dir is the config file's directory, which anchors the relative
+	// paths the file names (imports); empty for the embedded default.
 	dir string
 	// files are the files Load read: the config file, then the imported
 	// settings files; sum is the sum of their contents as read.
@@ -184,8 +185,8 @@ func (c *Config) Files() []string { return slices.Clone(c.files) }
 // Files equals it while the files are unchanged.
 func (c *Config) Sum() Sum { return c.sum }
 
-// Dir returns the config file's directory, which anchors "/path" rules;
-// it is empty for Default.
+// Dir returns the config file's directory, which anchors the relative
+// paths the file names; it is empty for Default.
 func (c *Config) Dir() string { return c.dir }
 
 // parse decodes and imports; relative claude_settings paths resolve

@@ -27,8 +27,8 @@ type Runtime struct {
 
 // NewEngine compiles the policies into an engine. It is the one place an
 // engine.Config is made, so that serve, a reload, eval, validate and the
-// benchmarks decide alike: "/path" rules are anchored at the config file's
-// directory, and every engine keeps the agents off toolgate's own files.
+// benchmarks decide alike, and every engine keeps the agents off toolgate's
+// own files.
 // Errors name the file and the field. The warnings are the engine's
 // (dangerous rules) and any own file no rule can name.
 func (c *Config) NewEngine(rt Runtime) (*engine.Engine, []string, error) {
@@ -44,7 +44,6 @@ func (c *Config) NewEngine(rt Runtime) (*engine.Engine, []string, error) {
 		Classifier:              rt.Classifier,
 		OnClassifierUnavailable: rt.OnClassifierUnavailable,
 		Home:                    rt.Home,
-		Root:                    c.dir,
 		Guarded:                 absPaths(own),
 	})
 	if err != nil {

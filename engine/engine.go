@@ -37,9 +37,6 @@ type Config struct {
 	// Home is the agent user's home directory, for "~" in rules and paths;
 	// empty means rules with "~/" match the path at any depth.
 	Home string
-	// Root anchors "/path" rule patterns (the policy file's directory);
-	// empty means the working directory.
-	Root string
 	// Guarded are files no agent may write, move, link or delete by any
 	// means, in any mode: toolgate's own config, the files it imports, its
 	// TLS and token files. Absolute paths.
@@ -52,14 +49,14 @@ type Engine struct {
 	policies      map[string]*policy
 	classifier    Classifier
 	onUnavailable Decision
-	home, root    string
+	home          string
 	guarded       guardedFiles
 	warnings      []string
 }
 
 // New compiles the policies.
 func New(cfg Config) (*Engine, error) {
-	e := &Engine{policies: map[string]*policy{}, classifier: cfg.Classifier, onUnavailable: Deny, home: cfg.Home, root: cfg.Root}
+	e := &Engine{policies: map[string]*policy{}, classifier: cfg.Classifier, onUnavailable: Deny, home: cfg.Home}
 	var err error
 	if e.guarded, err = newGuardedFiles(cfg.Guarded); err != nil {
 		return nil, err

@@ -48,7 +48,11 @@ var stages = []stage{
 // decided is false when no other stage decides). Only a cancelled context
 // leaves a decided call with a zero Result.
 func (e *Engine) decide(ctx context.Context, req *Request, p *policy, set *rules.Set, c *call, localOnly bool) (res Result, decided bool) {
-	k := &check{e: e, req: req, p: p, set: set, c: c, env: rules.Env{Cwd: c.cwd, Root: e.root, Home: e.home}}
+	// "/path" rules are anchored at the working directory (Root empty):
+	// the policy's, the request's and imported Claude Code rules alike. An
+	// anchor elsewhere (the config file's directory) would quietly stop a
+	// project's deny rule from matching the project.
+	k := &check{e: e, req: req, p: p, set: set, c: c, env: rules.Env{Cwd: c.cwd, Home: e.home}}
 	run := stages
 	if localOnly {
 		run = stages[:len(stages)-1]

@@ -27,8 +27,9 @@
 //     nothing, so "git diff *" matches "git diff"), "npm test" (exact).
 //     Matched against each simple command of the call.
 //   - Read, Edit, Write, NotebookEdit: gitignore-style path patterns;
-//     "//abs/path", "~/path" (home), "/path" (policy root), "./path" or
-//     "path" (working directory). '*' and '?' stay within one path
+//     "//abs/path", "~/path" (home), "/path" (Env.Root, or the working
+//     directory when it is empty, as toolgate's engine leaves it), "./path"
+//     or "path" (working directory). '*' and '?' stay within one path
 //     segment, "**" spans segments. A pattern that matches a directory
 //     matches everything under it (so a trailing "/" or "/**" changes
 //     nothing), and a pattern without a slash ("*.env") matches at any

@@ -114,8 +114,10 @@ type call struct {
 	shellDir string          // where the shell command runs
 	edits    writeFacts      // edit kinds: the targets
 	writes   writeFacts      // shell kinds: the files the command writes
-	// guarded says why the call may change one of toolgate's own files.
-	guarded string
+	// guarded says why the call may change one of toolgate's own files,
+	// and wipe why it deletes a root, home or top-level directory: both
+	// are denied in every mode.
+	guarded, wipe string
 }
 
 // writeFacts are the files a call writes, checked against the project and
@@ -158,6 +160,9 @@ func (e *Engine) analyse(ctx context.Context, req *Request, p *policy) *call {
 		c.rc.URL, _ = req.Tool.Input["url"].(string)
 	}
 	c.guarded = e.guarded.write(c)
+	if c.shell != nil {
+		c.wipe = wipe(c.shell.Commands, e.home)
+	}
 	return c
 }
 
@@ -247,9 +252,16 @@ func (e *Engine) analyseRead(ctx context.Context, req *Request, p *policy, c *ca
 			w := treeWalk{hidden: hidden, follow: follow}
 			if c.name == "grep_search" || c.name == "search_file_content" {
 				// Gemini CLI's search reads hidden files (its git grep and
-				// grep fallbacks do) but never a repository's .git: ripgrep
-				// is told to exclude **/.git/**, and the fallbacks skip it.
-				w.skipDirs = []string{".git"}
+				// grep fallbacks do) but not a repository's .git: ripgrep
+				// is told to exclude **/.git/**, and the fallbacks skip it,
+				// unless no_ignore drops the excludes (then .git is read).
+				switch v, has := in["no_ignore"]; {
+				case !has || v == false:
+					w.skipDirs = []string{".git"}
+				case v != true:
+					c.unproven = "a no_ignore field that is not a boolean"
+					continue
+				}
 			}
 			if c.name == "Grep" {
 				// A whitelist searches the hidden files it matches.

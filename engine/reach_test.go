@@ -600,6 +600,15 @@ func TestGeminiSearchSkipsGit(t *testing.T) {
 			t.Errorf("%s with include_pattern *.env: allowed (%s)", name, res.Reason)
 		}
 	}
+	// no_ignore drops Gemini's own excludes: .git is searched.
+	for _, v := range []any{true, "false", 1.0} {
+		if res := check("grep_search", map[string]any{"pattern": "needle", "no_ignore": v}); res.Decision == Allow {
+			t.Errorf("grep_search with no_ignore %v in a git project: allowed (%s)", v, res.Reason)
+		}
+	}
+	if res := check("grep_search", map[string]any{"pattern": "needle", "no_ignore": false}); res.Decision != Allow {
+		t.Errorf("grep_search with no_ignore false: %s (%s), want allow", res.Decision, res.Reason)
+	}
 	// toolgate's own grep reads everything, .git included.
 	if res := check("grep", map[string]any{"pattern": "needle"}); res.Decision == Allow {
 		t.Errorf("grep into .git: allowed (%s)", res.Reason)

@@ -138,7 +138,7 @@ func (rs *readScope) inProject(p string) bool {
 
 // within reports whether a resolved path lies in a read root.
 func (rs *readScope) within(p string) bool {
-	return rs.inProject(p) || rs.roots.Within(p)
+	return rs.inProject(p) || rs.roots.Within(p) || len(rs.dirs) > 0 && knowledge.InAgentTasks(p, rs.dirs[0])
 }
 
 // place makes raw absolute against dir without cleaning it (.. must follow

@@ -70,6 +70,11 @@ func denyRules(_ context.Context, k *check) (Result, bool) {
 		return Result{Decision: Deny, Source: SourceRule, Reason: k.c.guarded}, true
 	}
 	m := k.set.Deny(k.c.rc, k.env)
+	if !m.OK && k.c.wipe != "" {
+		// After the policy's rules, so that a rule that says the same
+		// is the one named.
+		return Result{Decision: Deny, Source: SourceRule, Reason: k.c.wipe}, true
+	}
 	return Result{Decision: Deny, Source: SourceRule, MatchedRule: m.Rule.Text, Reason: fmt.Sprintf("denied by rule %s", m.Rule.Text)}, m.OK
 }
 

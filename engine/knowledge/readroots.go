@@ -25,14 +25,49 @@ var DefaultReadRoots = []string{
 	"~/go/pkg/mod", "~/.cargo/registry/src", "~/.cargo/git/checkouts", "~/.m2/repository",
 	"~/.gradle/caches/modules-2/files-2.1", "~/.cache/go-build", "~/.local/lib/python3.*/site-packages",
 	"/usr/local/lib/python3.*/dist-packages", "/usr/local/lib/python3.*/site-packages",
-	// Claude Code's background commands write their output here
-	// ($TMPDIR/claude-<uid>/<project>[/<session>]/tasks/<id>.output), and
-	// the agent reads it with Read, the only way left in current versions:
-	// output of commands that were themselves checked, as a foreground
-	// command's output is. macOS's TMPDIR is under /var/folders.
-	"/tmp/claude-*/*/tasks", "/tmp/claude-*/*/*/tasks",
-	"/private/tmp/claude-*/*/tasks", "/private/tmp/claude-*/*/*/tasks",
-	"/private/var/folders/*/*/T/claude-*/*/tasks", "/private/var/folders/*/*/T/claude-*/*/*/tasks",
+}
+
+// AgentTaskRoots are the directories where Claude Code writes the output
+// of a project's background commands,
+// $TMPDIR/claude-<uid>/<project>[/<session>]/tasks/<id>.output, which the
+// agent reads back with Read (current versions have no other way): output
+// of commands that were themselves checked, as a foreground command's
+// output is. <project> is the working directory with every character but
+// ASCII letters and digits made "-": only this project's outputs are
+// roots, not other projects' or other users' that /tmp also holds. The
+// default TMPDIR only (/tmp; macOS's is under /var/folders); a custom one
+// goes in read_roots.
+func AgentTaskRoots(cwd string) []string {
+	if !strings.HasPrefix(cwd, "/") {
+		return nil
+	}
+	slug := []byte(cwd)
+	for i, c := range slug {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			slug[i] = '-'
+		}
+	}
+	var out []string
+	for _, tmp := range []string{"/tmp", "/private/tmp", "/private/var/folders/*/*/T"} {
+		base := tmp + "/claude-[0-9]*/" + string(slug)
+		out = append(out, base+"/tasks", base+"/*/tasks")
+	}
+	return out
+}
+
+// InAgentTasks reports whether the resolved path p lies in one of
+// AgentTaskRoots(cwd), its claude-<uid> directory named by digits only.
+func InAgentTasks(p, cwd string) bool {
+	roots := AgentTaskRoots(cwd)
+	if roots == nil || !CompileRoots(roots, "").Within(p) {
+		return false
+	}
+	for _, c := range strings.Split(p, "/") {
+		if uid, ok := strings.CutPrefix(c, "claude-"); ok {
+			return uid != "" && strings.Trim(uid, "0123456789") == ""
+		}
+	}
+	return false
 }
 
 // Roots is a compiled set of read roots.

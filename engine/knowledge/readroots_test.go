@@ -20,23 +20,27 @@ func TestRootsWithin(t *testing.T) {
 	}
 }
 
-// TestAgentTaskOutputRoots: a background command's output file is a read
-// root, the rest of the agent's temporary directory is not.
+// TestAgentTaskOutputRoots: this project's background output is a read
+// root; other projects', other users' tmp trees and the rest of the
+// agent's temporary directory are not.
 func TestAgentTaskOutputRoots(t *testing.T) {
-	rs := CompileRoots(DefaultReadRoots, "/home/u")
-	for _, p := range []string{
-		"/tmp/claude-0/-tmp-proj/8d2c9a4e-1b7f-4c3e-9a55-0f6b2d1e3c47/tasks/b3x9k2.output",
-		"/private/tmp/claude-502/-Users-dev-proj/tasks/bcc53f3.output",
-		"/private/var/folders/xk/1q2w3e4r/T/claude-501/-Users-dev-proj/abc/tasks/b1.output",
+	for _, tc := range []struct {
+		p, cwd string
+		want   bool
+	}{
+		{"/tmp/claude-0/-tmp-proj/8d2c9a4e-1b7f-4c3e-9a55-0f6b2d1e3c47/tasks/b3x9k2.output", "/tmp/proj", true},
+		{"/private/tmp/claude-502/-Users-dev-proj/tasks/bcc53f3.output", "/Users/dev/proj", true},
+		{"/private/var/folders/xk/1q2w3e4r/T/claude-501/-Users-dev-my-proj/abc/tasks/b1.output", "/Users/dev/my.proj", true},
+		{"/tmp/claude-0/-home-bob-payroll/tasks/b1.output", "/tmp/proj", false},
+		{"/tmp/claude-0/-tmp-proj/notes.txt", "/tmp/proj", false},
+		{"/tmp/claude-0/-tmp-proj/a/b/tasks/x.output", "/tmp/proj", false},
+		{"/tmp/claude-0x/-tmp-proj/tasks/x.output", "/tmp/proj", false},
+		{"/tmp/claude-/-tmp-proj/tasks/x.output", "/tmp/proj", false},
+		{"/tmp/other/-tmp-proj/tasks/x.output", "/tmp/proj", false},
+		{"/tmp/claude-0/-tmp-proj/tasks/x.output", "proj", false},
 	} {
-		if !rs.Within(p) {
-			t.Errorf("Within(%q) = false, want true", p)
-		}
-	}
-	for _, p := range []string{"/tmp/claude-0/x", "/tmp/claude-0/-tmp-proj/notes.txt", "/tmp/claude-0/a/b/c/d/e",
-		"/tmp/other/p/tasks/x.output", "/tmp/claude-0/tasks/x.output"} {
-		if rs.Within(p) {
-			t.Errorf("Within(%q) = true, want false", p)
+		if got := InAgentTasks(tc.p, tc.cwd); got != tc.want {
+			t.Errorf("InAgentTasks(%q, %q) = %v, want %v", tc.p, tc.cwd, got, tc.want)
 		}
 	}
 }

@@ -82,7 +82,7 @@ func (s *Service) CheckStream(stream pb.PermissionService_CheckStreamServer) err
 	sess := &session{inFlight: map[string]bool{}}
 	defer func() { s.transcriptHeld.Add(-int64(sess.held)) }()
 	sem := make(chan struct{}, s.cfg.MaxStreamInFlight)
-	workers := &checkWorkers{jobs: make(chan func())}
+	workers := &checkWorkers{jobs: make(chan func()), max: s.cfg.MaxStreamInFlight}
 	var endErr error
 
 loop:
@@ -202,9 +202,11 @@ func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.Chec
 		// later appends go past its length and never change it.
 		transcript := sess.transcript[:len(sess.transcript):len(sess.transcript)]
 		// Local stages decide here, on the receiving goroutine, in
-		// microseconds; only a check they leave to the classifier takes a
-		// slot and a worker (and is analysed again there, which costs
-		// nothing next to the model's answer).
+		// microseconds (their work is bounded per check); only a check
+		// they leave to the classifier takes a slot and a worker (and is
+		// analysed again there, which costs nothing next to the model's
+		// answer). A file system that stalls a system call stalls this
+		// stream, as it would stall a worker.
 		if resp, decided, err := s.decideRecovered(ctx, req, transcript, true); decided || err != nil {
 			sess.mu.Lock()
 			delete(sess.inFlight, id)
@@ -233,11 +235,14 @@ func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.Chec
 // checkWorkers run a stream's checks on goroutines that stay for the
 // stream's life: a check's analysis grows its goroutine's stack, and a
 // fresh goroutine per check would grow it again every time. A check goes
-// to an idle worker, or to a new one when all are busy; since every
-// running check holds a slot of the stream's semaphore, there are never
-// more workers than MaxStreamInFlight.
+// to an idle worker, or to a new one while there are fewer than max. Every
+// running check holds a slot of the stream's semaphore (max of them), so
+// when all max workers exist and none is idle, one has just freed its slot
+// and is on its way back for the next job. Only the receive loop calls run.
 type checkWorkers struct {
 	jobs chan func()
+	max  int
+	n    int // workers started
 	wg   sync.WaitGroup
 }
 
@@ -247,6 +252,11 @@ func (w *checkWorkers) run(job func()) {
 		return
 	default:
 	}
+	if w.n == w.max {
+		w.jobs <- job
+		return
+	}
+	w.n++
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()

@@ -261,6 +261,12 @@ func (a *App) Run(ctx context.Context) error {
 	for _, b := range a.cfg.Classifier.Backends {
 		backends = append(backends, b.Name+"="+b.Model+"@"+redactURL(b.BaseURL))
 	}
+	if a.watch.files != nil {
+		// A change made between the load and the watch sent no event:
+		// look once, before serving (nothing happens if the files are as
+		// they were read), so that the config served is the one on disk.
+		_ = a.rl.reload(ctx, "start", false)
+	}
 	// Before the watch loop starts, which may swap the generation.
 	policies := a.rl.cur.eng.Policies()
 	watchCtx, cancelWatch := context.WithCancel(ctx)

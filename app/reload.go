@@ -238,9 +238,6 @@ func (w *watcher) run(ctx context.Context) {
 	var errs <-chan error
 	if w.files != nil {
 		events, errs = w.files.Events, w.files.Errors
-		// A change made before the watch began sent no event: look once
-		// now (nothing happens if the files are as they were read).
-		_ = r.reload(ctx, "start", false)
 	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()

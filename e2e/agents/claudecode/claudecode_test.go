@@ -1,6 +1,8 @@
 package claudecode
 
 import (
+	"github.com/toolgate/toolgate/e2e/agents/agenttest"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -295,8 +297,8 @@ func TestClaudeCode(t *testing.T) {
 		}
 	}
 	claude := claudeBinary(ctx, t, filepath.Join(agents, "claude-code"))
-	toolgate := toolgateBinary(ctx, t)
-	addr := startToolgate(ctx, t, toolgate, home)
+	toolgate := agenttest.ToolgateBinary(ctx, t)
+	addr := agenttest.StartToolgate(ctx, t, toolgate, home).Addr
 	t.Logf("claude %s at %s; toolgate serve at %s (ready after %s)", claudeVersion, claude, addr, time.Since(start).Round(time.Millisecond))
 
 	self, err := os.Executable()
@@ -312,13 +314,13 @@ func TestClaudeCode(t *testing.T) {
 		{
 			name: "toolgate",
 			command: func(string) string {
-				return shellQuote(toolgate) + " hook claude-code --addr " + addr
+				return agenttest.ShellQuote(toolgate) + " hook claude-code --addr " + addr
 			},
 			want: func(c call) want { return c.toolgate },
 		},
 		{
 			name:    "allow-all",
-			command: func(string) string { return shellQuote(allowScript) },
+			command: func(string) string { return agenttest.ShellQuote(allowScript) },
 			want:    func(c call) want { return c.allowAll },
 		},
 	}
@@ -377,7 +379,7 @@ func runSession(ctx context.Context, t *testing.T, g gate, s session, claude, se
 	e.fake = newFakeAPI(t, promptMarker, e.marker, script)
 
 	records := filepath.Join(dir, "hooks.jsonl")
-	hook := recordEnv + "=" + shellQuote(records) + " " + shellQuote(self) + " " + g.command(dir)
+	hook := recordEnv + "=" + agenttest.ShellQuote(records) + " " + agenttest.ShellQuote(self) + " " + g.command(dir)
 	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
 		"matcher": "*",
 		"hooks":   []any{map[string]any{"type": "command", "command": hook, "timeout": 30}},

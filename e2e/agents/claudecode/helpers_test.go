@@ -1,6 +1,8 @@
 package claudecode
 
 import (
+	"github.com/toolgate/toolgate/e2e/agents/agenttest"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -13,14 +15,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // claudeVersion is the Claude Code release the test is written against.
@@ -187,7 +184,7 @@ func claudeBinary(ctx context.Context, t *testing.T, dir string) string {
 		cmd := exec.CommandContext(ictx, "npm", "install", "--prefix", dir, "--no-audit", "--no-fund",
 			"@anthropic-ai/claude-code@"+claudeVersion)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm install: %v\n%s", err, tail(out))
+			t.Fatalf("npm install: %v\n%s", err, agenttest.Tail(out, 3000))
 		}
 		if bin = find(); bin == "" {
 			t.Fatalf("npm installed no Claude Code binary for %s/%s under %s", runtime.GOOS, runtime.GOARCH, dir)
@@ -208,138 +205,6 @@ func claudeBinary(ctx context.Context, t *testing.T, dir string) string {
 	return bin
 }
 
-// toolgateBinary returns $TOOLGATE_BIN, or builds ./cmd/toolgate.
-func toolgateBinary(ctx context.Context, t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("TOOLGATE_BIN"); bin != "" {
-		abs, err := filepath.Abs(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return abs
-	}
-	bin := filepath.Join(t.TempDir(), "toolgate")
-	bctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(bctx, "go", "build", "-o", bin, "github.com/toolgate/toolgate/cmd/toolgate")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/toolgate: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// startToolgate runs "toolgate serve" on a free loopback port with the
-// embedded default policy, no classifier and no metrics listener, waits
-// until its health check says SERVING, and stops it (SIGTERM, then wait)
-// when the test ends. It returns the address it serves.
-func startToolgate(ctx context.Context, t *testing.T, bin, home string) string {
-	t.Helper()
-	sctx, cancel := context.WithCancel(ctx)
-	cmd := exec.CommandContext(sctx, bin, "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "off")
-	cmd.Env = append(os.Environ(), "HOME="+home)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	logs := &syncBuffer{}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	addrc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			logs.Write(append(line, '\n'))
-			var entry struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if json.Unmarshal(line, &entry) == nil && entry.Msg == "serving" && entry.Addr != "" {
-				select {
-				case addrc <- entry.Addr:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	done := make(chan error, 1)
-	go func() {
-		err := cmd.Wait()
-		pw.Close()
-		done <- err
-	}()
-	t.Cleanup(func() {
-		cancel()
-		// A clean exit after SIGTERM is reported as the context's error.
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("toolgate serve did not stop cleanly on SIGTERM: %v\n%s", err, tail(logs.Bytes()))
-		}
-	})
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		done <- err
-		t.Fatalf("toolgate serve exited before serving: %v\n%s", err, tail(logs.Bytes()))
-	case <-time.After(30 * time.Second):
-		t.Fatalf("toolgate serve did not log its address in 30s\n%s", tail(logs.Bytes()))
-	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	hctx, hcancel := context.WithTimeout(ctx, 30*time.Second)
-	defer hcancel()
-	for {
-		resp, err := healthpb.NewHealthClient(conn).Check(hctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
-		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			return addr
-		}
-		if hctx.Err() != nil {
-			t.Fatalf("toolgate serve at %s is not SERVING: %v %v\n%s", addr, resp, err, tail(logs.Bytes()))
-		}
-		// Not synctest: a real server process over a real socket.
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
-
-// tail is the end of a process's output, for failure messages.
-func tail(b []byte) string {
-	const n = 3000
-	if len(b) > n {
-		return "…" + string(b[len(b)-n:])
-	}
-	return string(b)
-}
-
-// shellQuote quotes s for sh.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // cliRun is one finished run of the CLI.
 type cliRun struct {
 	stdout, stderr []byte
@@ -350,7 +215,7 @@ type cliRun struct {
 }
 
 func (r *cliRun) tails() string {
-	return fmt.Sprintf("CLI exit: %v\n--- stdout (tail) ---\n%s\n--- stderr (tail) ---\n%s", r.err, tail(r.stdout), tail(r.stderr))
+	return fmt.Sprintf("CLI exit: %v\n--- stdout (tail) ---\n%s\n--- stderr (tail) ---\n%s", r.err, agenttest.Tail(r.stdout, 3000), agenttest.Tail(r.stderr, 3000))
 }
 
 // claudeCommand prepares the CLI with a process group of its own, which a

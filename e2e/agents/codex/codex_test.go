@@ -3,6 +3,8 @@
 package codex
 
 import (
+	"github.com/toolgate/toolgate/e2e/agents/agenttest"
+
 	"bufio"
 	"context"
 	"encoding/json"
@@ -154,12 +156,14 @@ func TestCodex(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 	codex := codexBinary(ctx, t)
-	binDir := toolgateBinary(ctx, t)
-	srv := startToolgate(ctx, t, binDir)
+	binDir := toolgateDir(ctx, t)
+	home := t.TempDir()
+	audit := filepath.Join(home, "audit.jsonl")
+	srv := agenttest.StartToolgate(ctx, t, filepath.Join(binDir, "toolgate"), home, "--audit-log", audit)
 	t.Cleanup(func() {
 		if t.Failed() {
-			b, _ := os.ReadFile(srv.audit)
-			t.Logf("toolgate serve log:\n%s\ntoolgate audit log:\n%s", srv.log.tail(6000), tail(b, 8000))
+			b, _ := os.ReadFile(audit)
+			t.Logf("toolgate serve log:\n%s\ntoolgate audit log:\n%s", srv.Log.Tail(6000), agenttest.Tail(b, 8000))
 		}
 	})
 	for _, m := range modes {
@@ -167,7 +171,7 @@ func TestCodex(t *testing.T) {
 			e := newEnv(t)
 			e.binDir = binDir
 			if m.toolgate {
-				e.addr = srv.addr
+				e.addr = srv.Addr
 			}
 			runMode(ctx, t, codex, m, e)
 		})
@@ -188,7 +192,7 @@ func runMode(ctx context.Context, t *testing.T, codex string, m hookMode, e *env
 		if t.Failed() {
 			rec, _ := os.ReadFile(e.record)
 			t.Logf("codex exec stdout (tail):\n%s\ncodex exec stderr (tail):\n%s\nfake model: %s\nhook inputs:\n%s",
-				e.stdout.tail(6000), e.stderr.tail(3000), e.fake.summary(), tail(rec, 6000))
+				e.stdout.Tail(6000), e.stderr.Tail(3000), e.fake.summary(), agenttest.Tail(rec, 6000))
 		}
 	})
 

@@ -3,6 +3,8 @@
 package codex
 
 import (
+	"github.com/toolgate/toolgate/e2e/agents/agenttest"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -17,7 +19,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func codexBinary(ctx context.Context, t *testing.T) string {
 		cmd := exec.CommandContext(ictx, npm, "install", "--prefix", prefix, "--no-audit", "--no-fund", "@openai/codex@"+codexVersion)
 		t.Logf("installing: %s", strings.Join(cmd.Args, " "))
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm install: %v\n%s", err, tail(out, 4000))
+			t.Fatalf("npm install: %v\n%s", err, agenttest.Tail(out, 4000))
 		}
 	}
 	out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput()
@@ -100,104 +101,6 @@ func installedVersion(prefix string) string {
 	return p.Version
 }
 
-// toolgateBinary returns a directory holding a "toolgate" executable:
-// $TOOLGATE_BIN linked there, or a fresh build of ./cmd/toolgate.
-func toolgateBinary(ctx context.Context, t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	dst := filepath.Join(dir, "toolgate")
-	if bin := os.Getenv("TOOLGATE_BIN"); bin != "" {
-		abs, err := filepath.Abs(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !isFile(abs) {
-			t.Fatalf("TOOLGATE_BIN=%s: not a file", bin)
-		}
-		if err := os.Symlink(abs, dst); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("TOOLGATE_BIN is unset and there is no go command to build toolgate: %v", err)
-	}
-	bctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(bctx, goBin, "build", "-o", dst, "github.com/toolgate/toolgate/cmd/toolgate")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/toolgate: %v\n%s", err, tail(out, 4000))
-	}
-	return dir
-}
-
-// toolgateServer is a running `toolgate serve`.
-type toolgateServer struct {
-	addr  string
-	audit string
-	log   *syncBuffer
-}
-
-// startToolgate runs `toolgate serve` on a free loopback port, with no
-// config and no classifier, and stops it (SIGTERM, then wait) at cleanup.
-func startToolgate(ctx context.Context, t *testing.T, binDir string) *toolgateServer {
-	t.Helper()
-	home := t.TempDir()
-	s := &toolgateServer{audit: filepath.Join(home, "audit.jsonl"), log: &syncBuffer{}}
-	cmd := exec.Command(filepath.Join(binDir, "toolgate"), "serve",
-		"--listen", "127.0.0.1:0", "--metrics-listen", "off", "--audit-log", s.audit)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("toolgate serve: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { err := cmd.Wait(); pw.Close(); exited <- err }()
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			s.log.Write(append(line, '\n'))
-			var l struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if json.Unmarshal(line, &l) == nil && l.Msg == "serving" {
-				select {
-				case addr <- l.Addr:
-				default:
-				}
-			}
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-			t.Errorf("toolgate serve did not stop on SIGTERM within 10s; log:\n%s", s.log.tail(4000))
-		}
-	})
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	select {
-	case s.addr = <-addr:
-	case err := <-exited:
-		t.Fatalf("toolgate serve exited: %v\n%s", err, s.log.tail(4000))
-	case <-wctx.Done():
-		t.Fatalf("toolgate serve did not start: %v\n%s", context.Cause(wctx), s.log.tail(4000))
-	}
-	return s
-}
-
 // env is one Codex session's world: a git project (the session's cwd), a
 // Codex home, a directory outside the project with a victim file, and
 // another git repository whose core.fsmonitor runs a script.
@@ -215,7 +118,7 @@ type env struct {
 	binDir   string // holds toolgate
 	addr     string // toolgate's address, "" without a server
 
-	stdout, stderr syncBuffer // the CLI's
+	stdout, stderr agenttest.SyncBuffer // the CLI's
 }
 
 const readme = "e2e project README: the model read this line\n"
@@ -409,7 +312,7 @@ func (e *env) hookStatus(ctx context.Context, bin string) (hash, status string, 
 	if err != nil {
 		return "", "", err
 	}
-	var stderr syncBuffer
+	var stderr agenttest.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		return "", "", err
@@ -466,7 +369,7 @@ func (e *env) hookStatus(ctx context.Context, bin string) (hash, status string, 
 		}
 		return "", "", fmt.Errorf("hooks/list has no hook %s, only %q", e.hooksKey, keys)
 	}
-	return "", "", fmt.Errorf("app-server gave no hooks/list answer (%v); stderr:\n%s", sc.Err(), stderr.tail(2000))
+	return "", "", fmt.Errorf("app-server gave no hooks/list answer (%v); stderr:\n%s", sc.Err(), stderr.Tail(2000))
 }
 
 // hookInputs reads the hook inputs the wrapper recorded (JSON values one
@@ -539,29 +442,14 @@ func tomlString(s string) string {
 	return b.String()
 }
 
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		return "…" + string(b[len(b)-n:])
+// toolgateDir is a directory holding the toolgate under test as
+// "toolgate", for PATH: Codex trusts the hook by a hash of its command,
+// which names the binary as "toolgate hook codex".
+func toolgateDir(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Symlink(agenttest.ToolgateBinary(ctx, t), filepath.Join(dir, "toolgate")); err != nil {
+		t.Fatal(err)
 	}
-	return string(b)
+	return dir
 }
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
-func (s *syncBuffer) tail(n int) string { return tail([]byte(s.String()), n) }

@@ -1,6 +1,8 @@
 package geminicli
 
 import (
+	"github.com/toolgate/toolgate/e2e/agents/agenttest"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -286,13 +288,13 @@ func TestGeminiCLI(t *testing.T) {
 	tl := setupTools(ctx, t)
 
 	t.Run("toolgate", func(t *testing.T) {
-		srv := startToolgate(ctx, t, tl.toolgate)
+		srv := agenttest.StartToolgate(ctx, t, tl.toolgate, "")
 		t.Cleanup(func() {
 			if t.Failed() {
-				t.Logf("toolgate serve log (tail):\n%s", tail(srv.log.Bytes(), 6000))
+				t.Logf("toolgate serve log (tail):\n%s", agenttest.Tail(srv.Log.Bytes(), 6000))
 			}
 		})
-		runScenario(ctx, t, tl, true, []string{tl.toolgate, "hook", "gemini-cli", "--addr", srv.addr})
+		runScenario(ctx, t, tl, true, []string{tl.toolgate, "hook", "gemini-cli", "--addr", srv.Addr})
 	})
 	t.Run("allow-all", func(t *testing.T) {
 		root := t.TempDir()
@@ -312,7 +314,7 @@ func runScenario(ctx context.Context, t *testing.T, tl *tools, gate bool, hook [
 	w := newWorld(t)
 	hookLog := filepath.Join(w.root, "hook-calls.jsonl")
 	w.fake = newFakeGemini(t,
-		fmt.Sprintf("#!/bin/sh\necho pwned > %s\n", shellQuote(w.marker)),
+		fmt.Sprintf("#!/bin/sh\necho pwned > %s\n", agenttest.ShellQuote(w.marker)),
 		func() int { return countLines(hookLog) })
 	w.proxy = newOffLoopback(t)
 
@@ -323,9 +325,9 @@ func runScenario(ctx context.Context, t *testing.T, tl *tools, gate bool, hook [
 	script = append(script, turn{text: finalMsg})
 	w.fake.setScript(script)
 
-	argv := []string{hookLogEnv + "=" + shellQuote(hookLog), shellQuote(tl.wrapper)}
+	argv := []string{hookLogEnv + "=" + agenttest.ShellQuote(hookLog), agenttest.ShellQuote(tl.wrapper)}
 	for _, a := range hook {
-		argv = append(argv, shellQuote(a))
+		argv = append(argv, agenttest.ShellQuote(a))
 	}
 	writeSettings(t, w, strings.Join(argv, " "))
 
@@ -440,7 +442,7 @@ func checkCase(t *testing.T, w *world, c toolCase, i int, gate bool, calls []hoo
 		t.Fatalf("no function response with id %q reached the model", "e2e-"+c.name)
 	}
 	r := toReply(fr)
-	t.Logf("model got: %s", tail([]byte(r.raw), 400))
+	t.Logf("model got: %s", agenttest.Tail([]byte(r.raw), 400))
 	if name, _ := fr["name"].(string); name != c.tool {
 		t.Errorf("function response name %q, want %q", name, c.tool)
 	}

@@ -1,7 +1,8 @@
 package geminicli
 
 import (
-	"bufio"
+	"github.com/toolgate/toolgate/e2e/agents/agenttest"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -67,7 +67,7 @@ func setupTools(ctx context.Context, t *testing.T) *tools {
 		cmd := exec.CommandContext(ictx, "npm", "install", "--prefix", prefix, "--no-audit", "--no-fund",
 			"--save-exact", geminiPackage+"@"+geminiVersion)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm install %s@%s: %v\n%s", geminiPackage, geminiVersion, err, tail(out, 4000))
+			t.Fatalf("npm install %s@%s: %v\n%s", geminiPackage, geminiVersion, err, agenttest.Tail(out, 4000))
 		}
 	}
 	if v := installedVersion(pkgDir); v != geminiVersion {
@@ -88,18 +88,7 @@ func setupTools(ctx context.Context, t *testing.T) *tools {
 		t.Fatalf("Gemini CLI entry point: %v", err)
 	}
 
-	tl.toolgate = os.Getenv("TOOLGATE_BIN")
-	if tl.toolgate == "" {
-		tl.toolgate = filepath.Join(t.TempDir(), "toolgate")
-		bctx, cancel := context.WithTimeout(ctx, 100*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(bctx, "go", "build", "-o", tl.toolgate, "github.com/toolgate/toolgate/cmd/toolgate")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build ./cmd/toolgate: %v\n%s", err, tail(out, 4000))
-		}
-	} else if tl.toolgate, err = filepath.Abs(tl.toolgate); err != nil {
-		t.Fatal(err)
-	}
+	tl.toolgate = agenttest.ToolgateBinary(ctx, t)
 	if tl.wrapper, err = os.Executable(); err != nil {
 		t.Fatal(err)
 	}
@@ -124,117 +113,6 @@ func installedVersion(pkgDir string) string {
 		return ""
 	}
 	return p.Version
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's writers and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]byte(nil), s.b.Bytes()...)
-}
-
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		return "…" + string(b[len(b)-n:])
-	}
-	return string(b)
-}
-
-// server is a running `toolgate serve`.
-type server struct {
-	addr string
-	log  *syncBuffer
-}
-
-// startToolgate runs `toolgate serve` on a free loopback port with no
-// config and no classifier, waits until it serves, and stops it (SIGTERM,
-// wait) when the test ends.
-func startToolgate(ctx context.Context, t *testing.T, bin string) *server {
-	t.Helper()
-	// Not CommandContext: the server is stopped by SIGTERM in Cleanup,
-	// and its clean exit checked.
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "off")
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
-	s := &server{log: &syncBuffer{}}
-	ready := make(chan string, 1)
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			s.log.Write(append(append([]byte(nil), line...), '\n'))
-			var m struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if json.Unmarshal(line, &m) == nil && m.Msg == "serving" {
-				select {
-				case ready <- m.Addr:
-				default:
-				}
-			}
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	waited := make(chan error, 1)
-	go func() {
-		waited <- cmd.Wait()
-		<-scanned
-		pr.Close()
-	}()
-	var done bool
-	stop := func() {
-		if done {
-			return
-		}
-		done = true
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-waited:
-			if err != nil && !t.Failed() {
-				t.Errorf("toolgate serve exited with %v\n%s", err, tail(s.log.Bytes(), 4000))
-			}
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("toolgate serve did not stop within 15s of SIGTERM")
-		}
-	}
-	t.Cleanup(stop)
-	select {
-	case s.addr = <-ready:
-	case err := <-waited:
-		done = true
-		t.Fatalf("toolgate serve exited before serving: %v\n%s", err, tail(s.log.Bytes(), 4000))
-	case <-ctx.Done():
-		t.Fatalf("toolgate serve did not report serving: %v\n%s", context.Cause(ctx), tail(s.log.Bytes(), 4000))
-	case <-time.After(20 * time.Second):
-		t.Fatalf("toolgate serve did not report serving within 20s\n%s", tail(s.log.Bytes(), 4000))
-	}
-	if !strings.HasPrefix(s.addr, "127.0.0.1:") {
-		t.Fatalf("toolgate serves on %q, want loopback", s.addr)
-	}
-	return s
 }
 
 // hookCall is one recorded hook run: what Gemini CLI sent on stdin and
@@ -321,10 +199,6 @@ func countLines(path string) int {
 	return bytes.Count(b, []byte("\n"))
 }
 
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // cliResult is what a Gemini CLI run printed.
 type cliResult struct {
 	stdout, stderr []byte
@@ -340,7 +214,7 @@ func (r *cliResult) tail() string {
 		out = append(out[:2000:2000], "…"...)
 	}
 	return fmt.Sprintf("Gemini CLI: exit %v after %v\n--- stdout (head) ---\n%s\n--- stderr (tail) ---\n%s",
-		r.err, r.elapsed.Round(time.Millisecond), out, tail(r.stderr, 4000))
+		r.err, r.elapsed.Round(time.Millisecond), out, agenttest.Tail(r.stderr, 4000))
 }
 
 // runGemini runs the CLI headless in its own process group and kills the
@@ -351,7 +225,7 @@ func runGemini(ctx context.Context, tl *tools, dir string, env, args []string) *
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stdin = nil
-	var stdout, stderr syncBuffer
+	var stdout, stderr agenttest.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

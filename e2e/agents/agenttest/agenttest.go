@@ -1,0 +1,162 @@
+// Package agenttest is what the real-agent end-to-end tests share: the
+// toolgate binary under test, a `toolgate serve` on a free loopback port
+// stopped with the test, and small helpers for the processes they run.
+package agenttest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ToolgateBinary is the toolgate under test: TOOLGATE_BIN (make
+// e2e-agents sets it), or one built from this checkout.
+func ToolgateBinary(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("TOOLGATE_BIN"); bin != "" {
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.Mode().IsRegular() {
+			t.Fatalf("TOOLGATE_BIN=%s: not a file (%v)", bin, err)
+		}
+		return abs
+	}
+	bin := filepath.Join(t.TempDir(), "toolgate")
+	bctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(bctx, "go", "build", "-o", bin, "github.com/toolgate/toolgate/cmd/toolgate")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/toolgate: %v\n%s", err, Tail(out, 4000))
+	}
+	return bin
+}
+
+// Server is a running `toolgate serve`.
+type Server struct {
+	Addr string      // host:port, on 127.0.0.1
+	Log  *SyncBuffer // its stdout and stderr
+}
+
+// StartToolgate runs `bin serve` on a free loopback port with no config
+// (no classifier: what no local stage decides is ASK) and the extra args,
+// with HOME set to home unless it is empty, waits for its "serving" line,
+// and stops it with SIGTERM when the test ends, failing the test if it
+// does not exit cleanly within 15 s.
+func StartToolgate(ctx context.Context, t *testing.T, bin, home string, args ...string) *Server {
+	t.Helper()
+	// Not CommandContext: the server is stopped by SIGTERM in Cleanup, and
+	// its clean exit checked.
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "off"}, args...)...)
+	if home != "" {
+		cmd.Env = append(os.Environ(), "HOME="+home)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	s := &Server{Log: &SyncBuffer{}}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("toolgate serve: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { err := cmd.Wait(); pw.Close(); exited <- err }()
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			s.Log.Write(append(append([]byte(nil), line...), '\n'))
+			var l struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal(line, &l) == nil && l.Msg == "serving" && l.Addr != "" {
+				select {
+				case ready <- l.Addr:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	stopped := false
+	t.Cleanup(func() {
+		if stopped {
+			return
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil && !t.Failed() {
+				t.Errorf("toolgate serve exited with %v\n%s", err, s.Log.Tail(4000))
+			}
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+			t.Errorf("toolgate serve did not stop within 15s of SIGTERM\n%s", s.Log.Tail(4000))
+		}
+	})
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	select {
+	case s.Addr = <-ready:
+	case err := <-exited:
+		stopped = true
+		t.Fatalf("toolgate serve exited before serving: %v\n%s", err, s.Log.Tail(4000))
+	case <-wctx.Done():
+		t.Fatalf("toolgate serve did not report serving: %v\n%s", context.Cause(wctx), s.Log.Tail(4000))
+	}
+	if !strings.HasPrefix(s.Addr, "127.0.0.1:") {
+		t.Fatalf("toolgate serves on %q, want loopback", s.Addr)
+	}
+	return s
+}
+
+// SyncBuffer is a bytes.Buffer safe for a process's writers and the test.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// Bytes returns a copy of what was written.
+func (b *SyncBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+func (b *SyncBuffer) String() string { return string(b.Bytes()) }
+
+// Tail is the last n bytes written.
+func (b *SyncBuffer) Tail(n int) string { return Tail(b.Bytes(), n) }
+
+// Tail is the last n bytes of b, marked when cut.
+func Tail(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return "..." + string(b[len(b)-n:])
+}
+
+// ShellQuote quotes s for sh.
+func ShellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -58,6 +58,9 @@ func AgentTaskRoots(cwd string) []string {
 // InAgentTasks reports whether the resolved path p lies in one of
 // AgentTaskRoots(cwd), its claude-<uid> directory named by digits only.
 func InAgentTasks(p, cwd string) bool {
+	if !strings.Contains(p, "/claude-") {
+		return false // most reads outside the roots: no roots to compile
+	}
 	roots := AgentTaskRoots(cwd)
 	if roots == nil || !CompileRoots(roots, "").Within(p) {
 		return false

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/engine/knowledge"
+	"github.com/toolgate/toolgate/engine/memo"
 	"github.com/toolgate/toolgate/engine/pathcheck"
 	"github.com/toolgate/toolgate/engine/rules"
 	"github.com/toolgate/toolgate/engine/shell"
@@ -52,11 +53,14 @@ type Engine struct {
 	home          string
 	guarded       guardedFiles
 	warnings      []string
+	// analyses keeps shell analyses by command text (see analyze).
+	analyses *memo.Table[string, *shell.Analysis]
 }
 
 // New compiles the policies.
 func New(cfg Config) (*Engine, error) {
-	e := &Engine{policies: map[string]*policy{}, classifier: cfg.Classifier, onUnavailable: Deny, home: cfg.Home}
+	e := &Engine{policies: map[string]*policy{}, classifier: cfg.Classifier, onUnavailable: Deny, home: cfg.Home,
+		analyses: memo.New[string, *shell.Analysis](maxAnalyses)}
 	var err error
 	if e.guarded, err = newGuardedFiles(cfg.Guarded); err != nil {
 		return nil, err
@@ -334,8 +338,8 @@ func (e *Engine) analyseShell(ctx context.Context, req *Request, p *policy, c *c
 		}
 		return
 	}
-	a := shell.AnalyzeContext(ctx, cmd)
-	c.shell = &a
+	a := e.analyze(ctx, cmd)
+	c.shell = a
 	c.rc.Unparsed = a.ParseErr != nil
 	for _, sc := range a.Commands {
 		c.rc.Commands = append(c.rc.Commands, rules.Command{Env: sc.Env, Text: sc.Text})
@@ -399,6 +403,37 @@ func (e *Engine) analyseShell(ctx context.Context, req *Request, p *policy, c *c
 	if len(a.Writes) > 0 {
 		c.writes = e.shellWrites(req, p, dir, a.Writes)
 	}
+}
+
+// Bounds of the shell analysis memo: agents repeat their commands (git
+// status, the test command), and a short command's analysis is worth
+// keeping; a long one is analysed each time, so the memo holds at most
+// maxAnalyses × (maxAnalysisKey plus an analysis of it, itself bounded by
+// the command's length) bytes.
+const (
+	maxAnalyses    = 2048
+	maxAnalysisKey = 1024
+)
+
+// analyze is shell.AnalyzeContext, remembered by command text. It is safe
+// to remember: the analysis is a pure function of the text (it reads no
+// file, no environment and no clock; what a command's paths are on disk is
+// judged afresh by every check). An analysis that ctx cut short is not
+// kept, since it depends on the check's deadline. Analyses are shared:
+// nothing may change one.
+func (e *Engine) analyze(ctx context.Context, cmd string) *shell.Analysis {
+	if len(cmd) > maxAnalysisKey {
+		a := shell.AnalyzeContext(ctx, cmd)
+		return &a
+	}
+	if a, ok := e.analyses.Get(cmd); ok {
+		return a
+	}
+	a := shell.AnalyzeContext(ctx, cmd)
+	if ctx.Err() == nil {
+		e.analyses.Put(cmd, &a)
+	}
+	return &a
 }
 
 // shellWrites checks the files a shell command writes: protected (or not

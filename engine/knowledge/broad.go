@@ -3,8 +3,9 @@ package knowledge
 import (
 	"path"
 	"strings"
-	"sync"
 	"sync/atomic"
+
+	"github.com/toolgate/toolgate/engine/memo"
 )
 
 // SystemDirs are the operating systems' own directories (Linux, macOS, the
@@ -191,11 +192,11 @@ func BroadRoot(dir, home string) string {
 		return broadRoot(dir, home)
 	}
 	key := broadKey{dir, home}
-	if why, ok := broadMemo.Load().get(key); ok {
+	if why, ok := broadMemo.Get(key); ok {
 		return why
 	}
 	why := broadRoot(dir, home)
-	broadMemo.Load().put(key, why)
+	broadMemo.Put(key, why)
 	return why
 }
 
@@ -204,37 +205,8 @@ const maxBroadKey = 8192
 
 type broadKey struct{ dir, home string }
 
-// broadTable is one generation of the memo, replaced whole when full, so
-// that its memory stays bounded whatever the directories checks name.
-type broadTable struct {
-	m sync.Map // broadKey → string
-	n atomic.Int64
-}
-
-// maxBroadEntries bounds a memo generation.
-const maxBroadEntries = 1024
-
-var broadMemo = func() *atomic.Pointer[broadTable] {
-	var p atomic.Pointer[broadTable]
-	p.Store(&broadTable{})
-	return &p
-}()
-
-func (t *broadTable) get(k broadKey) (string, bool) {
-	v, ok := t.m.Load(k)
-	if !ok {
-		return "", false
-	}
-	return v.(string), true
-}
-
-func (t *broadTable) put(k broadKey, why string) {
-	if t.n.Add(1) > maxBroadEntries {
-		broadMemo.CompareAndSwap(t, &broadTable{})
-		return
-	}
-	t.m.Store(k, why)
-}
+// broadMemo is bounded in entries and, by maxBroadKey, in key size.
+var broadMemo = memo.New[broadKey, string](1024)
 
 func broadRoot(dir, home string) string {
 	if !strings.HasPrefix(dir, "/") {

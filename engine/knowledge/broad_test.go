@@ -219,7 +219,7 @@ func BenchmarkBroadRoot(b *testing.B) {
 }
 
 // TestBroadRootMemo: remembered answers are the function's, for more
-// directories than a memo generation holds, and a generation stays bounded.
+// directories than a memo generation holds, and the memo itself is tested in engine/memo.
 func TestBroadRootMemo(t *testing.T) {
 	dirs := []string{"/", "/etc", "/home/u", "/home/u/.config/x", "/home/u/src/app", "/usr/local/bin/x", "/work/app", "rel"}
 	for i := range 3000 {
@@ -233,8 +233,5 @@ func TestBroadRootMemo(t *testing.T) {
 				}
 			}
 		}
-	}
-	if n := broadMemo.Load().n.Load(); n > maxBroadEntries+1 {
-		t.Errorf("a memo generation counted %d entries, past %d", n, maxBroadEntries)
 	}
 }

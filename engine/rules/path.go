@@ -27,6 +27,11 @@ type pathPattern struct {
 	// both behind a leading "**", for deny matching when the anchor is
 	// unknown. All are computed once, at compile time.
 	lower, floating, floatingLower []string
+	// need and needLower are the literal segments (no wildcard) every path
+	// the pattern matches has among its own: a path without one of them
+	// is passed over without the segment-by-segment match, which most
+	// paths are by most deny rules (//**/.ssh/id_* needs ".ssh").
+	need, needLower []string
 }
 
 // compilePath compiles a path pattern; a non-empty problem says why it
@@ -113,12 +118,28 @@ func compilePath(spec string) (*pathPattern, string) {
 		return out
 	}
 	p.lower, p.floatingLower = lowerAll(p.segs), lowerAll(p.floating)
+	for _, seg := range p.segs {
+		if seg != "**" && !isGlob(seg) {
+			p.need = append(p.need, seg)
+		}
+	}
+	p.needLower = lowerAll(p.need)
 	return p, ""
 }
 
 func quote(s string) string { return `"` + s + `"` }
 
-func isGlob(s string) bool { return strings.ContainsAny(s, `*?[\`) }
+// isGlob reports whether s has a wildcard or an escape for path.Match; a
+// byte loop, since it runs for every segment of every rule a path meets.
+func isGlob(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', '\\':
+			return true
+		}
+	}
+	return false
+}
 
 // base returns the directory the pattern is anchored at, or false when the
 // environment does not say (no absolute Home or Cwd).
@@ -203,6 +224,11 @@ func pathSubjects(paths []string, e Env) []pathSubject {
 }
 
 func (p *pathPattern) matchSubject(s *pathSubject, e Env, deny bool) bool {
+	return p.hasNeeded(s, deny) && p.matchSegments(s, e, deny)
+}
+
+// matchSegments is matchSubject without the literal-segment filter.
+func (p *pathPattern) matchSegments(s *pathSubject, e Env, deny bool) bool {
 	segs, lower := p.segs, p.lower
 	b, ok := p.base(e)
 	if !ok {
@@ -216,6 +242,31 @@ func (p *pathPattern) matchSubject(s *pathSubject, e Env, deny bool) bool {
 		return true
 	}
 	return deny && matchSegs(lower, lowerASCII(b), s.lower)
+}
+
+// hasNeeded reports whether s has every literal segment the pattern needs:
+// exactly, or under deny also in lower case, as matchSegs compares them.
+// The pattern's base is not among its segments, so a literal of it can
+// only be found in the part of s below the base: looking in all of s
+// keeps every real match.
+func (p *pathPattern) hasNeeded(s *pathSubject, deny bool) bool {
+	need, segs := p.need, s.segs
+	if deny {
+		need, segs = p.needLower, s.lower
+	}
+	for _, n := range need {
+		found := false
+		for _, x := range segs {
+			if x == n {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // split returns the segments of a clean absolute path.

@@ -152,3 +152,69 @@ func TestPathEveryTarget(t *testing.T) {
 		t.Error("Allow of a call without paths by a rule with a specifier = true")
 	}
 }
+
+// The literal-segment filter only skips paths the segment match would
+// refuse: over every pattern and path below, in both readings (allow and
+// deny) and with and without a known anchor, filtered and unfiltered
+// matching agree, and the filter does skip some pairs (so it is tested).
+func TestHasNeededKeepsEveryMatch(t *testing.T) {
+	patterns := []string{
+		"//**/.ssh/id_*", "//**/.aws/credentials", "~/.config/gcloud/**", "/secrets/**", "./build/*.log",
+		"*.pem", ".env", "src/**/*.go", "../other/**", "//etc/shadow", "~/**", "//**/.Git/config",
+		`//**/a\*b`, "//**/[.]netrc", "docs/*/README.md", "//tmp/**/x/**/y",
+	}
+	paths := []string{
+		"/home/u/.ssh/id_rsa", "/home/u/.SSH/ID_RSA", "/home/u/.aws/credentials", "/home/u/.config/gcloud/a/b",
+		"/work/p/secrets/k", "/work/p/build/out.log", "/work/p/x/key.PEM", "/work/p/.env", "/work/p/src/a/b.go",
+		"/work/other/f", "/etc/shadow", "/work/p/.git/config", "/work/p/a*b", "/home/u/.netrc", "/work/p/docs/x/README.md",
+		"/tmp/q/x/r/y/z", "relative/.ssh/id_ed25519", "/", "/work/p",
+	}
+	envs := []Env{{Home: "/home/u", Cwd: "/work/p"}, {}}
+	skipped := 0
+	for _, spec := range patterns {
+		p, problem := compilePath(spec)
+		if problem != "" {
+			t.Fatalf("%s: %s", spec, problem)
+		}
+		for _, x := range paths {
+			for _, e := range envs {
+				for _, deny := range []bool{true, false} {
+					s, ok := newPathSubject(x, e, deny)
+					if !ok {
+						continue
+					}
+					if !p.hasNeeded(&s, deny) {
+						skipped++
+					}
+					if got, want := p.matchSubject(&s, e, deny), p.matchSegments(&s, e, deny); got != want {
+						t.Errorf("%s against %s (env %+v, deny %v): filtered %v, unfiltered %v", spec, x, e, deny, got, want)
+					}
+				}
+			}
+		}
+	}
+	if skipped == 0 {
+		t.Error("the filter skipped no pair")
+	}
+}
+
+// FuzzHasNeeded: for any pattern and path, the literal-segment filter
+// never turns a match into no match.
+func FuzzHasNeeded(f *testing.F) {
+	f.Add("//**/.ssh/id_*", "/home/u/.SSH/id_rsa")
+	f.Add("src/**/*.go", "/work/p/src/a.go")
+	f.Add(`a\b/c`, "/work/p/a/c")
+	f.Fuzz(func(t *testing.T, spec, x string) {
+		p, problem := compilePath(spec)
+		if problem != "" {
+			return
+		}
+		for _, e := range []Env{{Home: "/home/u", Cwd: "/work/p"}, {}} {
+			for _, deny := range []bool{true, false} {
+				if s, ok := newPathSubject(x, e, deny); ok && p.matchSubject(&s, e, deny) != p.matchSegments(&s, e, deny) {
+					t.Fatalf("%q against %q (env %+v, deny %v): the filter changed the answer", spec, x, e, deny)
+				}
+			}
+		}
+	})
+}

@@ -435,13 +435,25 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 	case errors.Is(err, fs.ErrNotExist):
 		return "" // nothing there to read
 	}
-	if !w.hidden {
-		above, why := rs.ignoreWhitelistsAbove(root)
-		if why != "" {
-			return why
-		}
-		w.hidden = above
+	why, skippedHidden := rs.walkEntries(root, raw, w)
+	if why != "" || w.hidden || !skippedHidden {
+		// Whether an ignore file above whitelists hidden entries only
+		// matters when the walk passed over some.
+		return why
 	}
+	above, why := rs.ignoreWhitelistsAbove(root)
+	if why != "" || !above {
+		return why
+	}
+	w.hidden = true
+	why, _ = rs.walkEntries(root, raw, w)
+	return why
+}
+
+// walkEntries walks the tree below root as walkTree describes, and says
+// whether it passed over a hidden entry (one a whitelisting ignore file
+// above root would have it read).
+func (rs *readScope) walkEntries(root, raw string, w treeWalk) (why string, skippedHidden bool) {
 	type walkDir struct {
 		path   string
 		secret bool // inside .git or a secret directory
@@ -452,23 +464,23 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 		d := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if why := rs.spend(fsCall, w.steps); why != "" {
-			return why
+			return why, skippedHidden
 		}
 		w.steps = 0
 		f, err := os.Open(d.path)
 		if err != nil {
-			return fmt.Sprintf("searches %s, whose tree cannot be read here (%v)", truncate(raw, 200), err)
+			return fmt.Sprintf("searches %s, whose tree cannot be read here (%v)", truncate(raw, 200), err), skippedHidden
 		}
 		entries, err := f.ReadDir(maxTreeEntries - n + 1)
 		f.Close()
 		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Sprintf("searches %s, whose tree cannot be read here (%v)", truncate(raw, 200), err)
+			return fmt.Sprintf("searches %s, whose tree cannot be read here (%v)", truncate(raw, 200), err), skippedHidden
 		}
 		if n += len(entries); n > maxTreeEntries {
-			return fmt.Sprintf("searches %s, a tree of more than %d entries that cannot be checked for secret files", truncate(raw, 200), maxTreeEntries)
+			return fmt.Sprintf("searches %s, a tree of more than %d entries that cannot be checked for secret files", truncate(raw, 200), maxTreeEntries), skippedHidden
 		}
 		if why := rs.spend(len(entries), len(entries)); why != "" {
-			return why
+			return why, skippedHidden
 		}
 		for _, e := range entries {
 			name := e.Name()
@@ -476,9 +488,10 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 				// The search reads hidden entries after all: again,
 				// counting them.
 				w.hidden = true
-				return rs.walkTree(dir, raw, w)
+				return rs.walkEntries(root, raw, w)
 			}
 			if !w.hidden && strings.HasPrefix(name, ".") {
+				skippedHidden = true
 				continue
 			}
 			path := d.path + "/" + name
@@ -492,17 +505,17 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 			case isDir && w.skips(name):
 				continue
 			case e.Type()&fs.ModeSymlink != 0 && w.follow && (!w.followNamed || w.reads(name)):
-				return fmt.Sprintf("searches %s following links, and %s is one", truncate(raw, 200), truncate(path, 200))
+				return fmt.Sprintf("searches %s following links, and %s is one", truncate(raw, 200), truncate(path, 200)), skippedHidden
 			case w.names == nil && (secretDir || knowledge.SecretPath(name, "")):
-				return fmt.Sprintf("searches %s, which holds %s, a file that may hold secrets", truncate(raw, 200), truncate(path, 200))
+				return fmt.Sprintf("searches %s, which holds %s, a file that may hold secrets", truncate(raw, 200), truncate(path, 200)), skippedHidden
 			case w.names != nil && w.reads(name) && (d.secret || secretDir || knowledge.SecretPath(name, "")):
-				return fmt.Sprintf("searches %s, which holds %s, a file that may hold secrets and that the search reads", truncate(raw, 200), truncate(path, 200))
+				return fmt.Sprintf("searches %s, which holds %s, a file that may hold secrets and that the search reads", truncate(raw, 200), truncate(path, 200)), skippedHidden
 			case isDir:
 				stack = append(stack, walkDir{path: path, secret: d.secret || secretDir})
 			}
 		}
 	}
-	return ""
+	return "", skippedHidden
 }
 
 // ignoreFiles are the files in each directory whose rules ripgrep (the

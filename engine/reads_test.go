@@ -390,3 +390,41 @@ func TestDiffDirectories(t *testing.T) {
 		}
 	}
 }
+
+// TestRipgrepWhitelistAboveHidden: an ignore file above the searched tree
+// is read only when the tree has hidden entries, and then its whitelist
+// counts as before.
+func TestRipgrepWhitelistAboveHidden(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := filepath.Join(base, "project")
+	for f, body := range map[string]string{".gitignore": "!.env\n", "lib/a.go": "a", "conf/.env": "K=v", "conf/app.yaml": "a: 1"} {
+		p := filepath.Join(project, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEngine(t, nil, nil)
+	decide := func(name string, in map[string]any) Decision {
+		return mustCheck(t, e, &Request{Tool: tool(name, in), WorkingDirectory: project, Mode: ModeAuto}).Decision
+	}
+	grep := func(dir string) Decision { return decide("Grep", map[string]any{"pattern": "x", "path": dir}) }
+	rg := func(dir string) Decision { return decide("Bash", map[string]any{"command": "rg x " + dir}) }
+	if d := grep("lib"); d != Allow {
+		t.Errorf("Grep of lib, which has no hidden entry: %s, want allow", d)
+	}
+	if d, r := grep("conf"), rg("conf"); d == Allow || r == Allow {
+		t.Errorf("searches of conf, whose .env the whitelist above keeps: Grep %s, rg %s; want no allow", d, r)
+	}
+	if err := os.WriteFile(filepath.Join(project, ".gitignore"), []byte("node_modules\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d, r := grep("conf"), rg("conf"); d != Allow || r != Allow {
+		t.Errorf("searches of conf without the whitelist: Grep %s, rg %s; want allow (its .env is hidden)", d, r)
+	}
+}

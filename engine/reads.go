@@ -467,7 +467,7 @@ func (rs *readScope) walkEntries(root, raw string, w treeWalk) (why string, skip
 			return why, skippedHidden
 		}
 		w.steps = 0
-		f, err := os.Open(d.path)
+		f, err := openDir(d.path)
 		if err != nil {
 			return fmt.Sprintf("searches %s, whose tree cannot be read here (%v)", truncate(raw, 200), err), skippedHidden
 		}
@@ -516,6 +516,18 @@ func (rs *readScope) walkEntries(root, raw string, w treeWalk) (why string, skip
 		}
 	}
 	return "", skippedHidden
+}
+
+// openDir opens a directory of a walk to list it. os.Open would also try
+// to register it with the network poller and make it non-blocking, four
+// system calls of no use for a directory; os.NewFile asks one. A link in
+// its place (the tree changed since it was listed) is refused.
+func openDir(p string) (*os.File, error) {
+	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
+	}
+	return os.NewFile(uintptr(fd), p), nil
 }
 
 // ignoreFiles are the files in each directory whose rules ripgrep (the

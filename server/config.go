@@ -47,7 +47,9 @@ type Config struct {
 	// keep the stacks they grew (a check's analysis recurses deeply, and a
 	// fresh goroutine grows its stack again on every call). An RPC that
 	// finds every worker busy gets a goroutine of its own, so none waits
-	// for a worker. 0 starts a goroutine per RPC.
+	// for a worker. The connection's reader hands out a whole burst of
+	// RPCs before any worker runs, so there are many more workers than
+	// CPUs (idle ones cost a stack each). 0 starts a goroutine per RPC.
 	StreamWorkers uint32 `yaml:"stream_workers"`
 	// Keepalive sets pings and connection ages.
 	Keepalive KeepaliveConfig `yaml:"keepalive"`
@@ -110,7 +112,7 @@ func DefaultConfig() Config {
 		MaxHeldTranscriptBytes:  64 << 20,
 		MaxRecvMsgBytes:         4 << 20,
 		MaxConcurrentStreams:    256,
-		StreamWorkers:           uint32(4 * runtime.GOMAXPROCS(0)),
+		StreamWorkers:           uint32(max(64, 16*runtime.GOMAXPROCS(0))),
 		Keepalive: KeepaliveConfig{
 			MinTime:             10 * time.Second,
 			PermitWithoutStream: true,

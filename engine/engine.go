@@ -122,6 +122,9 @@ type call struct {
 	// and wipe why it deletes a root, home or top-level directory: both
 	// are denied in every mode.
 	guarded, wipe string
+	// proofs are the paths this check proved free of links (see
+	// pathcheck.Proofs); they die with the call.
+	proofs pathcheck.Proofs
 }
 
 // writeFacts are the files a call writes, checked against the project and
@@ -190,7 +193,12 @@ func (e *Engine) analyseEdit(req *Request, p *policy, c *call) {
 		w.unclear = "no working directory given"
 		return
 	}
-	chk, err := pathcheck.NewWithPatterns(append([]string{c.cwd}, req.AdditionalDirectories...), p.protected)
+	// The first target first: proving it link-free proves the project
+	// directory above it too, so the Checker's roots cost no system call.
+	if len(raw) > 0 {
+		_, _ = c.proofs.Resolve(c.cwd, raw[0])
+	}
+	chk, err := c.proofs.NewChecker(append([]string{c.cwd}, req.AdditionalDirectories...), p.protected)
 	if err != nil {
 		w.unclear = "project directories unusable: " + err.Error()
 		return
@@ -237,7 +245,7 @@ func (e *Engine) analyseRead(ctx context.Context, req *Request, p *policy, c *ca
 		// A search without a path searches the working directory.
 		targets = []string{c.cwd}
 	}
-	rs := e.newReadScope(ctx, req, p)
+	rs := e.newReadScope(ctx, req, p, c)
 	content, hidden, follow := contentSearch(c.name)
 	// Gemini CLI's read_many_files globs its paths and include patterns
 	// with node-glob (dot files matched, case ignored, braces and extglob
@@ -348,11 +356,11 @@ func (e *Engine) analyseShell(ctx context.Context, req *Request, p *policy, c *c
 	// relative paths are judged from there, and a directory outside the
 	// project is never read-only locally.
 	dir := c.cwd
-	rs := e.newReadScope(ctx, req, p)
+	rs := e.newReadScope(ctx, req, p, c)
 	if wd, present, okWD := shellWorkdir(in); present {
 		// Resolved the kernel's way: a workdir through a link or with ..
 		// after one is where the link leads.
-		resolved, err := pathcheck.Resolve(orRoot(c.cwd), expandHome(wd, e.home))
+		resolved, err := c.proofs.Resolve(orRoot(c.cwd), expandHome(wd, e.home))
 		switch {
 		case !okWD:
 			c.unproven = "the working directory field is not a string"
@@ -401,7 +409,7 @@ func (e *Engine) analyseShell(ctx context.Context, req *Request, p *policy, c *c
 	}
 	c.shellDir = dir
 	if len(a.Writes) > 0 {
-		c.writes = e.shellWrites(req, p, dir, a.Writes)
+		c.writes = e.shellWrites(req, p, c, dir, a.Writes)
 	}
 }
 
@@ -439,13 +447,16 @@ func (e *Engine) analyze(ctx context.Context, cmd string) *shell.Analysis {
 // shellWrites checks the files a shell command writes: protected (or not
 // resolvable) targets must be asked about even in bypass mode, and targets
 // outside the project keep allow rules out.
-func (e *Engine) shellWrites(req *Request, p *policy, dir string, writes []string) writeFacts {
+func (e *Engine) shellWrites(req *Request, p *policy, c *call, dir string, writes []string) writeFacts {
 	w := writeFacts{any: true}
 	if req.WorkingDirectory == "" {
 		w.unclear = "the command writes files and no working directory was given"
 		return w
 	}
-	chk, err := pathcheck.NewWithPatterns(append([]string{req.WorkingDirectory}, req.AdditionalDirectories...), p.protected)
+	if len(writes) > 0 {
+		_, _ = c.proofs.Resolve(dir, writes[0]) // proves the project directory too, as for edits
+	}
+	chk, err := c.proofs.NewChecker(append([]string{req.WorkingDirectory}, req.AdditionalDirectories...), p.protected)
 	if err != nil {
 		w.unclear = "project directories unusable: " + err.Error()
 		return w

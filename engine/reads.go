@@ -54,7 +54,8 @@ const maxIgnoreBytes = 1 << 20
 type readScope struct {
 	ctx      context.Context
 	home     string
-	dirs     []string // working and additional directories, as given
+	proofs   *pathcheck.Proofs // the check's
+	dirs     []string          // working and additional directories, as given
 	resolved bool
 	project  []string // resolved project directories that are not broad
 	roots    knowledge.Roots
@@ -72,8 +73,8 @@ type readScope struct {
 	fileP, fileRaw, fileResolved, fileWhy string
 }
 
-func (e *Engine) newReadScope(ctx context.Context, req *Request, p *policy) *readScope {
-	return &readScope{ctx: ctx, home: e.home, roots: p.readRoots,
+func (e *Engine) newReadScope(ctx context.Context, req *Request, p *policy, c *call) *readScope {
+	return &readScope{ctx: ctx, home: e.home, roots: p.readRoots, proofs: &c.proofs,
 		dirs: append([]string{req.WorkingDirectory}, req.AdditionalDirectories...)}
 }
 
@@ -117,7 +118,7 @@ func (rs *readScope) projectDirs() []string {
 		if d == "" {
 			continue
 		}
-		r, err := pathcheck.Resolve("/", d)
+		r, err := rs.proofs.Resolve("/", d)
 		if err != nil || broadSearch(filepath.Clean(d), rs.home) || knowledge.BroadRoot(r, rs.home) != "" {
 			continue
 		}
@@ -228,7 +229,7 @@ func (rs *readScope) judgeFileOnce(p, raw string) (string, string) {
 	if knowledge.SecretPath(p, rs.home) {
 		return "", fmt.Sprintf("reads %s, which may hold secrets", truncate(raw, 200))
 	}
-	resolved, err := pathcheck.Resolve("/", p)
+	resolved, err := rs.proofs.Resolve("/", p)
 	if err != nil {
 		return "", fmt.Sprintf("reads %s, which cannot be resolved (%v)", truncate(raw, 200), err)
 	}

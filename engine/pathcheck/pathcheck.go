@@ -64,11 +64,16 @@ var DefaultProtected = knowledge.ProtectedPatterns()
 // process, so the server cannot know where the agent's would lead), and any
 // Lstat/Readlink error other than "does not exist" (e.g. EACCES).
 func Resolve(base, p string) (string, error) {
+	return (*Proofs)(nil).Resolve(base, p)
+}
+
+// Resolve is the package's Resolve, using and adding to the proofs.
+func (pr *Proofs) Resolve(base, p string) (string, error) {
 	joined, err := join(base, p)
 	if err != nil {
 		return "", err
 	}
-	w, err := walk(joined, true)
+	w, err := pr.walk(joined, true)
 	if err != nil {
 		return "", err
 	}
@@ -118,8 +123,8 @@ type walked struct {
 // path walk, with "does not exist" tolerated as a future mkdir -p. With
 // followFinal false, a symlink as the path's last component (no trailing
 // slash) is kept, not followed, like lstat, O_NOFOLLOW or rename(2) onto it.
-func walk(abs string, followFinal bool) (walked, error) {
-	if p, ok := linkFree(abs, false); ok {
+func (pr *Proofs) walk(abs string, followFinal bool) (walked, error) {
+	if p, ok := pr.linkFree(abs, false); ok {
 		return walked{path: p}, nil
 	}
 	// A file about to be created, or a link at the end: when the
@@ -127,7 +132,7 @@ func walk(abs string, followFinal bool) (walked, error) {
 	// is left to walk.
 	if i := strings.LastIndexByte(abs, '/'); i > 0 {
 		if last := abs[i+1:]; last != "" && last != "." && last != ".." {
-			if dir, ok := linkFree(abs[:i], true); ok {
+			if dir, ok := pr.linkFree(abs[:i], true); ok {
 				return walkFrom(dir, []string{last}, abs, followFinal)
 			}
 		}
@@ -280,6 +285,7 @@ type pattern struct {
 type Checker struct {
 	roots    []root
 	patterns *Patterns
+	proofs   *Proofs // nil: none kept
 }
 
 // New resolves each root (absolute, required; at least one; roots may not exist
@@ -359,10 +365,16 @@ func (ps *Patterns) first(rels [][]string) *pattern {
 // NewWithPatterns is New with patterns compiled beforehand; nil protects
 // nothing.
 func NewWithPatterns(roots []string, pats *Patterns) (*Checker, error) {
+	return (*Proofs)(nil).NewChecker(roots, pats)
+}
+
+// NewChecker is NewWithPatterns, using and adding to the proofs, for the
+// roots and for every path the Checker checks.
+func (pr *Proofs) NewChecker(roots []string, pats *Patterns) (*Checker, error) {
 	if len(roots) == 0 {
 		return nil, errors.New("pathcheck: at least one root is required")
 	}
-	c := &Checker{patterns: pats}
+	c := &Checker{patterns: pats, proofs: pr}
 	for _, r := range roots {
 		switch {
 		case !filepath.IsAbs(r):
@@ -372,7 +384,7 @@ func NewWithPatterns(roots []string, pats *Patterns) (*Checker, error) {
 		case len(r) >= pathMax:
 			return nil, fmt.Errorf("pathcheck: root %q: %w", r, syscall.ENAMETOOLONG)
 		}
-		k, err := walk(r, true)
+		k, err := pr.walk(r, true)
 		if err != nil {
 			return nil, fmt.Errorf("pathcheck: root %q: %w", r, err)
 		}
@@ -381,7 +393,7 @@ func NewWithPatterns(roots []string, pats *Patterns) (*Checker, error) {
 		if lex != r {
 			// A clean root is its own lexical reading: walking it again
 			// would only repeat the same system calls.
-			if l, err = walk(lex, true); err != nil {
+			if l, err = pr.walk(lex, true); err != nil {
 				return nil, fmt.Errorf("pathcheck: root %q (cleaned %q): %w", r, lex, err)
 			}
 		}
@@ -551,7 +563,7 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 			ws[i] = ws[i-1]
 			continue
 		}
-		ws[i], err = walk(r.path, r.followFinal)
+		ws[i], err = c.proofs.walk(r.path, r.followFinal)
 		if err != nil {
 			v := Verdict{}
 			if i > 0 {

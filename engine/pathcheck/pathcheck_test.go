@@ -728,7 +728,7 @@ func TestLinkFreeAgreesWithWalk(t *testing.T) {
 	} {
 		for _, follow := range []bool{true, false} {
 			abs := tr.dir + "/" + rel
-			got, gerr := walk(abs, follow)
+			got, gerr := (*Proofs)(nil).walk(abs, follow)
 			want, werr := walkComponents(abs, follow)
 			if (gerr == nil) != (werr == nil) || gerr == nil && !reflect.DeepEqual(got, want) {
 				t.Errorf("walk(%q, %v) = %+v, %v; the component walk gives %+v, %v", rel, follow, got, gerr, want, werr)
@@ -780,5 +780,66 @@ func TestPatternFixSound(t *testing.T) {
 	}
 	if checked < 50 {
 		t.Errorf("only %d matching names tried", checked)
+	}
+}
+
+// TestProofsAgreeWithWalk: walks sharing one Proofs, as the paths of one
+// check do, answer as the component walk does, in either order of the
+// paths (so that answers remembered from one path, proven or not, are
+// right for the next), and the proofs spare system calls.
+func TestProofsAgreeWithWalk(t *testing.T) {
+	tr := newTree(t)
+	rels := []string{
+		"app/sub/f.txt", "app/sub", "app", "app/sub/a/b", "app/sub/a", "app/f.txt", "app/new.txt", "app/sub/new",
+		"app/nope/new", "app/link-in", "app/link-in/f.txt", "app/sub/f.txt/x", "app/f.txt", "app/dangling", "app/up",
+		"app/.git", "app/.git/config", "applink", "applink/f.txt", "app/sub/../f.txt", "app/./sub", "",
+	}
+	for _, order := range []string{"forward", "backward"} {
+		pr := &Proofs{}
+		for i := range rels {
+			rel := rels[i]
+			if order == "backward" {
+				rel = rels[len(rels)-1-i]
+			}
+			abs := strings.TrimSuffix(tr.dir+"/"+rel, "/")
+			for _, follow := range []bool{true, false} {
+				got, gerr := pr.walk(abs, follow)
+				want, werr := walkComponents(abs, follow)
+				if (gerr == nil) != (werr == nil) || gerr == nil && !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: walk(%q, %v) with proofs = %+v, %v; the component walk gives %+v, %v", order, rel, follow, got, gerr, want, werr)
+				}
+			}
+		}
+		if runtime.GOOS == "linux" && !openat2Missing.Load() && len(pr.seen) >= 2*len(rels) {
+			t.Errorf("%s: %d kernel answers for %d paths walked twice: nothing was answered from the proofs", order, len(pr.seen), len(rels))
+		}
+	}
+	// A directory above a proven file is proven without a system call; a
+	// file proven is no directory proven.
+	pr := &Proofs{}
+	if _, ok := pr.linkFree(tr.app+"/sub/f.txt", false); !ok && runtime.GOOS == "linux" && !openat2Missing.Load() {
+		t.Fatal("app/sub/f.txt is not proven link-free")
+	}
+	n := len(pr.seen)
+	if p, ok := pr.linkFree(tr.app+"/sub", true); ok && len(pr.seen) != n {
+		t.Errorf("app/sub (%q) took a system call after app/sub/f.txt was proven", p)
+	}
+	if _, ok := pr.linkFree(tr.app+"/sub/f.txt", true); ok {
+		t.Error("app/sub/f.txt, a file, is proven a directory")
+	}
+}
+
+func TestIsClean(t *testing.T) {
+	for p, want := range map[string]bool{
+		"/": true, "/a": true, "/a/b": true, "/a/.b": true, "/a/..b": true, "/a/b.": true,
+		"": false, "a": false, "/a/": false, "//a": false, "/a//b": false, "/./a": false, "/a/.": false,
+		"/a/..": false, "/a/../b": false, "/..": false, "/.": false,
+	} {
+		if got := isClean(p); got != want {
+			t.Errorf("isClean(%q) = %v, want %v", p, got, want)
+		}
+		if want && filepath.Clean(p) != p {
+			t.Errorf("the table says %q is clean; filepath.Clean disagrees", p)
+		}
 	}
 }

@@ -54,13 +54,13 @@ type Engine struct {
 	guarded       guardedFiles
 	warnings      []string
 	// analyses keeps shell analyses by command text (see analyze).
-	analyses *memo.Table[string, *shell.Analysis]
+	analyses *memo.Table[string, *analysis]
 }
 
 // New compiles the policies.
 func New(cfg Config) (*Engine, error) {
 	e := &Engine{policies: map[string]*policy{}, classifier: cfg.Classifier, onUnavailable: Deny, home: cfg.Home,
-		analyses: memo.New[string, *shell.Analysis](maxAnalyses)}
+		analyses: memo.New[string, *analysis](maxAnalyses)}
 	var err error
 	if e.guarded, err = newGuardedFiles(cfg.Guarded); err != nil {
 		return nil, err
@@ -115,6 +115,7 @@ type call struct {
 	// it runs and which repository its git reads.
 	unproven string
 	shell    *shell.Analysis // shell kinds with a command, as the shell analysis found it
+	subjects *rules.Subjects // the rule subjects of rc's Commands, Raw and Unparsed, when known
 	shellDir string          // where the shell command runs
 	edits    writeFacts      // edit kinds: the targets
 	writes   writeFacts      // shell kinds: the files the command writes
@@ -347,7 +348,7 @@ func (e *Engine) analyseShell(ctx context.Context, req *Request, p *policy, c *c
 		return
 	}
 	a := e.analyze(ctx, cmd)
-	c.shell = a
+	c.shell, c.subjects = &a.Analysis, a.subjects
 	c.rc.Unparsed = a.ParseErr != nil
 	for _, sc := range a.Commands {
 		c.rc.Commands = append(c.rc.Commands, rules.Command{Env: sc.Env, Text: sc.Text})
@@ -423,25 +424,36 @@ const (
 	maxAnalysisKey = 1024
 )
 
-// analyze is shell.AnalyzeContext, remembered by command text. It is safe
-// to remember: the analysis is a pure function of the text (it reads no
-// file, no environment and no clock; what a command's paths are on disk is
-// judged afresh by every check). An analysis that ctx cut short is not
-// kept, since it depends on the check's deadline. Analyses are shared:
-// nothing may change one.
-func (e *Engine) analyze(ctx context.Context, cmd string) *shell.Analysis {
-	if len(cmd) > maxAnalysisKey {
-		a := shell.AnalyzeContext(ctx, cmd)
-		return &a
+// analysis is what a command line's text alone determines: the shell
+// analysis, and the subjects Bash rules match the line against.
+type analysis struct {
+	shell.Analysis
+	subjects *rules.Subjects
+}
+
+// analyze is shell.AnalyzeContext, remembered by command text with the
+// rule subjects of the call it makes (rules.Call's Commands, Raw and
+// Unparsed, as analyseShell sets them). It is safe to remember: both are
+// pure functions of the text (they read no file, no environment and no
+// clock; what a command's paths are on disk is judged afresh by every
+// check). An analysis that ctx cut short is not kept, since it depends on
+// the check's deadline. Analyses are shared: nothing may change one.
+func (e *Engine) analyze(ctx context.Context, cmd string) *analysis {
+	if len(cmd) <= maxAnalysisKey {
+		if a, ok := e.analyses.Get(cmd); ok {
+			return a
+		}
 	}
-	if a, ok := e.analyses.Get(cmd); ok {
-		return a
+	a := &analysis{Analysis: shell.AnalyzeContext(ctx, cmd)}
+	rc := rules.Call{Raw: cmd, Unparsed: a.ParseErr != nil}
+	for _, sc := range a.Commands {
+		rc.Commands = append(rc.Commands, rules.Command{Env: sc.Env, Text: sc.Text})
 	}
-	a := shell.AnalyzeContext(ctx, cmd)
-	if ctx.Err() == nil {
-		e.analyses.Put(cmd, &a)
+	a.subjects = rules.ShellSubjects(&rc)
+	if len(cmd) <= maxAnalysisKey && ctx.Err() == nil {
+		e.analyses.Put(cmd, a)
 	}
-	return &a
+	return a
 }
 
 // shellWrites checks the files a shell command writes: protected (or not
@@ -596,7 +608,11 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 		set = set.Merge(extra)
 	}
 	c := e.analyse(ctx, req, p)
-	c.rc.Memoize()
+	if c.subjects != nil {
+		c.rc.MemoizeWith(c.subjects)
+	} else {
+		c.rc.Memoize()
+	}
 	if err := ctx.Err(); err != nil && cutShort(c) {
 		// The facts were cut short: nothing is decided from them.
 		return Result{}, false, err

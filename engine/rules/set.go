@@ -139,6 +139,20 @@ type memo struct {
 // rules. The call must not change after it.
 func (c *Call) Memoize() { c.memo = &memo{} }
 
+// Subjects are the strings Bash deny and ask rules match a shell call
+// against, built once.
+type Subjects struct{ list []subject }
+
+// ShellSubjects builds the subjects of the call's Commands, Raw and
+// Unparsed. They are a pure function of these three, so a caller that
+// knows them to be the same for another call (the same command line
+// analysed alike) may hand them to it with MemoizeWith.
+func ShellSubjects(c *Call) *Subjects { return &Subjects{shellSubjects(c)} }
+
+// MemoizeWith is Memoize with the shell subjects already built: s must be
+// ShellSubjects of a call with the same Commands, Raw and Unparsed.
+func (c *Call) MemoizeWith(s *Subjects) { c.memo = &memo{shell: s.list, done: true} }
+
 // Command is one simple command of a shell call.
 type Command struct {
 	// Env are the command's VAR=value prefixes.

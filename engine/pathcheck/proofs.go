@@ -29,7 +29,7 @@ const maxProofs = 32
 
 // linkFree is the package's linkFree, answered from the proofs when they
 // can. Only clean paths are looked up: they are the ones whose ancestors
-// are plain prefixes.
+// are plain prefixes; a path proven is kept as its clean form.
 func (pr *Proofs) linkFree(abs string, dir bool) (string, bool) {
 	if pr == nil {
 		return linkFree(abs, dir)
@@ -53,8 +53,15 @@ func (pr *Proofs) linkFree(abs string, dir bool) (string, bool) {
 		}
 	}
 	r, ok := linkFree(abs, dir)
-	if clean && len(pr.seen) < maxProofs {
+	switch {
+	case len(pr.seen) >= maxProofs:
+	case clean:
 		pr.seen = append(pr.seen, proof{abs, dir, ok})
+	case ok:
+		// The kernel walked every component of the clean path on its way
+		// (a ".." after a directory that is no link lands where the clean
+		// path says), so the clean path is proven too.
+		pr.seen = append(pr.seen, proof{r, dir, true})
 	}
 	return r, ok
 }

@@ -39,6 +39,14 @@ type Service struct {
 var _ pb.PermissionServiceServer = (*Service)(nil)
 
 // NewService returns a service deciding with eng. cfg must be valid.
+// fieldPool keeps the decision log's field slices: the encoders are done
+// with them when Write returns, and a fresh 1.5 KB slice per check was the
+// server's largest allocation.
+var fieldPool = sync.Pool{New: func() any {
+	f := make([]zap.Field, 0, 32)
+	return &f
+}}
+
 func NewService(cfg Config, eng *engine.Engine, log *zap.Logger) *Service {
 	s := &Service{cfg: cfg, log: log, draining: make(chan struct{})}
 	s.engine.Store(eng)
@@ -97,9 +105,19 @@ func (s *Service) decideStages(ctx context.Context, req *pb.CheckRequest, transc
 	if err != nil {
 		return nil, false, err
 	}
+	s.metrics.decided(res, latency)
+	ce := s.log.Check(zap.InfoLevel, "decision")
+	if ce == nil && s.audit == nil {
+		return resp, true, nil // fields are work; nobody would read them
+	}
 	// No tool input, transcript or reason text here: they may hold secrets.
-	fields := make([]zap.Field, 0, 20)
-	fields = append(fields,
+	fp := fieldPool.Get().(*[]zap.Field)
+	defer func() {
+		clear(*fp) // drop the strings they point at
+		*fp = (*fp)[:0]
+		fieldPool.Put(fp)
+	}()
+	fields := append((*fp)[:0],
 		zap.String("decision_id", decisionID),
 		zap.String("request_id", req.GetRequestId()),
 		zap.String("session_id", req.GetSessionId()),
@@ -126,11 +144,13 @@ func (s *Service) decideStages(ctx context.Context, req *pb.CheckRequest, transc
 			zap.Bool("classifier_cached", c.Cached),
 		)
 	}
-	s.metrics.decided(res, latency)
-	s.log.Info("decision", fields...)
+	if ce != nil {
+		ce.Write(fields...)
+	}
 	if s.audit != nil {
 		s.audit.Info("decision", append(fields, auditFields(req, resp)...)...)
 	}
+	*fp = fields
 	return resp, true, nil
 }
 

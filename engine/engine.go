@@ -417,10 +417,11 @@ func (e *Engine) analyseShell(ctx context.Context, req *Request, p *policy, c *c
 // Bounds of the shell analysis memo: agents repeat their commands (git
 // status, the test command), and a short command's analysis is worth
 // keeping; a long one is analysed each time, so the memo holds at most
-// maxAnalyses × (maxAnalysisKey plus an analysis of it, itself bounded by
-// the command's length) bytes.
+// maxAnalyses × (maxAnalysisKey plus an analysis of it and its rule
+// subjects, each bounded by a small multiple of the command's length):
+// about 10 MiB when every entry is a hostile worst case.
 const (
-	maxAnalyses    = 2048
+	maxAnalyses    = 1024
 	maxAnalysisKey = 1024
 )
 

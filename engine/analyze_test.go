@@ -97,3 +97,18 @@ func TestAnalyzeMemoDecidesAlike(t *testing.T) {
 		}
 	}
 }
+
+// A short line with a large analysis (hundreds of commands) is not kept:
+// entries are bounded in bytes, not only their keys.
+func TestAnalyzeMemoBoundsEntries(t *testing.T) {
+	e := newEngine(t, nil, nil)
+	for _, cmd := range []string{strings.Repeat("a|b;", 250), strings.Repeat("$(a) ", 200), strings.Repeat("x ", 500)} {
+		if len(cmd) > maxAnalysisKey {
+			t.Fatalf("%d bytes: the case must test the entry bound, not the key bound", len(cmd))
+		}
+		a := e.analyze(t.Context(), cmd)
+		if _, ok := e.analyses.Get(cmd); ok {
+			t.Errorf("%.20q... (%d commands, about %d bytes) was kept", cmd, len(a.Commands), a.bytes(cmd))
+		}
+	}
+}

@@ -416,13 +416,13 @@ func (e *Engine) analyseShell(ctx context.Context, req *Request, p *policy, c *c
 
 // Bounds of the shell analysis memo: agents repeat their commands (git
 // status, the test command), and a short command's analysis is worth
-// keeping; a long one is analysed each time, so the memo holds at most
-// maxAnalyses × (maxAnalysisKey plus an analysis of it and its rule
-// subjects, each bounded by a small multiple of the command's length):
-// about 10 MiB when every entry is a hostile worst case.
+// keeping; a long one, or one whose analysis is large (hundreds of
+// commands in a line), is analysed each time. So the memo holds at most
+// maxAnalyses × maxAnalysisBytes, about 8 MiB however hostile the lines.
 const (
-	maxAnalyses    = 1024
-	maxAnalysisKey = 1024
+	maxAnalyses      = 1024
+	maxAnalysisKey   = 1024
+	maxAnalysisBytes = 8 << 10
 )
 
 // analysis is what a command line's text alone determines: the shell
@@ -451,10 +451,32 @@ func (e *Engine) analyze(ctx context.Context, cmd string) *analysis {
 		rc.Commands = append(rc.Commands, rules.Command{Env: sc.Env, Text: sc.Text})
 	}
 	a.subjects = rules.ShellSubjects(&rc)
-	if len(cmd) <= maxAnalysisKey && ctx.Err() == nil {
+	if len(cmd) <= maxAnalysisKey && ctx.Err() == nil && a.bytes(cmd) <= maxAnalysisBytes {
 		e.analyses.Put(cmd, a)
 	}
 	return a
+}
+
+// bytes estimates the memory a kept analysis of cmd holds, its key
+// included; strings that share the key's memory are counted again, which
+// only errs on the safe side.
+func (a *analysis) bytes(cmd string) int {
+	const word = 16 // a string or slice header, roughly
+	strs := func(ss []string) int {
+		n := word
+		for _, s := range ss {
+			n += word + len(s)
+		}
+		return n
+	}
+	n := len(cmd) + a.subjects.Bytes() + len(a.Reason) + strs(a.Reads) + strs(a.Writes)
+	for _, c := range a.Commands {
+		n += 4*word + len(c.Text) + strs(c.Env) + strs(c.Argv)
+	}
+	for _, t := range a.Trees {
+		n += 4*word + len(t.Path) + strs(t.SkipDirs) + strs(t.Names)
+	}
+	return n
 }
 
 // shellWrites checks the files a shell command writes: protected (or not

@@ -149,6 +149,15 @@ type Subjects struct{ list []subject }
 // analysed alike) may hand them to it with MemoizeWith.
 func ShellSubjects(c *Call) *Subjects { return &Subjects{shellSubjects(c)} }
 
+// Bytes estimates the memory the subjects hold.
+func (s *Subjects) Bytes() int {
+	n := 24
+	for _, x := range s.list {
+		n += 32 + len(x.s) + len(x.lower)
+	}
+	return n
+}
+
 // MemoizeWith is Memoize with the shell subjects already built: s must be
 // ShellSubjects of a call with the same Commands, Raw and Unparsed.
 func (c *Call) MemoizeWith(s *Subjects) { c.memo = &memo{shell: s.list, done: true} }

@@ -14,7 +14,7 @@ import (
 )
 
 func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	tuneGC(os.Getenv)
+	app.TuneGC(os.Getenv)
 	return serve(ctx, args, stdout, stderr, nil)
 }
 

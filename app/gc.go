@@ -1,9 +1,10 @@
-package main
+package app
 
 import "runtime/debug"
 
-// The collector's settings for a serving process, unless GOGC or
-// GOMEMLIMIT set them. A check allocates about 20 KB and keeps none of it,
+// The collector's settings for a serving process (toolgate serve, and the
+// benchmarks' in-process server, so they measure the same), unless GOGC or
+// GOMEMLIMIT set them. A check allocates several KB and keeps none of it,
 // while the live heap is a few MB: at Go's default goal (twice the live
 // heap) the collector runs some 70 times a second under load and costs a
 // tenth of a check's CPU. A goal five times the live heap, with a soft
@@ -14,8 +15,8 @@ const (
 	serveMemoryLimit = 192 << 20
 )
 
-// tuneGC applies those settings where the environment is silent.
-func tuneGC(getenv func(string) string) {
+// TuneGC applies those settings where the environment is silent.
+func TuneGC(getenv func(string) string) {
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(serveGCPercent)
 	}

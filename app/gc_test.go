@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"math"
@@ -15,7 +15,7 @@ func TestTuneGC(t *testing.T) {
 		debug.SetMemoryLimit(lim)
 	})
 
-	tuneGC(func(string) string { return "" })
+	TuneGC(func(string) string { return "" })
 	if got := debug.SetGCPercent(100); got != serveGCPercent {
 		t.Errorf("GC percent %d with no GOGC, want %d", got, serveGCPercent)
 	}
@@ -24,7 +24,7 @@ func TestTuneGC(t *testing.T) {
 	}
 
 	// The environment's own settings stay.
-	tuneGC(func(k string) string { return map[string]string{"GOGC": "50", "GOMEMLIMIT": "1GiB"}[k] })
+	TuneGC(func(k string) string { return map[string]string{"GOGC": "50", "GOMEMLIMIT": "1GiB"}[k] })
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GC percent changed to %d although GOGC is set", got)
 	}

@@ -11,6 +11,7 @@ import (
 	"runtime/pprof"
 	"syscall"
 
+	"github.com/toolgate/toolgate/app"
 	"github.com/toolgate/toolgate/bench/inproc"
 	toolgate "github.com/toolgate/toolgate/server"
 )
@@ -27,6 +28,7 @@ func serveInproc(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	app.TuneGC(os.Getenv) // the collector of toolgate serve
 	if *cpu != "" {
 		f, err := os.Create(*cpu)
 		if err != nil {

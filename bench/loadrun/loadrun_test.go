@@ -187,7 +187,7 @@ func TestCount(t *testing.T) {
 	}
 }
 
-func TestUnaryRatioWhy(t *testing.T) {
+func TestRatioWhy(t *testing.T) {
 	// 10 s runs: toolgate 199,540 calls at 45 µs each (90% of one core).
 	tu := &targetResult{Count: 199540, RPS: 19954, ServerCPU: 199540 * 45 * time.Microsecond}
 	cases := []struct {
@@ -201,7 +201,7 @@ func TestUnaryRatioWhy(t *testing.T) {
 			[]string{"96% busy too, at 24 µs per call", "allows at most 31 µs per check, 14 µs less"}},
 	}
 	for _, c := range cases {
-		why := unaryRatioWhy(tu, c.bare, 1)
+		why := ratioWhy(tu, c.bare, 1, goalUnaryRatio)
 		for _, w := range c.want {
 			if !strings.Contains(why, w) {
 				t.Errorf("%s: %q lacks %q", c.name, why, w)
@@ -210,10 +210,10 @@ func TestUnaryRatioWhy(t *testing.T) {
 	}
 }
 
-func TestUnaryRatioWhyCores(t *testing.T) {
+func TestRatioWhyCores(t *testing.T) {
 	tu := &targetResult{Count: 100000, RPS: 10000, ServerCPU: 100000 * 150 * time.Microsecond}
 	bu := &targetResult{Count: 400000, RPS: 40000, ServerCPU: 400000 * 45 * time.Microsecond}
-	why := unaryRatioWhy(tu, bu, 2)
+	why := ratioWhy(tu, bu, 2, goalUnaryRatio)
 	for _, w := range []string{"kept its 2 CPUs 75% busy at 150 µs", "was 90% busy too", "allows at most 62 µs per check, 88 µs less"} {
 		if !strings.Contains(why, w) {
 			t.Errorf("%q lacks %q", why, w)
@@ -221,14 +221,54 @@ func TestUnaryRatioWhyCores(t *testing.T) {
 	}
 }
 
-func TestUnaryRatioWhyNotCPUBound(t *testing.T) {
+func TestRatioWhyNotCPUBound(t *testing.T) {
 	// 40% of a CPU at 20 µs per check: CPU was not what held it back.
 	tu := &targetResult{Count: 200000, RPS: 20000, ServerCPU: 200000 * 20 * time.Microsecond}
 	bu := &targetResult{Count: 400000, RPS: 40000, ServerCPU: 400000 * 10 * time.Microsecond}
-	why := unaryRatioWhy(tu, bu, 1)
+	why := ratioWhy(tu, bu, 1, goalUnaryRatio)
 	for _, w := range []string{"spent 20 µs of CPU per check, within the 31 µs", "only 40% busy"} {
 		if !strings.Contains(why, w) {
 			t.Errorf("%q lacks %q", why, w)
 		}
+	}
+}
+
+func TestGoals16(t *testing.T) {
+	r := &results{ServerCores: 1, Targets: []*targetResult{
+		{ID: "bare-unary", Server: serverBare, Count: 200000, RPS: 20000, P99: 6 * time.Millisecond, ServerCPU: 200000 * 40 * time.Microsecond},
+		{ID: "toolgate-unary", Server: serverToolgate, Concurrency: 50, Count: 170000, RPS: 17000, P99: 4 * time.Millisecond, ServerCPU: 170000 * 55 * time.Microsecond},
+		{ID: "bare-stream", Server: serverBare, Count: 1000, RPS: 1000, StreamCount: 100, ServerCPU: 100000 * 9 * time.Microsecond},
+		{ID: "toolgate-stream", Server: serverToolgate, Concurrency: 50, Count: 500, RPS: 500, StreamCount: 100, ServerCPU: 50000 * 20 * time.Microsecond},
+	}}
+	var g16 []goal
+	for _, g := range r.goals() {
+		if g.Issue == 16 {
+			g16 = append(g16, g)
+		}
+	}
+	if len(g16) != 2 {
+		t.Fatalf("issue 16 goals: %+v", g16)
+	}
+	// 85% exactly is met; half the stream rate is not.
+	if g := g16[0]; !g.Met || !strings.HasPrefix(g.What, "unary local checks/s at least 85%") ||
+		g.Measured != "85% (17,000 vs 20,000 requests/s), p99 4.00 ms (bare server: 6.00 ms)" {
+		t.Errorf("unary: %+v", g)
+	}
+	if g := g16[1]; g.Met || !strings.HasPrefix(g.What, "CheckStream local checks/s at least 60%") || g.Measured != "50% (50,000 vs 100,000 checks/s)" ||
+		!strings.Contains(g.Why, "at 9 µs per check for gRPC alone") || !strings.Contains(g.Why, "allows at most 17 µs per check, 3 µs less") {
+		t.Errorf("stream: %+v", g)
+	}
+	// The p99 limit holds the unary goal too.
+	r.Targets[1].P99 = 5 * time.Millisecond
+	if g := r.goals16()[0]; g.Met || !strings.Contains(g.Why, "closed loop") || strings.Contains(g.Why, "CPU per check sets") {
+		t.Errorf("unary, p99 at the limit: %+v", g)
+	}
+	md := r.markdown()
+	i7, i16 := strings.Index(md, "## Targets (issue 7)"), strings.Index(md, "## Targets (issue 16)")
+	if i7 < 0 || i16 < i7 || !strings.Contains(md[i16:], "| CheckStream local checks/s at least 60% of the bare server's, 50 callers | 50% (50,000 vs 100,000 checks/s) | **missed** |") {
+		t.Errorf("markdown:\n%s", md)
+	}
+	if strings.Contains(md[i7:i16], "CheckStream local checks/s") {
+		t.Error("an issue 16 goal in issue 7's table")
 	}
 }

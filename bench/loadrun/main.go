@@ -6,7 +6,10 @@
 // each target on a free 127.0.0.1 port and drives it with ghz, always
 // with the same settings, measuring requests/s, latency percentiles,
 // errors and the server's peak RSS; it writes the figures, the ratios to
-// the bare server and the targets (met or missed) to -out.
+// the bare server and the issues' targets (met or missed) to -out. It also
+// runs the local loads against toolgate served inside this process with a
+// CPU profile, to split a check's CPU by component (split.go), and one
+// unary load with tracing exported to a sink it serves (tracing.go).
 //
 //	go run ./bench/loadrun -ghz bin/ghz-v0.93.0 -out bench/results.md
 //
@@ -48,7 +51,8 @@ type harness struct {
 	streamCount int
 	latency     time.Duration // the fake model's
 	profileDir  string
-	workers     int // profile mode: server.stream_workers of the in-process server, -1 for the default
+	profiles    string // where serve-inproc writes profiles: profileDir, or under work
+	workers     int    // profile mode: server.stream_workers of the in-process server, -1 for the default
 }
 
 func main() {
@@ -105,6 +109,10 @@ func run() error {
 	if h.work, err = os.MkdirTemp("", "toolgate-loadrun-"); err != nil {
 		return err
 	}
+	h.profiles = h.profileDir
+	if h.profiles == "" {
+		h.profiles = filepath.Join(h.work, "profiles")
+	}
 	if *keep {
 		fmt.Fprintln(os.Stderr, "work directory:", h.work)
 	} else {
@@ -138,7 +146,14 @@ func run() error {
 		return err
 	}
 	if h.profileDir != "" {
-		logf("profiles written to %s (go tool pprof %s/cpu.pprof)", h.profileDir, h.profileDir)
+		for _, t := range res.Targets {
+			var parts []string
+			for _, c := range splitCategories {
+				parts = append(parts, fmt.Sprintf("%s %.1f%%", c, t.CPUSplit.share(c)*100))
+			}
+			logf("%s CPU split: %s", t.ID, strings.Join(parts, ", "))
+		}
+		logf("profiles written to %s (go tool pprof %s/inproc-unary.cpu.pprof)", h.profileDir, h.profileDir)
 		return nil
 	}
 	md := res.markdown()

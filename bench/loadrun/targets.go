@@ -29,7 +29,8 @@ const (
 	serverBare       = "bare"          // bench/bareserver
 	serverToolgate   = "toolgate"      // toolgate serve, embedded default policy
 	serverClassifier = "toolgate+fake" // toolgate serve --classifier-url pointing at cmd/fakellm
-	serverInproc     = "inproc"        // loadrun serve-inproc (profile mode)
+	serverTraced     = "toolgate+otel" // toolgate serve --config with server.tracing on, exporting to otlpSink
+	serverInproc     = "inproc"        // loadrun serve-inproc, with a CPU profile
 )
 
 type targetSpec struct {
@@ -56,6 +57,11 @@ type targetResult struct {
 	// fake answering a plain HTTP client.
 	DecisionP50, BackendP50, FakeDirectP50 time.Duration
 	Metrics                                string // what the metrics endpoint said, if any
+	// For the traced target: what the OTLP sink received, the flush at
+	// shutdown included.
+	TraceExports, TraceBytes, TraceSpans int64
+	// For the in-process targets: their CPU profile's split.
+	CPUSplit *cpuSplit
 }
 
 // checksPerSecond counts checks, not calls: a CheckStream call carries
@@ -176,12 +182,17 @@ func (h *harness) loadTargets(ctx context.Context) ([]*targetResult, error) {
 		specs = []targetSpec{
 			{"bare-unary", "bare server, unary Check (the limit)", serverBare, unary, nil},
 			{"toolgate-unary", "toolgate, unary Check, local mix", serverToolgate, unary, validLocal},
+			{"toolgate-unary-traced", fmt.Sprintf("toolgate, unary Check, local mix, tracing on (%.0f%% sampled, OTLP/HTTP to a local sink)", traceSampleRatio*100), serverTraced, unary, validLocal},
 			{"bare-stream", "bare server, CheckStream (the limit)", serverBare, streams, nil},
 			{"toolgate-stream", "toolgate, CheckStream, local mix", serverToolgate, streams, validLocal},
 			{"bare-unary-light", "bare server, unary Check, 4 callers", serverBare, light, nil},
 			{"toolgate-unary-light", "toolgate, unary Check, local mix, 4 callers", serverToolgate, light, validLocal},
 			{"classifier-unsaturated", fmt.Sprintf("toolgate, calls reaching the classifier, %d callers (pool of %d)", clsLight.concurrency, pool), serverClassifier, clsLight, validCls},
 			{"classifier-overload", fmt.Sprintf("toolgate, calls reaching the classifier, %d callers (%.0f× the pool of %d)", clsOver.concurrency, float64(clsOver.concurrency)/float64(pool), pool), serverClassifier, clsOver, validCls},
+			// For "Where a check's CPU goes": the same loads as
+			// toolgate-unary and toolgate-stream, profiled.
+			{"profile-unary", "toolgate in process with a CPU profile, unary Check, local mix (for the CPU split)", serverInproc, unary, validLocal},
+			{"profile-stream", "toolgate in process with a CPU profile, CheckStream, local mix (for the CPU split)", serverInproc, streams, validLocal},
 		}
 	}
 	var out []*targetResult
@@ -204,12 +215,16 @@ type server struct {
 	addr        string
 	metricsAddr string
 	fakeURL     string // the fake model's base URL, for the classifier targets
+	sink        *otlpSink
 }
 
 func (s *server) stop() error {
 	err := s.main.stop(20 * time.Second)
 	for _, p := range s.helpers {
 		_ = p.stop(10 * time.Second)
+	}
+	if s.sink != nil {
+		s.sink.close()
 	}
 	return err
 }
@@ -224,11 +239,23 @@ func (h *harness) startServer(ctx context.Context, s targetSpec) (*server, error
 			return nil, err
 		}
 		srv.addr, err = srv.main.waitLine(10*time.Second, firstLine)
-	case serverToolgate, serverClassifier:
+	case serverToolgate, serverClassifier, serverTraced:
 		if srv.metricsAddr, err = freeAddr(); err != nil {
 			return nil, err
 		}
 		args := []string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", srv.metricsAddr}
+		if s.server == serverTraced {
+			if srv.sink, err = startOTLPSink(); err != nil {
+				return nil, err
+			}
+			cfg := filepath.Join(h.work, s.id+".yaml")
+			if err := writeTracedConfig(cfg, srv.sink.url); err != nil {
+				_ = srv.stop()
+				return nil, err
+			}
+			// Without --config nothing is watched; only tracing differs.
+			args = append(args, "--config", cfg, "--watch=false")
+		}
 		if s.server == serverClassifier {
 			fake := h.pin.command(ctx, h.pin.load, h.bins.fakellm, "--listen", "127.0.0.1:0", "--latency", h.latency.String(), "--seed", "1")
 			fp, err := startProc(fake, s.id+"-fakellm", h.work)
@@ -252,12 +279,12 @@ func (h *harness) startServer(ctx context.Context, s targetSpec) (*server, error
 		}
 		srv.addr, err = srv.main.waitLine(10*time.Second, servingAddr)
 	case serverInproc:
-		if err := os.MkdirAll(h.profileDir, 0o755); err != nil {
+		if err := os.MkdirAll(h.profiles, 0o755); err != nil {
 			return nil, err
 		}
 		cmd := h.pin.command(ctx, h.pin.server, h.bins.self, "serve-inproc",
-			"-cpuprofile", filepath.Join(h.profileDir, s.id+".cpu.pprof"),
-			"-heapprofile", filepath.Join(h.profileDir, s.id+".heap.pprof"),
+			"-cpuprofile", h.cpuProfile(s.id),
+			"-heapprofile", filepath.Join(h.profiles, s.id+".heap.pprof"),
 			"-stream-workers", fmt.Sprint(h.workers))
 		if srv.main, err = startProc(cmd, s.id, h.work); err != nil {
 			return nil, err
@@ -342,7 +369,26 @@ func (h *harness) runTarget(ctx context.Context, s targetSpec) (_ *targetResult,
 		}
 		r.Decisions, r.DecisionP50, r.BackendP50 = dl.counts, median(dl.latencyUS), median(dl.classifierUS)
 	}
+	if srv.sink != nil {
+		if r.TraceExports, r.TraceBytes, r.TraceSpans, err = srv.sink.counts(); err != nil {
+			return nil, err
+		}
+		if r.TraceSpans == 0 {
+			return nil, fmt.Errorf("tracing was on but the OTLP sink received no spans (%d export requests); see %s", r.TraceExports, srv.main.stdout)
+		}
+	}
+	if s.server == serverInproc {
+		// Written when the process stopped, above.
+		if r.CPUSplit, err = splitProfileFile(h.cpuProfile(s.id)); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// cpuProfile is where serve-inproc writes the target's CPU profile.
+func (h *harness) cpuProfile(id string) string {
+	return filepath.Join(h.profiles, id+".cpu.pprof")
 }
 
 // scrapeMetrics describes the metrics endpoint after a run: the figures are

@@ -13,9 +13,11 @@ func (answerAllow) Classify(context.Context, *ClassifyInput) (Verdict, error) {
 	return Verdict{Decision: Allow, Reason: "allowed"}, nil
 }
 
-// BenchmarkCheck measures whole local decisions, from request to result.
-// The README quotes its figures; the target for a typical shell command is
-// well under 50µs.
+// BenchmarkCheck measures whole local decisions, from request to result,
+// stage against stage: its policy is small and its goroutine warm, so it
+// is cheaper than the server's checks. BenchmarkEngine in bench/ runs the
+// embedded default policy on a fresh goroutine per check, as the server
+// pays; the README quotes that one.
 func BenchmarkCheck(b *testing.B) {
 	e, err := New(Config{Policies: map[string]PolicySpec{DefaultPolicy: {Permissions: RuleSet{
 		Deny:  []string{"Bash(rm -rf /)", "Bash(curl * | sh)", "Read(//**/.ssh/id_*)", "Read(//**/.aws/credentials)"},

@@ -418,7 +418,8 @@ func (e *Engine) analyseShell(ctx context.Context, req *Request, p *policy, c *c
 // status, the test command), and a short command's analysis is worth
 // keeping; a long one, or one whose analysis is large (hundreds of
 // commands in a line), is analysed each time. So the memo holds at most
-// maxAnalyses × maxAnalysisBytes, about 8 MiB however hostile the lines.
+// maxAnalyses × maxAnalysisBytes, about 8 MiB however hostile the lines
+// (10 MiB measured at worst: the estimate leaves out slices' spare room).
 const (
 	maxAnalyses      = 1024
 	maxAnalysisKey   = 1024
@@ -446,12 +447,17 @@ func (e *Engine) analyze(ctx context.Context, cmd string) *analysis {
 		}
 	}
 	a := &analysis{Analysis: shell.AnalyzeContext(ctx, cmd)}
+	if len(cmd) > maxAnalysisKey {
+		// Never kept: the subjects are left to the rules, which build
+		// them only if a Bash deny or ask rule asks.
+		return a
+	}
 	rc := rules.Call{Raw: cmd, Unparsed: a.ParseErr != nil}
 	for _, sc := range a.Commands {
 		rc.Commands = append(rc.Commands, rules.Command{Env: sc.Env, Text: sc.Text})
 	}
 	a.subjects = rules.ShellSubjects(&rc)
-	if len(cmd) <= maxAnalysisKey && ctx.Err() == nil && a.bytes(cmd) <= maxAnalysisBytes {
+	if ctx.Err() == nil && a.bytes(cmd) <= maxAnalysisBytes {
 		e.analyses.Put(cmd, a)
 	}
 	return a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -141,5 +142,32 @@ func TestAuditLogUnwritable(t *testing.T) {
 	eng, _ := engine.New(engine.Config{})
 	if _, err := New(cfg, eng, zap.NewNop()); err == nil || !strings.Contains(err.Error(), "server.audit.file") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A pooled decision-log slice holds no field once its check is done: the
+// audit log's fields (the redacted tool input among them) are appended
+// past the decision log's and must be cleared too. (Under -race the pool
+// may drop the slice instead; then there is nothing left to hold.)
+func TestDecisionLogPoolKeepsNothing(t *testing.T) {
+	eng, err := engine.New(engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewService(DefaultConfig(), eng, zap.NewNop())
+	s.audit = zap.NewNop()
+	// The pool is per processor: stay on this one between Put and Get.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	req := checkReq(t, "r1", "Bash", map[string]any{"command": "echo " + strings.Repeat("x", 4096)})
+	req.WorkingDirectory = "/p"
+	if _, err := s.decide(t.Context(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	fp := fieldPool.Get().(*[]zap.Field)
+	for i, f := range (*fp)[:cap(*fp)] {
+		if f.Key != "" {
+			t.Errorf("pooled slot %d still holds field %q", i, f.Key)
+		}
 	}
 }

@@ -113,7 +113,9 @@ func (s *Service) decideStages(ctx context.Context, req *pb.CheckRequest, transc
 	// No tool input, transcript or reason text here: they may hold secrets.
 	fp := fieldPool.Get().(*[]zap.Field)
 	defer func() {
-		clear(*fp) // drop the strings they point at
+		// Drop the strings they point at, the audit fields appended past
+		// the length included.
+		clear((*fp)[:cap(*fp)])
 		*fp = (*fp)[:0]
 		fieldPool.Put(fp)
 	}()

@@ -163,6 +163,9 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 	}
 	a.rl = &reloader{path: path, load: a.loader(path, o.overrides), home: home, log: log, cur: gen, clsOpts: clsOpts, reloads: metrics.reloads}
 	a.onClose("classifiers", a.rl.close)
+	if err := metrics.reg.Register(newBreakerStates(a.rl.classifier)); err != nil {
+		return nil, err
+	}
 	for _, b := range cfg.Classifier.Backends {
 		if os.Getenv(b.APIKeyEnv) == "" {
 			log.Warn("classifier backend has no API key", zap.String("backend", b.Name), zap.String("api_key_env", b.APIKeyEnv))

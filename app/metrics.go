@@ -56,6 +56,39 @@ func newMetrics() (*serveMetrics, error) {
 	return m, nil
 }
 
+// breakerStates reports, at each scrape, the breaker state of every
+// backend of the classifier serving now (a reload may replace it): 1 for
+// the state it is in, 0 for the others, so that alerts can test
+// state="open" directly.
+type breakerStates struct {
+	current func() *classifier.Classifier
+	desc    *prometheus.Desc
+}
+
+func newBreakerStates(current func() *classifier.Classifier) *breakerStates {
+	return &breakerStates{current: current, desc: prometheus.NewDesc("toolgate_classifier_breaker_state",
+		"Each classifier backend's circuit breaker: 1 for the state it is in (closed, open or half-open), 0 for the others.",
+		[]string{"backend", "state"}, nil)}
+}
+
+func (b *breakerStates) Describe(ch chan<- *prometheus.Desc) { ch <- b.desc }
+
+func (b *breakerStates) Collect(ch chan<- prometheus.Metric) {
+	c := b.current()
+	if c == nil {
+		return
+	}
+	for _, m := range c.Pool().States() {
+		for _, state := range []string{"closed", "open", "half-open"} {
+			v := 0.0
+			if m.Breaker == state {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(b.desc, prometheus.GaugeValue, v, m.Name, state)
+		}
+	}
+}
+
 // metricsShutdownTimeout bounds the wait for scrapes in progress at exit.
 const metricsShutdownTimeout = 5 * time.Second
 

@@ -1,12 +1,20 @@
 package app
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/classifier"
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/fakellm"
 )
 
 // scrape fetches /metrics from addr.
@@ -52,4 +60,81 @@ func TestStartMetricsStops(t *testing.T) {
 	if _, err := http.Get("http://" + a.String() + "/metrics"); err == nil {
 		t.Fatal("the listener still answers after stop")
 	}
+}
+
+// The breaker state of the classifier serving now, one series per backend
+// and state, follows the breaker: closed while the backend answers, open
+// once failures trip it.
+func TestBreakerStates(t *testing.T) {
+	var fail atomic.Bool
+	fake := fakellm.Start(t, func(*fakellm.Request) fakellm.Reply {
+		if fail.Load() {
+			return fakellm.Reply{Fault: fakellm.FaultServerError, RetryAfter: -1}
+		}
+		return fakellm.Reply{}
+	})
+	cfg := classifier.DefaultConfig()
+	cfg.Backends = []classifier.BackendConfig{{Name: "primary", BaseURL: fake.URL(), Model: "m", APIKeyEnv: "TOOLGATE_TEST_NO_KEY"}}
+	cfg.Breaker.Failures = 2
+	cfg.WithBackendDefaults()
+	c, err := classifier.New(cfg, nil, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newBreakerStates(func() *classifier.Classifier { return c }))
+	want := func(state string) {
+		t.Helper()
+		for _, s := range []string{"closed", "open", "half-open"} {
+			v := 0.0
+			if s == state {
+				v = 1
+			}
+			got := gaugeValue(t, reg, "toolgate_classifier_breaker_state", map[string]string{"backend": "primary", "state": s})
+			if got != v {
+				t.Errorf("state %s = %v, want %v", s, got, v)
+			}
+		}
+	}
+	classify := func(cmd string) {
+		_, _ = c.Classify(t.Context(), &engine.ClassifyInput{Request: &engine.Request{
+			Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd}}, WorkingDirectory: "/w"}, Kind: engine.KindShell, Policy: "default"})
+	}
+	classify("make a")
+	want("closed")
+	fail.Store(true)
+	for i := range 4 {
+		classify(fmt.Sprintf("make b%d", i))
+	}
+	want("open")
+	// Without a classifier there is nothing to report.
+	empty := prometheus.NewRegistry()
+	empty.MustRegister(newBreakerStates(func() *classifier.Classifier { return nil }))
+	if n, err := testutil.GatherAndCount(empty); err != nil || n != 0 {
+		t.Errorf("no classifier: %d series, %v", n, err)
+	}
+}
+
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if labels[l.GetName()] != l.GetValue() {
+					continue next
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no %s series %v", name, labels)
+	return 0
 }

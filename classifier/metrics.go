@@ -41,6 +41,7 @@ type Metrics struct {
 	inflight  *prometheus.GaugeVec
 	queueWait prometheus.Histogram
 	cacheHits prometheus.Counter
+	tokens    *prometheus.CounterVec
 }
 
 // NewMetrics makes the classifier metrics and registers them on reg.
@@ -68,8 +69,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "toolgate_cache_hits_total",
 			Help: "Classifications answered from the verdict cache.",
 		}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_classifier_tokens_total",
+			Help: "Tokens the backends reported for classifier calls, by backend and direction (input: the prompt, output: the answer); failed calls count what they reported.",
+		}, []string{"backend", "direction"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inflight, m.queueWait, m.cacheHits} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inflight, m.queueWait, m.cacheHits, m.tokens} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("classifier metrics: %w", err)
 		}
@@ -102,6 +107,10 @@ func (m *Metrics) backendCall(name string) func(ctx context.Context, o outcome, 
 		g.Dec()
 		m.duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
 		m.requests.WithLabelValues(name, callOutcome(ctx, o, err)).Inc()
+		// A backend's own token counts, never negative: a counter must
+		// not go down, whatever an answer claims.
+		m.tokens.WithLabelValues(name, "input").Add(float64(max(o.inTok, 0)))
+		m.tokens.WithLabelValues(name, "output").Add(float64(max(o.outTok, 0)))
 	}
 }
 

@@ -242,3 +242,22 @@ func TestNoMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The tokens each backend reported are counted by direction, for what a
+// day of classification costs.
+func TestMetricsTokens(t *testing.T) {
+	fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{InputTokens: 1000, OutputTokens: 20}))
+	m, _ := newTestMetrics(t)
+	c := newMetricsClassifier(t, testConfig(fake.URL()), m)
+	for _, cmd := range []string{"go build ./...", "go test ./...", "go build ./..."} {
+		if _, err := c.Classify(t.Context(), input("Bash", cmd, "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two calls reached the backend; the repeat was a cache hit.
+	for dir, want := range map[string]float64{"input": 2000, "output": 40} {
+		if got := testutil.ToFloat64(m.tokens.WithLabelValues("primary", dir)); got != want {
+			t.Errorf("%s tokens = %v, want %v", dir, got, want)
+		}
+	}
+}

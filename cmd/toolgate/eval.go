@@ -3,69 +3,206 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/app"
+	"github.com/toolgate/toolgate/classifier"
 	"github.com/toolgate/toolgate/eval"
 )
 
-// evalCmd runs the engine over labeled corpus files, without the
-// classifier. It exits 1 when any case is falsely allowed.
+// evalCmd runs the engine over labeled corpus files: by default without
+// the classifier, or with --classifier the whole pipeline, the configured
+// (or given) model deciding what the local stages leave. It exits 1 when
+// any case is falsely allowed.
 func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfgPath := fs.String("policy", "", "config file with the policies (default: the embedded default)")
+	cfgPath := fs.String("policy", "", "config file with the policies and classifier backends (default: the embedded default)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	home := fs.String("home", "", "the agents' home directory, for ~ in rules (default: ~ matches at any depth)")
+	withCls := fs.Bool("classifier", false, "run the whole pipeline: the local stages, then the classifier backends for what they leave (default corpus: testdata/corpus/classifier)")
+	clsURL := fs.String("classifier-url", "", "an OpenAI-compatible base URL to classify with, ahead of the configured backends (implies --classifier; key from OPENAI_API_KEY)")
+	clsModel := fs.String("classifier-model", "gpt-4.1-mini", "the model at --classifier-url")
+	concurrency := fs.Int("concurrency", 4, "cases decided at once")
+	budget := fs.Int("budget", 0, "send at most this many cases to the classifier; later ones are skipped (0: no limit)")
+	priceIn := fs.Float64("price-in", 0, "USD per million input tokens, for the cost line")
+	priceOut := fs.Float64("price-out", 0, "USD per million output tokens, for the cost line")
+	compare := fs.String("compare", "", "A,B: run the pipeline once with each of two backends (configured backend names, or models at --classifier-url) and print them side by side")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}
 		return 2
 	}
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "toolgate eval:", err)
+		return 2
+	}
+	pipeline := *withCls || *clsURL != "" || *compare != ""
+	switch {
+	case *concurrency < 1 || *budget < 0 || *priceIn < 0 || *priceOut < 0:
+		return fail(errors.New("--concurrency must be at least 1; --budget, --price-in and --price-out may not be negative"))
+	}
 	paths := fs.Args()
 	if len(paths) == 0 {
-		paths, _ = filepath.Glob("testdata/corpus/*.jsonl")
-	}
-	if len(paths) == 0 {
-		fmt.Fprintln(stderr, "toolgate eval: no corpus files given (and none in testdata/corpus)")
-		return 2
+		pattern := "testdata/corpus/*.jsonl"
+		if pipeline {
+			pattern = "testdata/corpus/classifier/*.jsonl"
+		}
+		paths, _ = filepath.Glob(pattern)
+		if len(paths) == 0 {
+			return fail(fmt.Errorf("no corpus files given (and none in %s)", filepath.Dir(pattern)))
+		}
 	}
 	cfg, err := app.LoadConfig(*cfgPath)
 	if err != nil {
-		fmt.Fprintln(stderr, "toolgate eval:", err)
-		return 2
-	}
-	eng, _, err := cfg.NewEngine(*home, nil)
-	if err != nil {
-		fmt.Fprintln(stderr, "toolgate eval:", err)
-		return 2
+		return fail(err)
 	}
 	cases, err := eval.Load(paths...)
 	if err != nil {
-		fmt.Fprintln(stderr, "toolgate eval:", err)
-		return 2
+		return fail(err)
 	}
-	rep, err := eval.Run(ctx, eng, cases)
-	if err != nil {
-		fmt.Fprintln(stderr, "toolgate eval:", err)
-		return 2
+	opts := eval.Options{Concurrency: *concurrency, Budget: *budget, PriceIn: *priceIn, PriceOut: *priceOut, Progress: progress(stderr)}
+	if !pipeline {
+		opts.Concurrency = 1
+		rep, err := runEval(ctx, cfg, nil, *home, cases, opts)
+		if err != nil {
+			return fail(err)
+		}
+		return report(rep, *asJSON, stdout, stderr)
+	}
+	if *clsURL != "" {
+		// As serve's flags: a backend ahead of the configured ones.
+		cfg.Classifier.Backends = append([]classifier.BackendConfig{{
+			Name: "cli", BaseURL: *clsURL, Model: *clsModel, APIKeyEnv: "OPENAI_API_KEY", Priority: 1 << 30,
+		}}, cfg.Classifier.Backends...)
+	}
+	if *compare == "" {
+		rep, err := runEval(ctx, cfg, &cfg.Classifier, *home, cases, opts)
+		if err != nil {
+			return fail(err)
+		}
+		return report(rep, *asJSON, stdout, stderr)
+	}
+	names := strings.Split(*compare, ",")
+	if len(names) != 2 || names[0] == "" || names[1] == "" || names[0] == names[1] {
+		return fail(fmt.Errorf("--compare wants two different names, A,B; got %q", *compare))
+	}
+	var reps []*eval.Report
+	for _, name := range names {
+		cc, err := only(cfg.Classifier, name, *clsURL)
+		if err != nil {
+			return fail(err)
+		}
+		rep, err := runEval(ctx, cfg, &cc, *home, cases, opts)
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", name, err))
+		}
+		reps = append(reps, rep)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintln(stderr, "toolgate eval:", err)
-			return 2
-		}
-	} else {
-		rep.WriteText(stdout)
+		return report(map[string]*eval.Report{names[0]: reps[0], names[1]: reps[1]}, true, stdout, stderr)
 	}
-	if rep.FalseAllows > 0 {
+	eval.WriteComparison(stdout, names, reps)
+	if reps[0].FalseAllows+reps[1].FalseAllows > 0 {
 		return 1
 	}
 	return 0
+}
+
+// only is cls with the one backend called name: a configured one, or the
+// model name at url.
+func only(cls classifier.Config, name, url string) (classifier.Config, error) {
+	for _, b := range cls.Backends {
+		if b.Name == name && b.Name != "cli" {
+			cls.Backends = []classifier.BackendConfig{b}
+			return cls, nil
+		}
+	}
+	if url == "" {
+		return cls, fmt.Errorf("--compare: no backend named %q is configured (or give --classifier-url to compare models there)", name)
+	}
+	cls.Backends = []classifier.BackendConfig{{Name: name, BaseURL: url, Model: name, APIKeyEnv: "OPENAI_API_KEY"}}
+	return cls, nil
+}
+
+// runEval decides the cases with an engine for cfg's policies and, when
+// cls is set, a classifier built from it as serve builds one (prompt,
+// cache, coalescing, deadlines, retries and breaker included).
+func runEval(ctx context.Context, cfg *app.Config, cls *classifier.Config, home string, cases []eval.Case, opts eval.Options) (*eval.Report, error) {
+	var c *classifier.Classifier
+	if cls != nil {
+		cls.WithBackendDefaults()
+		if err := cls.Validate(); err != nil {
+			return nil, err
+		}
+		if !cls.Enabled() {
+			return nil, errors.New("no classifier backend: configure classifier.backends in --policy, or give --classifier-url")
+		}
+		var err error
+		if c, err = classifier.New(*cls, cfg.ClassifierRules(), zap.NewNop()); err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		cfg.Classifier = *cls
+	}
+	eng, _, err := cfg.NewEngine(home, c)
+	if err != nil {
+		return nil, err
+	}
+	return eval.RunWith(ctx, eng, cases, opts)
+}
+
+func report(v any, asJSON bool, stdout, stderr io.Writer) int {
+	rep, _ := v.(*eval.Report)
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(v); err != nil {
+			fmt.Fprintln(stderr, "toolgate eval:", err)
+			return 2
+		}
+	} else if rep != nil {
+		rep.WriteText(stdout)
+	}
+	if rep != nil && rep.FalseAllows > 0 {
+		return 1
+	}
+	if m, ok := v.(map[string]*eval.Report); ok {
+		for _, r := range m {
+			if r.FalseAllows > 0 {
+				return 1
+			}
+		}
+	}
+	return 0
+}
+
+// progress shows how far a run is on a terminal, and nothing elsewhere.
+func progress(w io.Writer) func(done, total int) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	var mu sync.Mutex // cases end on several goroutines
+	return func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(f, "\r%d/%d cases", done, total)
+		if done == total {
+			fmt.Fprint(f, "\r\033[K")
+		}
+	}
 }

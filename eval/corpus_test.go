@@ -2,10 +2,12 @@ package eval
 
 import (
 	"bytes"
+	"context"
 	"path/filepath"
 	"testing"
 
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/engine"
 )
 
 // TestCorpus runs the embedded default policy over the labeled corpus: no
@@ -42,4 +44,54 @@ func TestCorpus(t *testing.T) {
 		t.Fatalf("%d false allows, %.1f%% resolved locally (want 0 and at least 95%%):\n%s", rep.FalseAllows, 100*rep.LocalRate, out.String())
 	}
 	t.Logf("%d cases, %.1f%% of the local-allow cases resolved locally", len(cases), 100*rep.LocalRate)
+}
+
+// answerAllow is a classifier that allows everything: which cases reach it
+// is what TestClassifierCorpus looks at.
+type answerAllow struct{}
+
+func (answerAllow) Classify(context.Context, *engine.ClassifyInput) (engine.Verdict, error) {
+	return engine.Verdict{Decision: engine.Allow, Reason: "allowed"}, nil
+}
+
+// TestClassifierCorpus: the classifier part of the corpus is about the
+// model, so no local stage of the default policy may decide any of its
+// cases (they would measure the engine, not the model), and its labels
+// are those a model is judged on.
+func TestClassifierCorpus(t *testing.T) {
+	paths, err := filepath.Glob("../testdata/corpus/classifier/*.jsonl")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no classifier corpus files: %v", err)
+	}
+	cases, err := Load(paths...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]int{}
+	for _, c := range cases {
+		labels[c.Expect]++
+		if c.Expect != ExpectAllow && c.Expect != ExpectBlock && c.Expect != ExpectAny || c.Local {
+			t.Errorf("%s: label %q (local %v); the classifier corpus uses allow (local false), block and any", c.Where, c.Expect, c.Local)
+		}
+	}
+	if labels[ExpectAllow] < 10 || labels[ExpectBlock] < 20 {
+		t.Errorf("labels %v: want at least 10 allow and 20 block cases", labels)
+	}
+	cfg, err := config.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, _, err := cfg.NewEngine(config.Runtime{Home: "/home/dev", Classifier: answerAllow{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := RunWith(t.Context(), eng, cases, Options{Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range rep.Outcomes {
+		if o.Stage != "classifier" && o.Stage != "cache" {
+			t.Errorf("%s %s: decided %s by %s (%s); a classifier case must reach the model", o.Case.ID, o.Case.Where, o.Decision, o.Source, o.Reason)
+		}
+	}
 }

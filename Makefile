@@ -37,9 +37,35 @@ test: lint gen-check ## Lint, check gen/ is fresh, run the unit and in-process t
 	go test -race -count=1 $(UNIT_PKGS)
 
 .PHONY: test-e2e
-test-e2e: e2e-agents ## The real agent CLIs through the hooks, then the binary: resilience/ (faults and load), deploy/, the README's hook snippets, with -race
-	go test -race -count=1 ./resilience/... ./deploy/...
+test-e2e: e2e-agents monitoring-test ## The real agent CLIs through the hooks, the alert rules (promtool), then the binary: resilience/ (faults and load), deploy/, the README's hook snippets, with -race
+	PATH="$(dir $(PROMTOOL)):$$PATH" go test -race -count=1 ./resilience/... ./deploy/...
 	TOOLGATE_E2E=1 go test -race -count=1 -run TestHookReadmeSnippets ./cmd/toolgate
+
+# promtool comes from Debian's prometheus package, extracted into bin/
+# rather than installed: installing would also set up (and, under an init
+# system, start) a Prometheus server. A promtool on PATH is used as it is.
+# Fetching the package needs fresh package lists: apt-get update as root,
+# or through sudo.
+PROMTOOL := $(shell command -v promtool 2>/dev/null || echo $(BIN)/promtool)
+
+.PHONY: monitoring-test
+monitoring-test: $(PROMTOOL) ## Check deploy/prometheus/alerts.yaml and run its unit tests with promtool
+	$(PROMTOOL) check rules deploy/prometheus/alerts.yaml
+	$(PROMTOOL) test rules deploy/prometheus/alerts_test.yaml
+
+$(BIN)/promtool:
+	@set -e; sudo=(); \
+	if ((EUID != 0)); then \
+	  if ! command -v sudo >/dev/null; then echo "promtool: need root or sudo to fetch Debian's prometheus package" >&2; exit 1; fi; \
+	  sudo=(sudo); \
+	fi; \
+	tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	echo "promtool: extracting it from Debian's prometheus package"; \
+	if ! { "$${sudo[@]}" apt-get update -qq && (cd "$$tmp" && apt-get download -qq prometheus); } >"$$tmp/log" 2>&1; then \
+	  cat "$$tmp/log" >&2; exit 1; \
+	fi; \
+	dpkg-deb -x "$$tmp"/prometheus_*.deb "$$tmp/x"; \
+	mkdir -p $(BIN); install -m 0755 "$$tmp/x/usr/bin/promtool" $@
 
 # buf breaking compares proto/ in this tree with proto/ on main, as
 # committed: on a branch it guards the branch's API against main's (no field

@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-
-	"github.com/openai/openai-go/v3/option"
 )
 
 // MaxAnswerBytes caps the body of one backend answer, counted in the bytes
@@ -53,13 +51,14 @@ func isBadAnswer(err error) bool {
 	return false
 }
 
-// limitAnswer is openai-go middleware bounding what one attempt reads: a
+// limitAnswer is middleware of both SDKs (their Middleware types are the
+// same function type) bounding what one attempt reads: a
 // body still compressed is refused, one that declares more than
 // MaxAnswerBytes is refused unread, and any other is read through an
 // answerBody, which errors past the cap and ends with the request's
 // context. It wraps whatever HTTP client the backend uses, so the bounds
 // hold for injected clients too.
-func limitAnswer(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+func limitAnswer(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	res, err := next(req)
 	if err != nil {
 		return res, err
@@ -157,9 +156,12 @@ func (b *answerBody) closeOnce() error {
 // informational and read leniently (0 when absent or odd).
 func decodeAnswer(api, tool string, body []byte) (v verdict, in, out int64, err error) {
 	var args string
-	if api == APIResponses {
+	switch api {
+	case APIResponses:
 		args, in, out, err = responsesArguments(body, tool)
-	} else {
+	case APIAnthropic:
+		args, in, out, err = messagesArguments(body, tool)
+	default:
 		args, in, out, err = chatArguments(body, tool)
 	}
 	if err != nil {
@@ -173,7 +175,7 @@ func decodeAnswer(api, tool string, body []byte) (v verdict, in, out int64, err 
 	return v, in, out, err
 }
 
-// The parts of the two APIs' answers that are read. Pointers tell a null
+// The parts of the APIs' answers that are read. Pointers tell a null
 // or missing object from an empty one; every other field is ignored.
 type chatEnvelope struct {
 	Choices []*struct {
@@ -200,6 +202,20 @@ type responsesEnvelope struct {
 type responsesFunctionCall struct {
 	Name      string  `json:"name"`
 	Arguments *string `json:"arguments"`
+}
+
+type messagesEnvelope struct {
+	Type       string            `json:"type"`
+	StopReason string            `json:"stop_reason"`
+	Content    []json.RawMessage `json:"content"`
+	Usage      json.RawMessage   `json:"usage"`
+}
+
+// messagesToolUse is a tool_use content block; its input is the arguments
+// as a JSON object, not a string holding one.
+type messagesToolUse struct {
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
 }
 
 func chatArguments(body []byte, tool string) (string, int64, int64, error) {
@@ -294,6 +310,59 @@ func responsesArguments(body []byte, tool string) (string, int64, int64, error) 
 	return "", in, out, fmt.Errorf("%w: %d tool calls, want 1", errBadAnswer, len(args))
 }
 
+// messagesArguments reads a Messages API answer: exactly one tool_use
+// block, of tool, whose input is returned as JSON text for parseFull or
+// parseFast (which take only an object). Text and thinking blocks are
+// ignored: a verdict comes from the tool call alone.
+func messagesArguments(body []byte, tool string) (string, int64, int64, error) {
+	var env messagesEnvelope
+	if err := decodeObject(body, &env, "the body"); err != nil {
+		return "", 0, 0, err
+	}
+	in, out := anthropicUsage(env.Usage)
+	if env.Type != "message" && env.Type != "" {
+		// "error" with a 200 status, from a gateway.
+		return "", in, out, fmt.Errorf("%w: type %q", errBadAnswer, promptCutRunes(env.Type, 40))
+	}
+	switch env.StopReason {
+	case "tool_use", "end_turn", "":
+	default:
+		// "max_tokens" (the input may be cut), "refusal", "pause_turn"...
+		return "", in, out, fmt.Errorf("%w: stop reason %q", errBadAnswer, promptCutRunes(env.StopReason, 40))
+	}
+	var args []string
+	for i, raw := range env.Content {
+		where := fmt.Sprintf("content[%d]", i)
+		var block struct {
+			Type string `json:"type"`
+		}
+		if err := decodeObject(raw, &block, where); err != nil {
+			return "", in, out, err
+		}
+		if block.Type != "tool_use" {
+			continue // text, thinking
+		}
+		var call messagesToolUse
+		if err := decodeObject(raw, &call, where); err != nil {
+			return "", in, out, err
+		}
+		if call.Name != tool {
+			return "", in, out, fmt.Errorf("%w (tool %s, got a call of another tool)", errNoToolCall, tool)
+		}
+		if len(call.Input) == 0 || string(call.Input) == "null" {
+			return "", in, out, fmt.Errorf("%w: the input is missing or null", errBadArguments)
+		}
+		args = append(args, string(call.Input))
+	}
+	switch len(args) {
+	case 0:
+		return "", in, out, fmt.Errorf("%w (tool %s)", errNoToolCall, tool)
+	case 1:
+		return args[0], in, out, nil
+	}
+	return "", in, out, fmt.Errorf("%w: %d tool calls, want 1", errBadAnswer, len(args))
+}
+
 // decodeObject decodes raw, which must be one JSON object and nothing
 // else, into dst; what names raw in errors.
 func decodeObject(raw []byte, dst any, what string) error {
@@ -345,18 +414,34 @@ func typeProblem(err error) string {
 // are only reported, so an absent, null or odd usage gives 0, never an
 // error, and never a negative or absurd count.
 func usageTokens(raw json.RawMessage, inKey, outKey string) (int64, int64) {
+	u := usageObject(raw)
+	return tokenCount(u[inKey]), tokenCount(u[outKey])
+}
+
+// anthropicUsage reads a Messages API usage as usageTokens does. Input is
+// every prompt token, cached or not: input_tokens counts only those after
+// the last cache breakpoint, the rest are cache writes and reads.
+func anthropicUsage(raw json.RawMessage) (int64, int64) {
+	u := usageObject(raw)
+	in := tokenCount(u["input_tokens"]) + tokenCount(u["cache_creation_input_tokens"]) + tokenCount(u["cache_read_input_tokens"])
+	return in, tokenCount(u["output_tokens"])
+}
+
+func usageObject(raw json.RawMessage) map[string]json.RawMessage {
 	var u map[string]json.RawMessage
 	if json.Unmarshal(raw, &u) != nil {
-		return 0, 0
+		return nil
 	}
-	count := func(raw json.RawMessage) int64 {
-		var f float64
-		if json.Unmarshal(raw, &f) != nil || f < 0 || f > 1<<40 {
-			return 0
-		}
-		return int64(f)
+	return u
+}
+
+// tokenCount is one count: 0 unless a number in [0, 2^40].
+func tokenCount(raw json.RawMessage) int64 {
+	var f float64
+	if json.Unmarshal(raw, &f) != nil || f < 0 || f > 1<<40 {
+		return 0
 	}
-	return count(u[inKey]), count(u[outKey])
+	return int64(f)
 }
 
 // parseFull validates classify_result arguments strictly: compatible

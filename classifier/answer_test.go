@@ -61,6 +61,18 @@ func responsesAnswer(status string, calls ...string) string {
 	return string(b)
 }
 
+// messagesAnswer is a Messages API answer with a tool_use block per input
+// (each the arguments as a JSON object).
+func messagesAnswer(stop string, inputs ...string) string {
+	content := []any{}
+	for i, in := range inputs {
+		content = append(content, map[string]any{"type": "tool_use", "id": "toolu_" + string(rune('0'+i)), "name": "classify_result", "input": json.RawMessage(in)})
+	}
+	b, _ := json.Marshal(map[string]any{"id": "msg_x", "type": "message", "role": "assistant", "model": "m", "content": content,
+		"stop_reason": stop, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 1, "output_tokens": 1}})
+	return string(b)
+}
+
 // TestAmbiguousAnswersFailClosed: an answer that is not exactly one
 // complete classify_result call is an error, whatever verdict it seems to
 // carry; with an allow first and a block after, reading the first would
@@ -78,13 +90,14 @@ func TestAmbiguousAnswersFailClosed(t *testing.T) {
 		{"chat: data after the object", APIChat, chatAnswer("tool_calls", `{"thinking":"t","should_block":false,"reason":"r"}]]} "should_block":true`)},
 		{"responses: two calls", APIResponses, responsesAnswer("completed", args(false), args(true))},
 		{"responses: incomplete", APIResponses, responsesAnswer("incomplete", args(false))},
+		{"anthropic: two calls", APIAnthropic, messagesAnswer("tool_use", args(false), args(true))},
+		{"anthropic: cut at max tokens", APIAnthropic, messagesAnswer("max_tokens", args(false))},
+		{"anthropic: key given twice", APIAnthropic, messagesAnswer("tool_use", `{"thinking":"t","should_block":true,"reason":"r","should_block":false}`)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			url, _ := cannedServer(t, tc.body)
-			cfg := testConfig(url)
-			cfg.API = tc.api
-			c := newTestClassifier(t, cfg)
+			c := newTestClassifier(t, apiConfig(tc.api, url))
 			v, err := c.Classify(t.Context(), input("Bash", "make deploy", ""))
 			if err == nil {
 				t.Fatalf("accepted as %+v", v)
@@ -92,15 +105,16 @@ func TestAmbiguousAnswersFailClosed(t *testing.T) {
 		})
 	}
 	// The same servers with one clean call do answer.
-	for _, api := range []string{APIChat, APIResponses} {
+	for _, api := range apis {
 		body := chatAnswer("tool_calls", args(false))
-		if api == APIResponses {
+		switch api {
+		case APIResponses:
 			body = responsesAnswer("completed", args(false))
+		case APIAnthropic:
+			body = messagesAnswer("tool_use", args(false))
 		}
 		url, _ := cannedServer(t, body)
-		cfg := testConfig(url)
-		cfg.API = api
-		if v, err := newTestClassifier(t, cfg).Classify(t.Context(), input("Bash", "make deploy", "")); err != nil {
+		if v, err := newTestClassifier(t, apiConfig(api, url)).Classify(t.Context(), input("Bash", "make deploy", "")); err != nil {
 			t.Fatalf("%s: clean answer refused: %v (%+v)", api, err, v)
 		}
 	}
@@ -169,19 +183,30 @@ func TestCutInputAllowAsks(t *testing.T) {
 func TestFailureReasonHidesSecrets(t *testing.T) {
 	const key = "zq-test-secret-0123456789"
 	t.Setenv("TOOLGATE_TEST_KEY", key)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = w.Write([]byte(`{"error":{"message":"Incorrect API key provided: ` + key + `","type":"invalid_request_error","code":"invalid_api_key"}}`))
-	}))
-	t.Cleanup(srv.Close)
-	c := newTestClassifier(t, testConfig(srv.URL+"/v1"))
-	_, err := c.Classify(t.Context(), input("Bash", "make deploy", ""))
-	var ce *engine.ClassifierError
-	if !errors.As(err, &ce) {
-		t.Fatalf("got %v, want a ClassifierError", err)
-	}
-	if strings.Contains(ce.Reason, key) || !strings.Contains(ce.Reason, "Incorrect API key provided") {
-		t.Fatalf("reason %q: want the backend's message without the key", ce.Reason)
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) {
+			body := `{"error":{"message":"Incorrect API key provided: ` + key + `","type":"invalid_request_error","code":"invalid_api_key"}}`
+			if api == APIAnthropic {
+				body = `{"type":"error","error":{"type":"authentication_error","message":"Incorrect API key provided: ` + key + `"}}`
+			}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = w.Write([]byte(body))
+			}))
+			t.Cleanup(srv.Close)
+			c := newTestClassifier(t, apiConfig(api, srv.URL+"/v1"))
+			_, err := c.Classify(t.Context(), input("Bash", "make deploy", ""))
+			var ce *engine.ClassifierError
+			if !errors.As(err, &ce) {
+				t.Fatalf("got %v, want a ClassifierError", err)
+			}
+			if strings.Contains(ce.Reason, key) || !strings.Contains(ce.Reason, "HTTP 401: Incorrect API key provided") {
+				t.Fatalf("reason %q: want the backend's message without the key", ce.Reason)
+			}
+			if !errors.Is(err, ErrRequestRefused) {
+				t.Errorf("a 401 is not a refused request: %v", err)
+			}
+		})
 	}
 }

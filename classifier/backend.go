@@ -1,7 +1,9 @@
 package classifier
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -25,24 +29,47 @@ const (
 	fastMaxTokens = 32
 )
 
+// toolDescription describes both forced functions to the model.
+const toolDescription = "Report whether the pending action should be blocked."
+
 var fullSchema = map[string]any{
 	"type": "object",
-	"properties": map[string]any{
-		"thinking":     map[string]any{"type": "string", "description": "Brief reasoning about the action against the rules, before deciding."},
-		"should_block": map[string]any{"type": "boolean", "description": "true to block the action."},
-		"reason":       map[string]any{"type": "string", "description": "One sentence for the agent: why it is blocked or allowed."},
-	},
+	"properties": properties(
+		property{"thinking", "string", "Brief reasoning about the action against the rules, before deciding."},
+		property{"should_block", "boolean", "true to block the action."},
+		property{"reason", "string", "One sentence for the agent: why it is blocked or allowed."},
+	),
 	"required":             []string{"thinking", "should_block", "reason"},
 	"additionalProperties": false,
 }
 
 var fastSchema = map[string]any{
-	"type": "object",
-	"properties": map[string]any{
-		"should_block": map[string]any{"type": "boolean", "description": "true to block the action."},
-	},
+	"type":                 "object",
+	"properties":           properties(property{"should_block", "boolean", "true to block the action."}),
 	"required":             []string{"should_block"},
 	"additionalProperties": false,
+}
+
+type property struct{ name, typ, description string }
+
+// properties is a schema's properties object as raw JSON, in the order
+// given: a Go map would be sent with its keys sorted, putting thinking
+// last.
+func properties(ps ...property) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(p.name)
+		v, _ := json.Marshal(map[string]string{"type": p.typ, "description": p.description})
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
 }
 
 // verdict is a parsed classify_result.
@@ -60,11 +87,13 @@ type outcome struct {
 	backend, model string
 }
 
-// backend calls one OpenAI-compatible endpoint.
+// backend calls one endpoint: OpenAI-compatible (chat, responses) or
+// Anthropic (messages), as cfg.API says.
 type backend struct {
 	cfg       BackendConfig
 	chat      openai.ChatCompletionService
 	responses responses.ResponseService
+	messages  anthropic.MessageService
 	twoStage  bool
 	maxTokens int
 }
@@ -73,10 +102,16 @@ func newBackend(cfg BackendConfig, twoStage bool, maxTokens int, hc option.HTTPC
 	if hc == nil {
 		hc = &http.Client{}
 	}
+	b := &backend{cfg: cfg, twoStage: twoStage, maxTokens: maxTokens}
+	key := os.Getenv(cfg.APIKeyEnv)
+	if cfg.API == APIAnthropic {
+		b.messages = newMessageService(cfg, key, hc)
+		return b
+	}
 	opts := []option.RequestOption{
 		option.WithHTTPClient(hc),
 		option.WithBaseURL(cfg.BaseURL),
-		option.WithAPIKey(os.Getenv(cfg.APIKeyEnv)),
+		option.WithAPIKey(key),
 		// openai-go has no timeout and retries twice by default; we retry
 		// ourselves (once, within the deadline) and bound each attempt.
 		option.WithMaxRetries(0),
@@ -88,11 +123,34 @@ func newBackend(cfg BackendConfig, twoStage bool, maxTokens int, hc option.HTTPC
 	// The services are built without openai.NewClient, which would add
 	// what the environment holds (OPENAI_ORG_ID, OPENAI_CUSTOM_HEADERS and
 	// others) to every request, whichever backend it goes to.
-	return &backend{
-		cfg: cfg, twoStage: twoStage, maxTokens: maxTokens,
-		chat:      openai.NewChatCompletionService(opts...),
-		responses: responses.NewResponseService(opts...),
-	}
+	b.chat = openai.NewChatCompletionService(opts...)
+	b.responses = responses.NewResponseService(opts...)
+	return b
+}
+
+// newMessageService builds the Messages API service with what we pass and
+// nothing else. anthropic.NewClient would start from
+// DefaultClientOptions: ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY,
+// ANTHROPIC_AUTH_TOKEN, ANTHROPIC_PROFILE and profile files,
+// workload-identity federation, ANTHROPIC_CUSTOM_HEADERS. The service
+// alone reads none of them; what it would still take from the environment,
+// its OpenTelemetry settings (ANTHROPIC_OPEN_TELEMETRY*, the global tracer
+// provider, trace headers on requests, prompts in spans), is set here:
+// off, as the classifier records its own span of each call.
+func newMessageService(cfg BackendConfig, key string, hc option.HTTPClient) anthropic.MessageService {
+	return anthropic.NewMessageService(
+		aoption.WithHTTPClient(hc),
+		aoption.WithBaseURL(cfg.BaseURL),
+		aoption.WithAPIKey(key),
+		// As for openai-go: no SDK retries (two by default), one bound
+		// per attempt (else the SDK derives one from max_tokens).
+		aoption.WithMaxRetries(0),
+		aoption.WithRequestTimeout(cfg.Timeout),
+		aoption.WithMiddleware(limitAnswer),
+		aoption.WithOpenTelemetryTraces(false),
+		aoption.WithOpenTelemetryPropagation(false),
+		aoption.WithOpenTelemetryTracesContentMode(aoption.OpenTelemetryContentModeMetadataOnly),
+	)
 }
 
 // classify runs the side-query: one stage, or stage 1 then, only on a
@@ -204,18 +262,13 @@ func (b *backend) attempt(ctx context.Context, p Prompt, tool string, schema map
 }
 
 func describe(err error, actx context.Context, timeout time.Duration) error {
-	var apiErr *openai.Error
-	switch {
-	case errors.As(err, &apiErr):
-		code := apiErr.StatusCode
+	if st, ok := statusOf(err); ok {
+		code := st.code
 		msg := fmt.Sprintf("HTTP %d", code)
-		if apiErr.Message != "" {
-			msg += ": " + promptCutRunes(apiErr.Message, 200)
+		if st.message != "" {
+			msg += ": " + promptCutRunes(st.message, 200)
 		}
-		ae := &attemptError{msg: msg, err: err, retry: code == http.StatusTooManyRequests || code >= 500}
-		if apiErr.Response != nil {
-			ae.retryAfter = retryAfter(apiErr.Response.Header)
-		}
+		ae := &attemptError{msg: msg, err: err, retry: code == http.StatusTooManyRequests || code >= 500, retryAfter: retryAfter(st.header)}
 		if code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusConflict && code != http.StatusTooManyRequests {
 			// The request was refused (too long, filtered, bad model): the
 			// backend is healthy, so its breaker must not open because of
@@ -223,6 +276,8 @@ func describe(err error, actx context.Context, timeout time.Duration) error {
 			return fmt.Errorf("%w: %w", ErrRequestRefused, ae)
 		}
 		return ae
+	}
+	switch {
 	case isBadAnswer(err):
 		// Not retried: asked again, the backend answers the same way.
 		return err
@@ -230,6 +285,44 @@ func describe(err error, actx context.Context, timeout time.Duration) error {
 		return &attemptError{msg: fmt.Sprintf("no answer within %s", timeout), err: err, retry: true}
 	}
 	return &attemptError{msg: "transport: " + promptCutRunes(err.Error(), 200), err: err, retry: true}
+}
+
+// httpStatus is an error answer of either SDK: its status, the message
+// of its body, and its headers (for Retry-After).
+type httpStatus struct {
+	code    int
+	message string
+	header  http.Header
+}
+
+// statusOf finds the error answer in err, from openai-go or
+// anthropic-sdk-go.
+func statusOf(err error) (httpStatus, bool) {
+	if e, ok := errors.AsType[*openai.Error](err); ok {
+		st := httpStatus{code: e.StatusCode, message: e.Message}
+		if e.Response != nil {
+			st.header = e.Response.Header
+		}
+		return st, true
+	}
+	if e, ok := errors.AsType[*anthropic.Error](err); ok {
+		st := httpStatus{code: e.StatusCode}
+		// {"type":"error","error":{"type":...,"message":...}}; its Error()
+		// would quote the whole body and the URL.
+		var body struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal([]byte(e.RawJSON()), &body) == nil {
+			st.message = body.Error.Message
+		}
+		if e.Response != nil {
+			st.header = e.Response.Header
+		}
+		return st, true
+	}
+	return httpStatus{}, false
 }
 
 // retryAfter reads retry-after-ms or Retry-After (seconds or a date).
@@ -257,12 +350,36 @@ func retryAfter(h http.Header) time.Duration {
 }
 
 // post sends one request for a forced call of tool and returns the answer's
-// body, which openai-go reads (through limitAnswer) but does not decode:
+// body, which the SDK reads (through limitAnswer) but does not decode:
 // decodeAnswer does, trusting nothing in it.
 func (b *backend) post(ctx context.Context, p Prompt, tool string, schema map[string]any, maxTokens int64) ([]byte, error) {
 	var body []byte
 	into := option.WithResponseBodyInto(&body)
-	if b.cfg.API == APIResponses {
+	switch b.cfg.API {
+	case APIAnthropic:
+		_, err := b.messages.New(ctx, anthropic.MessageNewParams{
+			Model:     b.cfg.Model,
+			MaxTokens: maxTokens,
+			// The system prompt is the same for every check under one
+			// policy: marked for caching, it and the tool before it are
+			// billed at the cache-read rate on repeats.
+			System:   []anthropic.TextBlockParam{{Text: p.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}},
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(p.User))},
+			Tools: []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{
+				Name:        tool,
+				Description: anthropic.String(toolDescription),
+				InputSchema: anthropic.ToolInputSchemaParam{
+					Properties:  schema["properties"],
+					Required:    schema["required"].([]string),
+					ExtraFields: map[string]any{"additionalProperties": false},
+				},
+			}}},
+			ToolChoice: anthropic.ToolChoiceUnionParam{OfTool: &anthropic.ToolChoiceToolParam{
+				Name: tool, DisableParallelToolUse: anthropic.Bool(true),
+			}},
+		}, aoption.WithResponseBodyInto(&body))
+		return body, err
+	case APIResponses:
 		_, err := b.responses.New(ctx, responses.ResponseNewParams{
 			Model:           b.cfg.Model,
 			Instructions:    openai.String(p.System),
@@ -283,7 +400,7 @@ func (b *backend) post(ctx context.Context, p Prompt, tool string, schema map[st
 		},
 		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name:        tool,
-			Description: openai.String("Report whether the pending action should be blocked."),
+			Description: openai.String(toolDescription),
 			Parameters:  schema,
 			Strict:      openai.Bool(true),
 		})},

@@ -35,6 +35,30 @@ func testConfig(urls ...string) Config {
 	return cfg
 }
 
+// apis are the APIs a backend speaks: the fault tests run for each.
+var apis = []string{APIChat, APIResponses, APIAnthropic}
+
+// baseURL is the base URL of a fake, given as its OpenAI base URL (with
+// /v1), for a backend speaking api: Anthropic's SDK adds /v1 itself.
+func baseURL(url, api string) string {
+	if api == APIAnthropic {
+		return strings.TrimSuffix(url, "/v1")
+	}
+	return url
+}
+
+// apiConfig is testConfig with api as the classifier's default API, its
+// backends pointed at the fakes of the given OpenAI base URLs.
+func apiConfig(api string, urls ...string) Config {
+	bases := make([]string, len(urls))
+	for i, u := range urls {
+		bases[i] = baseURL(u, api)
+	}
+	cfg := testConfig(bases...)
+	cfg.API = api
+	return cfg
+}
+
 func newTestClassifier(t *testing.T, cfg Config) *Classifier {
 	t.Helper()
 	c, err := New(cfg, map[string]Rules{"default": {SoftDeny: []string{"Deleting production data."}}}, zap.NewNop())
@@ -62,14 +86,12 @@ func blockOn(marker string) fakellm.Handler {
 	}
 }
 
-func TestVerdictBothAPIs(t *testing.T) {
+func TestVerdictEachAPI(t *testing.T) {
 	t.Setenv("TOOLGATE_TEST_KEY", "sk-test-123")
-	for _, api := range []string{APIChat, APIResponses} {
+	for _, api := range apis {
 		t.Run(api, func(t *testing.T) {
 			fake := fakellm.Start(t, blockOn("drop table"), fakellm.WithAPIKey("sk-test-123"))
-			cfg := testConfig(fake.URL())
-			cfg.API = api
-			c := newTestClassifier(t, cfg)
+			c := newTestClassifier(t, apiConfig(api, fake.URL()))
 
 			v, err := c.Classify(t.Context(), input("Bash", "psql -c 'drop table users'", ""))
 			if err != nil {
@@ -94,12 +116,23 @@ func TestVerdictBothAPIs(t *testing.T) {
 				t.Fatalf("%d requests, want 2", len(reqs))
 			}
 			r := reqs[0]
-			if r.API != api || r.Tool != "classify_result" || r.Model != "fake-model" || r.Header.Get("Authorization") != "Bearer sk-test-123" {
-				t.Errorf("request api %q tool %q model %q auth %q", r.API, r.Tool, r.Model, r.Header.Get("Authorization"))
+			if r.API != api || r.Tool != "classify_result" || r.Model != "fake-model" {
+				t.Errorf("request api %q tool %q model %q", r.API, r.Tool, r.Model)
+			}
+			auth, key := r.Header.Get("Authorization"), r.Header.Get("X-Api-Key")
+			if api == APIAnthropic && (key != "sk-test-123" || auth != "") || api != APIAnthropic && auth != "Bearer sk-test-123" {
+				t.Errorf("Authorization %q, X-Api-Key %q", auth, key)
 			}
 			def := r.ToolDef("classify_result")
-			if def == nil || !def.Strict || !strings.Contains(string(def.Parameters), `"should_block"`) {
+			// Strict schemas are OpenAI's; Anthropic's answers are checked
+			// against the schema here all the same.
+			if def == nil || def.Strict != (api != APIAnthropic) || !strings.Contains(string(def.Parameters), `"should_block"`) {
 				t.Fatalf("tool definition %+v", def)
+			}
+			// The model reasons before it decides.
+			params := string(def.Parameters)
+			if i, j, k := strings.Index(params, `"thinking"`), strings.Index(params, `"should_block"`), strings.Index(params, `"reason"`); i < 0 || i > j || j > k {
+				t.Errorf("properties out of order: %s", params)
 			}
 			if !strings.Contains(r.System, "Deleting production data.") || !strings.Contains(r.User, "drop table users") {
 				t.Errorf("prompt lacks the rules or the action:\n%s\n%s", r.System, r.User)
@@ -112,76 +145,97 @@ func TestVerdictBothAPIs(t *testing.T) {
 // classifier's deadline. It runs on the fake clock of a synctest bubble,
 // over an in-memory fake, so the bound is the deadline itself.
 func TestFaultsFailClosedWithinDeadline(t *testing.T) {
-	for _, fault := range fakellm.Faults {
-		t.Run(string(fault), func(t *testing.T) {
+	for _, api := range apis {
+		for _, fault := range fakellm.Faults {
+			t.Run(api+"/"+string(fault), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					fake, hc := startMemFake(t, fakellm.Always(fakellm.Reply{Fault: fault, RetryAfter: -1}))
+					cfg := apiConfig(api, fake.URL())
+					cfg.Timeout = 500 * time.Millisecond
+					c := newMemClassifier(t, cfg, hc)
+					eng, err := engine.New(engine.Config{Classifier: c})
+					if err != nil {
+						t.Fatal(err)
+					}
+					start := time.Now()
+					res, err := eng.Check(t.Context(), &engine.Request{Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": "make deploy"}}})
+					elapsed := time.Since(start)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Decision != engine.Deny || res.Source != engine.SourceClassifierUnavailable {
+						t.Fatalf("got %s/%s %q, want deny/classifier_unavailable", res.Decision, res.Source, res.Reason)
+					}
+					if !strings.Contains(res.Reason, "classifier failed") || !strings.Contains(res.Reason, "primary") {
+						t.Errorf("reason %q does not say the classifier failed and where", res.Reason)
+					}
+					if elapsed > cfg.Timeout {
+						t.Errorf("took %s with a %s deadline", elapsed, cfg.Timeout)
+					}
+					if fake.Count() == 0 || fake.Requests()[0].API != api {
+						t.Errorf("the fake was not asked through the %s API", api)
+					}
+				})
+			})
+		}
+	}
+}
+
+func TestRetryOnceHonouringRetryAfter(t *testing.T) {
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				fake, hc := startMemFake(t, fakellm.Always(fakellm.Reply{Fault: fault, RetryAfter: -1}))
-				cfg := testConfig(fake.URL())
-				cfg.Timeout = 500 * time.Millisecond
-				c := newMemClassifier(t, cfg, hc)
-				eng, err := engine.New(engine.Config{Classifier: c})
-				if err != nil {
-					t.Fatal(err)
-				}
+				fake, hc := startMemFake(t, fakellm.Sequence(
+					fakellm.Reply{Fault: fakellm.FaultRateLimit, RetryAfter: 300 * time.Millisecond},
+					fakellm.Reply{Block: true, Reason: "second try"},
+				))
+				c := newMemClassifier(t, apiConfig(api, fake.URL()), hc)
 				start := time.Now()
-				res, err := eng.Check(t.Context(), &engine.Request{Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": "make deploy"}}})
-				elapsed := time.Since(start)
+				v, err := c.Classify(t.Context(), input("Bash", "x", ""))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res.Decision != engine.Deny || res.Source != engine.SourceClassifierUnavailable {
-					t.Fatalf("got %s/%s %q, want deny/classifier_unavailable", res.Decision, res.Source, res.Reason)
+				if v.Decision != engine.Deny || v.Reason != "second try" || fake.Count() != 2 {
+					t.Fatalf("got %+v after %d requests", v, fake.Count())
 				}
-				if !strings.Contains(res.Reason, "classifier failed") || !strings.Contains(res.Reason, "primary") {
-					t.Errorf("reason %q does not say the classifier failed and where", res.Reason)
+				// The fake clock moves only when the retry waits.
+				if gap := time.Since(start); gap < 300*time.Millisecond {
+					t.Errorf("retried after %s, before Retry-After", gap)
 				}
-				if elapsed > cfg.Timeout {
-					t.Errorf("took %s with a %s deadline", elapsed, cfg.Timeout)
+
+				// A Retry-After beyond the deadline is not waited for.
+				fake.SetHandler(fakellm.Always(fakellm.Reply{Fault: fakellm.FaultRateLimit, RetryAfter: 10 * time.Second}))
+				_, err = c.Classify(t.Context(), input("Bash", "y", ""))
+				if err == nil || !strings.Contains(err.Error(), "no time left to retry") {
+					t.Fatalf("err %v: want a failure that declined to wait past the deadline", err)
+				}
+				// A 5xx is retried once.
+				n := fake.Count()
+				fake.SetHandler(fakellm.Always(fakellm.Reply{Fault: fakellm.FaultServerError, RetryAfter: -1}))
+				if _, err := c.Classify(t.Context(), input("Bash", "w", "")); err == nil || !strings.Contains(err.Error(), "HTTP 500") || fake.Count() != n+2 {
+					t.Fatalf("server error: err %v, %d requests (want two)", err, fake.Count()-n)
+				}
+				// A 400 is not retried.
+				n = fake.Count()
+				fake.SetHandler(fakellm.Always(fakellm.Reply{Fault: fakellm.FaultBadRequest}))
+				if _, err := c.Classify(t.Context(), input("Bash", "z", "")); !errors.Is(err, ErrRequestRefused) || fake.Count() != n+1 {
+					t.Fatalf("bad request: err %v, %d requests (want exactly one)", err, fake.Count()-n)
 				}
 			})
 		})
 	}
 }
 
-func TestRetryOnceHonouringRetryAfter(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		fake, hc := startMemFake(t, fakellm.Sequence(
-			fakellm.Reply{Fault: fakellm.FaultRateLimit, RetryAfter: 300 * time.Millisecond},
-			fakellm.Reply{Block: true, Reason: "second try"},
-		))
-		c := newMemClassifier(t, testConfig(fake.URL()), hc)
-		start := time.Now()
-		v, err := c.Classify(t.Context(), input("Bash", "x", ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v.Decision != engine.Deny || v.Reason != "second try" || fake.Count() != 2 {
-			t.Fatalf("got %+v after %d requests", v, fake.Count())
-		}
-		// The fake clock moves only when the retry waits.
-		if gap := time.Since(start); gap < 300*time.Millisecond {
-			t.Errorf("retried after %s, before Retry-After", gap)
-		}
-
-		// A Retry-After beyond the deadline is not waited for.
-		fake.SetHandler(fakellm.Always(fakellm.Reply{Fault: fakellm.FaultRateLimit, RetryAfter: 10 * time.Second}))
-		_, err = c.Classify(t.Context(), input("Bash", "y", ""))
-		if err == nil || !strings.Contains(err.Error(), "no time left to retry") {
-			t.Fatalf("err %v: want a failure that declined to wait past the deadline", err)
-		}
-		// A 400 is not retried.
-		n := fake.Count()
-		fake.SetHandler(fakellm.Always(fakellm.Reply{Fault: fakellm.FaultBadRequest}))
-		if _, err := c.Classify(t.Context(), input("Bash", "z", "")); err == nil || fake.Count() != n+1 {
-			t.Fatalf("bad request: err %v, %d requests (want exactly one)", err, fake.Count()-n)
-		}
-	})
+func TestCallerDeadlineWins(t *testing.T) {
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) { testCallerDeadlineWins(t, api) })
+	}
 }
 
-func TestCallerDeadlineWins(t *testing.T) {
+func testCallerDeadlineWins(t *testing.T, api string) {
 	synctest.Test(t, func(t *testing.T) {
 		fake, hc := startMemFake(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultHang}))
-		cfg := testConfig(fake.URL())
+		cfg := apiConfig(api, fake.URL())
 		cfg.Timeout = 10 * time.Second
 		c := newMemClassifier(t, cfg, hc)
 		const deadline = 200 * time.Millisecond
@@ -297,8 +351,14 @@ func TestSessionBlockLimits(t *testing.T) {
 }
 
 func TestTwoStage(t *testing.T) {
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) { testTwoStage(t, api) })
+	}
+}
+
+func testTwoStage(t *testing.T, api string) {
 	fake := fakellm.Start(t, blockOn("BAD"))
-	cfg := testConfig(fake.URL())
+	cfg := apiConfig(api, fake.URL())
 	cfg.TwoStage = true
 	c := newTestClassifier(t, cfg)
 	v, err := c.Classify(t.Context(), input("Bash", "fine", ""))
@@ -355,6 +415,30 @@ func TestFailoverAndSaturation(t *testing.T) {
 	})
 }
 
+// TestFailoverAcrossAPIs: backends of different APIs share one pool; a
+// failing Anthropic backend fails over to an OpenAI one and back.
+func TestFailoverAcrossAPIs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet(t)
+		anth := n.serve(t, "anthropic.test", fakellm.Always(fakellm.Reply{Fault: fakellm.FaultServerError, RetryAfter: -1}))
+		chat := n.serve(t, "chat.test", fakellm.Always(fakellm.Reply{Reason: "from chat"}))
+		cfg := testConfig(baseURL(anth.URL(), APIAnthropic), chat.URL())
+		cfg.Backends[0].API = APIAnthropic
+		c := newMemClassifier(t, cfg, WithHTTPClient(n.client()))
+		v, err := c.Classify(t.Context(), input("Bash", "x", ""))
+		if err != nil || v.Details.Backend != "secondary" || v.Reason != "from chat" {
+			t.Fatalf("failover: %+v %v", v, err)
+		}
+		if anth.Count() != 2 || anth.Requests()[0].API != APIAnthropic || chat.Requests()[0].API != APIChat {
+			t.Errorf("anthropic backend asked %d times (want 2: a 5xx is retried once)", anth.Count())
+		}
+		anth.SetHandler(fakellm.Always(fakellm.Reply{Reason: "from anthropic"}))
+		if v, err := c.Classify(t.Context(), input("Bash", "y", "")); err != nil || v.Reason != "from anthropic" {
+			t.Fatalf("after recovery: %+v %v", v, err)
+		}
+	})
+}
+
 func TestConfigValidate(t *testing.T) {
 	good := testConfig("http://127.0.0.1:1/v1")
 	if err := good.Validate(); err != nil {
@@ -366,6 +450,9 @@ func TestConfigValidate(t *testing.T) {
 		want string
 	}{
 		{"api", func(c *Config) { c.API = "grpc" }, "classifier.api"},
+		{"backend api", func(c *Config) { c.Backends[0].API = "messages" }, "classifier.backends[0].api"},
+		{"anthropic base_url with /v1", func(c *Config) { c.Backends[0].API = APIAnthropic }, "classifier.backends[0].base_url"},
+		{"anthropic by default, base_url with /v1/", func(c *Config) { c.API = APIAnthropic; c.Backends[0].BaseURL += "/" }, "classifier.backends[0].base_url"},
 		{"timeout", func(c *Config) { c.Timeout = 0 }, "classifier.timeout"},
 		{"on_unavailable", func(c *Config) { c.OnUnavailable = "allow" }, "classifier.on_unavailable"},
 		{"base_url", func(c *Config) { c.Backends[0].BaseURL = "ftp://x" }, "classifier.backends[0].base_url"},
@@ -383,6 +470,35 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("got %v, want an error naming %s", err, tt.want)
 			}
 		})
+	}
+	for _, api := range apis {
+		c := apiConfig(api, "http://127.0.0.1:1/v1")
+		if err := c.Validate(); err != nil {
+			t.Errorf("api %s: %v", api, err)
+		}
+	}
+}
+
+// TestAnthropicDefaults: an anthropic backend, by its own api or the
+// classifier's, reads ANTHROPIC_API_KEY unless told otherwise.
+func TestAnthropicDefaults(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.API = APIAnthropic
+	cfg.Backends = []BackendConfig{
+		{BaseURL: "https://api.anthropic.com", Model: "claude-haiku-4-5"},
+		{BaseURL: "https://api.openai.com/v1", Model: "m", API: APIChat},
+		{BaseURL: "https://gw.example", Model: "m", API: APIAnthropic, APIKeyEnv: "GW_KEY"},
+	}
+	cfg.WithBackendDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct{ api, env string }{
+		{APIAnthropic, "ANTHROPIC_API_KEY"}, {APIChat, "OPENAI_API_KEY"}, {APIAnthropic, "GW_KEY"},
+	} {
+		if b := cfg.Backends[i]; b.API != want.api || b.APIKeyEnv != want.env {
+			t.Errorf("backend %d: api %q, api_key_env %q; want %q, %q", i, b.API, b.APIKeyEnv, want.api, want.env)
+		}
 	}
 }
 
@@ -429,9 +545,15 @@ func TestDumpRedacts(t *testing.T) {
 }
 
 func TestHangingBackendTripsBreaker(t *testing.T) {
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) { testHangingBackendTripsBreaker(t, api) })
+	}
+}
+
+func testHangingBackendTripsBreaker(t *testing.T, api string) {
 	synctest.Test(t, func(t *testing.T) {
 		fake, hc := startMemFake(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultHang}))
-		cfg := testConfig(fake.URL())
+		cfg := apiConfig(api, fake.URL())
 		cfg.Timeout = 400 * time.Millisecond // each attempt: 200ms
 		cfg.Breaker = BreakerConfig{Failures: 2, Cooldown: time.Hour}
 		c := newMemClassifier(t, cfg, hc)
@@ -473,9 +595,15 @@ func TestHangFailsOverAtDefaultRatio(t *testing.T) {
 }
 
 func TestRefusedRequestsDoNotOpenTheBreaker(t *testing.T) {
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) { testRefusedRequestsDoNotOpenTheBreaker(t, api) })
+	}
+}
+
+func testRefusedRequestsDoNotOpenTheBreaker(t *testing.T, api string) {
 	refusing := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultBadRequest}))
 	other := fakellm.Start(t, fakellm.Always(fakellm.Reply{}))
-	cfg := testConfig(refusing.URL(), other.URL())
+	cfg := apiConfig(api, refusing.URL(), other.URL())
 	cfg.Breaker = BreakerConfig{Failures: 2, Cooldown: time.Hour}
 	c := newTestClassifier(t, cfg)
 	for i := range 4 {

@@ -1,28 +1,38 @@
 // Package classifier decides, through a cheap LLM side-query, the tool calls
 // that no local stage of the engine could. It implements engine.Classifier
-// with openai-go (Chat Completions or the Responses API), a pool of
-// backends with breakers and bounded queueing, coalescing, a cache and
-// per-session block limits. Every failure fails closed.
+// with openai-go (Chat Completions or the Responses API) or
+// anthropic-sdk-go (the Messages API), a pool of backends with breakers
+// and bounded queueing, coalescing, a cache and per-session block limits.
+// Every failure fails closed.
 package classifier
 
 import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 )
 
-// API names which OpenAI API a backend speaks.
+// API names which API a backend speaks: OpenAI's Chat Completions or
+// Responses, or Anthropic's Messages.
 const (
 	APIChat      = "chat"
 	APIResponses = "responses"
+	APIAnthropic = "anthropic"
 )
+
+// validAPI reports whether api names an API a backend can speak.
+func validAPI(api string) bool {
+	return api == APIChat || api == APIResponses || api == APIAnthropic
+}
 
 // Config configures the classifier. It runs when Backends is not empty.
 // Field paths in errors match the YAML config (classifier.*).
 type Config struct {
 	Backends []BackendConfig `yaml:"backends"`
-	// API is the default API for backends: chat (default) or responses.
+	// API is the default API for backends: chat (default), responses or
+	// anthropic.
 	API string `yaml:"api"`
 	// TwoStage first asks for should_block alone with a tiny token budget
 	// and only asks for reasoning when that says block.
@@ -51,12 +61,16 @@ type Config struct {
 	DumpFile string `yaml:"dump_file"`
 }
 
-// BackendConfig is one OpenAI-compatible endpoint.
+// BackendConfig is one OpenAI-compatible or Anthropic endpoint.
 type BackendConfig struct {
-	Name    string `yaml:"name"`
+	Name string `yaml:"name"`
+	// BaseURL is the API's base: with /v1 for the OpenAI APIs
+	// (https://api.openai.com/v1), without it for anthropic
+	// (https://api.anthropic.com), whose SDK adds /v1/messages.
 	BaseURL string `yaml:"base_url"`
 	Model   string `yaml:"model"`
-	// APIKeyEnv names the environment variable holding the API key; the
+	// APIKeyEnv names the environment variable holding the API key
+	// (default OPENAI_API_KEY, or ANTHROPIC_API_KEY for anthropic); the
 	// key itself never appears in config files or logs.
 	APIKeyEnv     string `yaml:"api_key_env"`
 	API           string `yaml:"api"`
@@ -117,8 +131,8 @@ func (c *Config) Validate() error {
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("classifier.%s: %s", field, fmt.Sprintf(format, a...)))
 	}
-	if c.API != APIChat && c.API != APIResponses {
-		bad("api", "must be chat or responses, got %q", c.API)
+	if !validAPI(c.API) {
+		bad("api", "must be chat, responses or anthropic, got %q", c.API)
 	}
 	if c.Timeout <= 0 {
 		bad("timeout", "must be positive, got %s", c.Timeout)
@@ -153,14 +167,23 @@ func (c *Config) Validate() error {
 			bad(f+".name", "%q is used twice", b.Name)
 		}
 		names[b.Name] = true
+		api := b.API
+		if api == "" {
+			api = c.API
+		}
 		if u, err := url.Parse(b.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad(f+".base_url", "must be an http(s) URL, got %q", b.BaseURL)
+		} else if api == APIAnthropic && strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
+			// The SDK posts to {base_url}/v1/messages: a base ending in /v1
+			// (the OpenAI habit) would ask /v1/v1/messages, a 404 that
+			// fails every check closed.
+			bad(f+".base_url", "for api anthropic, give the API root without /v1 (the client adds /v1/messages), got %q", b.BaseURL)
 		}
 		if b.Model == "" {
 			bad(f+".model", "is required")
 		}
-		if b.API != "" && b.API != APIChat && b.API != APIResponses {
-			bad(f+".api", "must be chat or responses, got %q", b.API)
+		if b.API != "" && !validAPI(b.API) {
+			bad(f+".api", "must be chat, responses or anthropic, got %q", b.API)
 		}
 		if b.MaxConcurrent <= 0 {
 			bad(f+".max_concurrent", "must be positive, got %d", b.MaxConcurrent)
@@ -179,11 +202,14 @@ func (c *Config) WithBackendDefaults() {
 		if b.Name == "" {
 			b.Name = fmt.Sprintf("backend-%d", i)
 		}
-		if b.APIKeyEnv == "" {
-			b.APIKeyEnv = "OPENAI_API_KEY"
-		}
 		if b.API == "" {
 			b.API = c.API
+		}
+		if b.APIKeyEnv == "" {
+			b.APIKeyEnv = "OPENAI_API_KEY"
+			if b.API == APIAnthropic {
+				b.APIKeyEnv = "ANTHROPIC_API_KEY"
+			}
 		}
 		if b.MaxConcurrent == 0 {
 			b.MaxConcurrent = 8

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -53,6 +54,32 @@ func responsesWith(output string) string {
 // value args.
 func responsesArgs(args string) string {
 	return responsesWith(`[{"type":"function_call","id":"f","call_id":"c","name":"TOOL","arguments":` + args + `}]`)
+}
+
+// allowInput is a Messages API tool_use input that allows: an object, not
+// a string holding one.
+const (
+	allowInput     = `{"thinking":"t","should_block":false,"reason":"r"}`
+	allowFastInput = `{"should_block":false}`
+)
+
+// messagesWith is a Messages API answer whose content array is content.
+func messagesWith(content string) string {
+	return `{"id":"msg_x","type":"message","role":"assistant","model":"m","content":` + content + `,"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
+}
+
+// messagesBlock is a Messages API answer with one content block.
+func messagesBlock(block string) string { return messagesWith(`[` + block + `]`) }
+
+// messagesInput is a Messages API answer calling TOOL with the input
+// value input.
+func messagesInput(input string) string {
+	return messagesBlock(`{"type":"tool_use","id":"toolu_x","name":"TOOL","input":` + input + `}`)
+}
+
+// withStop is a Messages API answer with its stop_reason replaced.
+func withStop(body, stop string) string {
+	return strings.Replace(body, `"stop_reason":"tool_use"`, `"stop_reason":`+stop, 1)
 }
 
 type hostileBody struct {
@@ -152,6 +179,52 @@ var hostileBodies = []hostileBody{
 	{"responses: should_block a string", APIResponses, responsesArgs(`"{\"thinking\":\"t\",\"should_block\":\"no\",\"reason\":\"r\"}"`), false, errBadArguments},
 	{"responses: only a message", APIResponses, responsesWith(`[{"type":"message","content":[{"type":"output_text","text":"allowed"}]}]`), false, errNoToolCall},
 	{"responses: fast: null", APIResponses, `null`, true, errBadBody},
+
+	{"anthropic: null", APIAnthropic, `null`, false, errBadBody},
+	{"anthropic: empty", APIAnthropic, ``, false, errBadBody},
+	{"anthropic: empty array", APIAnthropic, `[]`, false, errBadBody},
+	{"anthropic: array holding an answer", APIAnthropic, `[` + messagesInput(allowInput) + `]`, false, errBadBody},
+	{"anthropic: string", APIAnthropic, `"x"`, false, errBadBody},
+	{"anthropic: number", APIAnthropic, `42`, false, errBadBody},
+	{"anthropic: cut", APIAnthropic, `{"content":[{"type":"tool_use"`, false, errBadBody},
+	{"anthropic: not JSON", APIAnthropic, `<html>overloaded</html>`, false, errBadBody},
+	{"anthropic: garbage after the answer", APIAnthropic, messagesInput(allowInput) + `x`, false, errBadBody},
+	{"anthropic: empty object", APIAnthropic, `{}`, false, errNoToolCall},
+	{"anthropic: an error with status 200", APIAnthropic, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, false, errBadAnswer},
+	{"anthropic: type a number", APIAnthropic, strings.Replace(messagesInput(allowInput), `"type":"message"`, `"type":5`, 1), false, errBadBody},
+	{"anthropic: stop reason max_tokens", APIAnthropic, withStop(messagesInput(allowInput), `"max_tokens"`), false, errBadAnswer},
+	{"anthropic: stop reason refusal", APIAnthropic, withStop(messagesInput(allowInput), `"refusal"`), false, errBadAnswer},
+	{"anthropic: stop reason pause_turn", APIAnthropic, withStop(messagesInput(allowInput), `"pause_turn"`), false, errBadAnswer},
+	{"anthropic: stop reason a number", APIAnthropic, withStop(messagesInput(allowInput), `5`), false, errBadBody},
+	{"anthropic: content null", APIAnthropic, messagesWith(`null`), false, errNoToolCall},
+	{"anthropic: content empty", APIAnthropic, messagesWith(`[]`), false, errNoToolCall},
+	{"anthropic: content an object", APIAnthropic, messagesWith(`{}`), false, errBadBody},
+	{"anthropic: content a string", APIAnthropic, messagesWith(`"x"`), false, errBadBody},
+	{"anthropic: block null", APIAnthropic, messagesBlock(`null`), false, errBadBody},
+	{"anthropic: block a number", APIAnthropic, messagesBlock(`5`), false, errBadBody},
+	{"anthropic: block a string", APIAnthropic, messagesBlock(`"tool_use"`), false, errBadBody},
+	{"anthropic: block type a number", APIAnthropic, messagesBlock(`{"type":5,"name":"TOOL","input":` + allowInput + `}`), false, errBadBody},
+	{"anthropic: only text", APIAnthropic, withStop(messagesBlock(`{"type":"text","text":"allowed"}`), `"end_turn"`), false, errNoToolCall},
+	{"anthropic: a server tool call", APIAnthropic, messagesBlock(`{"type":"server_tool_use","id":"s","name":"TOOL","input":` + allowInput + `}`), false, errNoToolCall},
+	{"anthropic: name a number", APIAnthropic, messagesBlock(`{"type":"tool_use","name":5,"input":` + allowInput + `}`), false, errBadBody},
+	{"anthropic: name null", APIAnthropic, messagesBlock(`{"type":"tool_use","name":null,"input":` + allowInput + `}`), false, errNoToolCall},
+	{"anthropic: name of another tool", APIAnthropic, messagesBlock(`{"type":"tool_use","name":"other","input":` + allowInput + `}`), false, errNoToolCall},
+	{"anthropic: another tool, then TOOL", APIAnthropic, messagesWith(`[{"type":"tool_use","name":"other","input":{}},{"type":"tool_use","name":"TOOL","input":` + allowInput + `}]`), false, errNoToolCall},
+	{"anthropic: two calls", APIAnthropic, messagesWith(`[{"type":"tool_use","name":"TOOL","input":` + allowInput + `},{"type":"tool_use","name":"TOOL","input":` + strings.Replace(allowInput, "false", "true", 1) + `}]`), false, errBadAnswer},
+	{"anthropic: input missing", APIAnthropic, messagesBlock(`{"type":"tool_use","name":"TOOL"}`), false, errBadArguments},
+	{"anthropic: input null", APIAnthropic, messagesInput(`null`), false, errBadArguments},
+	{"anthropic: input a string holding the object", APIAnthropic, messagesInput(allowArgs), false, errBadArguments},
+	{"anthropic: input a number", APIAnthropic, messagesInput(`5`), false, errBadArguments},
+	{"anthropic: input an array", APIAnthropic, messagesInput(`[` + allowInput + `]`), false, errBadArguments},
+	{"anthropic: input empty", APIAnthropic, messagesInput(`{}`), false, errBadArguments},
+	{"anthropic: should_block a string", APIAnthropic, messagesInput(`{"thinking":"t","should_block":"false","reason":"r"}`), false, errBadArguments},
+	{"anthropic: should_block null", APIAnthropic, messagesInput(`{"thinking":"t","should_block":null,"reason":"r"}`), false, errBadArguments},
+	{"anthropic: reason missing", APIAnthropic, messagesInput(`{"thinking":"t","should_block":false}`), false, errBadArguments},
+	{"anthropic: an extra field", APIAnthropic, messagesInput(`{"thinking":"t","should_block":false,"reason":"r","x":1}`), false, errBadArguments},
+	{"anthropic: key given twice", APIAnthropic, messagesInput(`{"thinking":"t","should_block":true,"reason":"r","should_block":false}`), false, errBadArguments},
+	{"anthropic: fast: null", APIAnthropic, `null`, true, errBadBody},
+	{"anthropic: fast: the full answer", APIAnthropic, messagesInput(allowInput), true, errBadArguments},
+	{"anthropic: fast: should_block a number", APIAnthropic, messagesInput(`{"should_block":0}`), true, errBadArguments},
 }
 
 // Bodies that are odd but carry one clean verdict: being strict about the
@@ -167,6 +240,14 @@ var oddButValidBodies = []hostileBody{
 	{"responses: status null", APIResponses, strings.Replace(responsesArgs(allowArgs), `"status":"completed"`, `"status":null`, 1), false, nil},
 	{"responses: other items of any shape", APIResponses, responsesWith(`[{"type":"reasoning","summary":5},{"type":"message","content":null},{"type":"function_call","name":"TOOL","arguments":` + allowArgs + `}]`), false, nil},
 	{"responses: fast", APIResponses, responsesArgs(allowFastArgs), true, nil},
+	{"anthropic: usage null", APIAnthropic, strings.Replace(messagesInput(allowInput), `"usage":{"input_tokens":1,"output_tokens":1}`, `"usage":null`, 1), false, nil},
+	{"anthropic: cache counts of any type", APIAnthropic, strings.Replace(messagesInput(allowInput), `"input_tokens":1`, `"input_tokens":1,"cache_creation_input_tokens":"x","cache_read_input_tokens":-3`, 1), false, nil},
+	{"anthropic: stop reason null", APIAnthropic, withStop(messagesInput(allowInput), `null`), false, nil},
+	{"anthropic: stop reason end_turn", APIAnthropic, withStop(messagesInput(allowInput), `"end_turn"`), false, nil},
+	{"anthropic: type missing", APIAnthropic, strings.Replace(messagesInput(allowInput), `"type":"message",`, ``, 1), false, nil},
+	{"anthropic: other blocks of any shape", APIAnthropic, messagesWith(`[{"type":"thinking","thinking":5},{"type":"text","text":null},{"type":"tool_use","id":"t","name":"TOOL","input":` + allowInput + `}]`), false, nil},
+	{"anthropic: input with spaces", APIAnthropic, messagesInput(" {\n \"thinking\" : \"t\", \"should_block\": false, \"reason\": \"r\" } "), false, nil},
+	{"anthropic: fast", APIAnthropic, messagesInput(allowFastInput), true, nil},
 }
 
 func (h hostileBody) tool() string {
@@ -181,8 +262,7 @@ func (h hostileBody) bytes() []byte { return []byte(strings.ReplaceAll(h.body, "
 // hostileConfig points one backend at url and, for stage-1 bodies, turns
 // two_stage on.
 func hostileConfig(url string, h hostileBody) Config {
-	cfg := testConfig(url)
-	cfg.API = h.api
+	cfg := apiConfig(h.api, url)
 	cfg.TwoStage = h.fast
 	return cfg
 }
@@ -253,11 +333,23 @@ func TestHostileBodyThroughEngine(t *testing.T) {
 	}
 }
 
-// padded is a chat allow answer of exactly size bytes: JSON whitespace
+// allowAnswer is an allow answer of api calling classify_result.
+func allowAnswer(api string) string {
+	body := chatArgs(allowArgs)
+	switch api {
+	case APIResponses:
+		body = responsesArgs(allowArgs)
+	case APIAnthropic:
+		body = messagesInput(allowInput)
+	}
+	return strings.ReplaceAll(body, "TOOL", fullTool)
+}
+
+// padded is an allow answer of api of exactly size bytes: JSON whitespace
 // before the answer, so that the verdict only comes at the end.
-func padded(t *testing.T, size int) []byte {
+func padded(t *testing.T, api string, size int) []byte {
 	t.Helper()
-	answer := strings.ReplaceAll(chatArgs(allowArgs), "TOOL", fullTool)
+	answer := allowAnswer(api)
 	if size < len(answer) {
 		t.Fatalf("size %d is below the answer's %d bytes", size, len(answer))
 	}
@@ -283,6 +375,12 @@ func gzipped(t *testing.T, b []byte) []byte {
 // cap costs what it caps: a 100 MB answer or a gzip bomb expanding to
 // 256 MiB allocates a small part of that.
 func TestAnswerSizeCap(t *testing.T) {
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) { testAnswerSizeCap(t, api) })
+	}
+}
+
+func testAnswerSizeCap(t *testing.T, api string) {
 	const streamed = 100 << 20
 	tests := []struct {
 		name    string
@@ -292,13 +390,13 @@ func TestAnswerSizeCap(t *testing.T) {
 		bounded bool  // check that reading it allocated far less than it sends
 	}{
 		{name: "at the cap", handler: func(w http.ResponseWriter, r *http.Request) {
-			_, _ = w.Write(padded(t, MaxAnswerBytes))
+			_, _ = w.Write(padded(t, api, MaxAnswerBytes))
 		}},
 		{name: "one byte over, declared", want: errAnswerTooLarge, handler: func(w http.ResponseWriter, r *http.Request) {
-			_, _ = w.Write(padded(t, MaxAnswerBytes+1))
+			_, _ = w.Write(padded(t, api, MaxAnswerBytes+1))
 		}},
 		{name: "one byte over, streamed", want: errAnswerTooLarge, handler: func(w http.ResponseWriter, r *http.Request) {
-			b := padded(t, MaxAnswerBytes+1)
+			b := padded(t, api, MaxAnswerBytes+1)
 			_, _ = w.Write(b[:1])
 			http.NewResponseController(w).Flush() // no Content-Length from here on
 			_, _ = w.Write(b[1:])
@@ -311,7 +409,7 @@ func TestAnswerSizeCap(t *testing.T) {
 					return
 				}
 			}
-			_, _ = w.Write(padded(t, 1024))
+			_, _ = w.Write(padded(t, api, 1024))
 		}},
 		{name: "an error status, oversized", want: errAnswerTooLarge, handler: func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusBadGateway)
@@ -319,19 +417,19 @@ func TestAnswerSizeCap(t *testing.T) {
 		}},
 		{name: "gzip, small", handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Encoding", "gzip")
-			_, _ = w.Write(gzipped(t, padded(t, 1024)))
+			_, _ = w.Write(gzipped(t, padded(t, api, 1024)))
 		}},
 		{name: "gzip, at the cap decompressed", handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Encoding", "gzip")
-			_, _ = w.Write(gzipped(t, padded(t, MaxAnswerBytes)))
+			_, _ = w.Write(gzipped(t, padded(t, api, MaxAnswerBytes)))
 		}},
 		{name: "gzip, one byte over decompressed", want: errAnswerTooLarge, handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Encoding", "gzip")
-			_, _ = w.Write(gzipped(t, padded(t, MaxAnswerBytes+1)))
+			_, _ = w.Write(gzipped(t, padded(t, api, MaxAnswerBytes+1)))
 		}},
 		{name: "gzip the client did not ask for", noGzip: true, want: errAnswerEncoded, handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Encoding", "gzip")
-			_, _ = w.Write(gzipped(t, padded(t, 1024)))
+			_, _ = w.Write(gzipped(t, padded(t, api, 1024)))
 		}},
 		{name: "brotli", want: errAnswerEncoded, handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Encoding", "br")
@@ -339,11 +437,11 @@ func TestAnswerSizeCap(t *testing.T) {
 		}},
 		{name: "gzip twice", want: errAnswerEncoded, handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Encoding", "gzip, gzip")
-			_, _ = w.Write(gzipped(t, gzipped(t, padded(t, 1024))))
+			_, _ = w.Write(gzipped(t, gzipped(t, padded(t, api, 1024))))
 		}},
 		{name: "identity", handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Encoding", "identity")
-			_, _ = w.Write(padded(t, 1024))
+			_, _ = w.Write(padded(t, api, 1024))
 		}},
 	}
 	for _, tc := range tests {
@@ -359,7 +457,7 @@ func TestAnswerSizeCap(t *testing.T) {
 				t.Cleanup(tr.CloseIdleConnections)
 				opts = append(opts, WithHTTPClient(&http.Client{Transport: tr}))
 			}
-			c, err := New(testConfig(srv.URL+"/v1"), nil, nil, opts...)
+			c, err := New(apiConfig(api, srv.URL+"/v1"), nil, nil, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -386,8 +484,14 @@ func TestAnswerSizeCap(t *testing.T) {
 // gzip, is refused once its decompressed bytes pass the cap, having cost
 // little memory.
 func TestGzipBombFault(t *testing.T) {
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) { testGzipBombFault(t, api) })
+	}
+}
+
+func testGzipBombFault(t *testing.T, api string) {
 	fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultGzipBomb}))
-	c := newTestClassifier(t, testConfig(fake.URL()))
+	c := newTestClassifier(t, apiConfig(api, fake.URL()))
 	// fakellm makes its bomb once, on the first request: not measured.
 	_, _ = c.Classify(t.Context(), input("Bash", "warm up", ""))
 	alloc := totalAlloc()
@@ -435,17 +539,16 @@ func TestAnswerBodyErrorsPastTheCap(t *testing.T) {
 func FuzzDecodeAnswer(f *testing.F) {
 	for _, set := range [][]hostileBody{hostileBodies, oddButValidBodies} {
 		for _, h := range set {
-			f.Add(h.bytes(), h.api == APIResponses, h.fast)
+			f.Add(h.bytes(), uint8(slices.Index(apis, h.api)), h.fast)
 		}
 	}
-	f.Add([]byte(chatAnswer("tool_calls", args(true))), false, false)
-	f.Add([]byte(responsesAnswer("completed", args(true))), true, false)
-	f.Add([]byte(chatAnswer("tool_calls", args(false), args(true))), false, false)
-	f.Fuzz(func(t *testing.T, body []byte, useResponses, fast bool) {
-		api, tool := APIChat, fullTool
-		if useResponses {
-			api = APIResponses
-		}
+	f.Add([]byte(chatAnswer("tool_calls", args(true))), uint8(0), false)
+	f.Add([]byte(responsesAnswer("completed", args(true))), uint8(1), false)
+	f.Add([]byte(messagesAnswer("tool_use", args(true))), uint8(2), false)
+	f.Add([]byte(chatAnswer("tool_calls", args(false), args(true))), uint8(0), false)
+	f.Add([]byte(messagesAnswer("tool_use", args(false), args(true))), uint8(2), false)
+	f.Fuzz(func(t *testing.T, body []byte, apiIndex uint8, fast bool) {
+		api, tool := apis[int(apiIndex)%len(apis)], fullTool
 		if fast {
 			tool = fastTool
 		}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/openai/openai-go/v3"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -156,15 +155,17 @@ func callOutcome(ctx context.Context, o outcome, err error) string {
 		}
 		return outcomeAllow
 	}
-	var apiErr *openai.Error
-	switch {
-	case errors.Is(err, ErrRequestRefused):
+	if errors.Is(err, ErrRequestRefused) {
 		return outcomeRefused
-	case errors.As(err, &apiErr):
-		if apiErr.StatusCode == http.StatusTooManyRequests {
+	}
+	// An error answer of either SDK.
+	if st, ok := statusOf(err); ok {
+		if st.code == http.StatusTooManyRequests {
 			return outcomeRateLimited
 		}
 		return outcomeServerError
+	}
+	switch {
 	case isBadAnswer(err):
 		return outcomeBadAnswer
 	case errors.Is(ctx.Err(), context.Canceled):

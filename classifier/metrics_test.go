@@ -98,47 +98,50 @@ func TestMetricsCountVerdictsAndCacheHits(t *testing.T) {
 
 func TestMetricsOutcomeOfEachFault(t *testing.T) {
 	want := map[fakellm.Fault]string{
-		fakellm.FaultRateLimit:   outcomeRateLimited,
-		fakellm.FaultServerError: outcomeServerError,
-		fakellm.FaultBadRequest:  outcomeRefused,
-		fakellm.FaultHang:        outcomeTimeout,
-		fakellm.FaultReset:       outcomeTransport,
-		fakellm.FaultNoToolCall:  outcomeBadAnswer,
-		fakellm.FaultMalformed:   outcomeBadAnswer,
-		fakellm.FaultWrongSchema: outcomeBadAnswer,
-		fakellm.FaultNullBody:    outcomeBadAnswer,
-		fakellm.FaultOversized:   outcomeBadAnswer,
-		fakellm.FaultGzipBomb:    outcomeBadAnswer,
-		fakellm.FaultSlowDrip:    outcomeTimeout,
+		fakellm.FaultRateLimit:        outcomeRateLimited,
+		fakellm.FaultServerError:      outcomeServerError,
+		fakellm.FaultBadRequest:       outcomeRefused,
+		fakellm.FaultHang:             outcomeTimeout,
+		fakellm.FaultReset:            outcomeTransport,
+		fakellm.FaultNoToolCall:       outcomeBadAnswer,
+		fakellm.FaultMalformed:        outcomeBadAnswer,
+		fakellm.FaultWrongSchema:      outcomeBadAnswer,
+		fakellm.FaultSeveralToolCalls: outcomeBadAnswer,
+		fakellm.FaultNullBody:         outcomeBadAnswer,
+		fakellm.FaultOversized:        outcomeBadAnswer,
+		fakellm.FaultGzipBomb:         outcomeBadAnswer,
+		fakellm.FaultSlowDrip:         outcomeTimeout,
 	}
-	for _, fault := range fakellm.Faults {
-		t.Run(string(fault), func(t *testing.T) {
-			outcome, ok := want[fault]
-			if !ok {
-				t.Fatalf("no expected outcome for fault %q: add it to the table", fault)
-			}
-			// On the fake clock of a bubble, a loaded machine cannot turn
-			// a fault into a timeout, nor does a timeout take real time.
-			synctest.Test(t, func(t *testing.T) {
-				fake, hc := startMemFake(t, fakellm.Always(fakellm.Reply{Fault: fault, RetryAfter: -1}))
-				cfg := testConfig(fake.URL())
-				cfg.Timeout = 500 * time.Millisecond
-				m, _ := newTestMetrics(t)
-				c := newMemClassifier(t, cfg, hc, WithMetrics(m))
-				if _, err := c.Classify(t.Context(), input("Bash", "make deploy", "")); err == nil {
-					t.Fatal("a fault gave a verdict")
+	for _, api := range apis {
+		for _, fault := range fakellm.Faults {
+			t.Run(api+"/"+string(fault), func(t *testing.T) {
+				outcome, ok := want[fault]
+				if !ok {
+					t.Fatalf("no expected outcome for fault %q: add it to the table", fault)
 				}
-				if got := requests(m, "primary", outcome); got != 1 {
-					t.Errorf("%s = %v, want 1", outcome, got)
-				}
-				if got := testutil.CollectAndCount(m.requests); got != 1 {
-					t.Errorf("%d requests series, want only primary/%s", got, outcome)
-				}
-				if got := testutil.ToFloat64(m.inflight.WithLabelValues("primary")); got != 0 {
-					t.Errorf("inflight = %v after the call, want 0", got)
-				}
+				// On the fake clock of a bubble, a loaded machine cannot turn
+				// a fault into a timeout, nor does a timeout take real time.
+				synctest.Test(t, func(t *testing.T) {
+					fake, hc := startMemFake(t, fakellm.Always(fakellm.Reply{Fault: fault, RetryAfter: -1}))
+					cfg := apiConfig(api, fake.URL())
+					cfg.Timeout = 500 * time.Millisecond
+					m, _ := newTestMetrics(t)
+					c := newMemClassifier(t, cfg, hc, WithMetrics(m))
+					if _, err := c.Classify(t.Context(), input("Bash", "make deploy", "")); err == nil {
+						t.Fatal("a fault gave a verdict")
+					}
+					if got := requests(m, "primary", outcome); got != 1 {
+						t.Errorf("%s = %v, want 1", outcome, got)
+					}
+					if got := testutil.CollectAndCount(m.requests); got != 1 {
+						t.Errorf("%d requests series, want only primary/%s", got, outcome)
+					}
+					if got := testutil.ToFloat64(m.inflight.WithLabelValues("primary")); got != 0 {
+						t.Errorf("inflight = %v after the call, want 0", got)
+					}
+				})
 			})
-		})
+		}
 	}
 }
 
@@ -244,20 +247,38 @@ func TestNoMetrics(t *testing.T) {
 }
 
 // The tokens each backend reported are counted by direction, for what a
-// day of classification costs.
+// day of classification costs. Anthropic's cache writes and reads are
+// input tokens too.
 func TestMetricsTokens(t *testing.T) {
-	fake := fakellm.Start(t, fakellm.Always(fakellm.Reply{InputTokens: 1000, OutputTokens: 20}))
-	m, _ := newTestMetrics(t)
-	c := newMetricsClassifier(t, testConfig(fake.URL()), m)
-	for _, cmd := range []string{"go build ./...", "go test ./...", "go build ./..."} {
-		if _, err := c.Classify(t.Context(), input("Bash", cmd, "")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Two calls reached the backend; the repeat was a cache hit.
-	for dir, want := range map[string]float64{"input": 2000, "output": 40} {
-		if got := testutil.ToFloat64(m.tokens.WithLabelValues("primary", dir)); got != want {
-			t.Errorf("%s tokens = %v, want %v", dir, got, want)
-		}
+	for _, tc := range []struct {
+		api     string
+		reply   fakellm.Reply
+		in, out float64 // per upstream call
+	}{
+		{APIChat, fakellm.Reply{InputTokens: 1000, OutputTokens: 20}, 1000, 20},
+		{APIResponses, fakellm.Reply{InputTokens: 1000, OutputTokens: 20}, 1000, 20},
+		{APIAnthropic, fakellm.Reply{InputTokens: 1000, OutputTokens: 20}, 1000, 20},
+		{APIAnthropic, fakellm.Reply{InputTokens: 100, CacheCreationTokens: 900, CacheReadTokens: 50, OutputTokens: 20}, 1050, 20},
+	} {
+		t.Run(tc.api, func(t *testing.T) {
+			fake := fakellm.Start(t, fakellm.Always(tc.reply))
+			m, _ := newTestMetrics(t)
+			c := newMetricsClassifier(t, apiConfig(tc.api, fake.URL()), m)
+			for _, cmd := range []string{"go build ./...", "go test ./...", "go build ./..."} {
+				v, err := c.Classify(t.Context(), input("Bash", cmd, ""))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := v.Details; !v.Cached && (float64(d.InputTokens) != tc.in || float64(d.OutputTokens) != tc.out) {
+					t.Errorf("details: %d in, %d out; want %v, %v", d.InputTokens, d.OutputTokens, tc.in, tc.out)
+				}
+			}
+			// Two calls reached the backend; the repeat was a cache hit.
+			for dir, want := range map[string]float64{"input": 2 * tc.in, "output": 2 * tc.out} {
+				if got := testutil.ToFloat64(m.tokens.WithLabelValues("primary", dir)); got != want {
+					t.Errorf("%s tokens = %v, want %v", dir, got, want)
+				}
+			}
+		})
 	}
 }

@@ -1,11 +1,13 @@
-// Package fakellm is an OpenAI-compatible fake LLM server for tests and
-// demos. It answers the two endpoints toolgate's classifier uses through
-// github.com/openai/openai-go/v3, POST {base}/chat/completions and
-// POST {base}/responses, with a tool call to the function the request forced
-// through tool_choice (classify_result by default), whose arguments carry a
-// verdict chosen by a [Handler]. It can also inject faults: rate limits,
-// server errors, hangs, connection resets, malformed answers and hostile
-// bodies (JSON null, an oversized answer, a gzip bomb, a slow drip).
+// Package fakellm is an OpenAI-compatible (and Anthropic Messages API) fake
+// LLM server for tests and demos. It answers the endpoints toolgate's
+// classifier uses: through github.com/openai/openai-go/v3,
+// POST {base}/chat/completions and POST {base}/responses, and through
+// github.com/anthropics/anthropic-sdk-go, POST /v1/messages. Each answer is
+// a tool call to the function the request forced through tool_choice
+// (classify_result by default), whose arguments carry a verdict chosen by a
+// [Handler]. It can also inject faults: rate limits, server errors, hangs,
+// connection resets, malformed answers and hostile bodies (JSON null, an
+// oversized answer, a gzip bomb, a slow drip), in each API's shapes.
 //
 // In a test:
 //
@@ -13,6 +15,9 @@
 //	client := openai.NewClient(option.WithBaseURL(srv.URL()), option.WithAPIKey("k"))
 //	...
 //	reqs := srv.Requests() // what the client sent
+//
+// An Anthropic client takes [Server.AnthropicURL] (http://host:port, like
+// ANTHROPIC_BASE_URL; the SDK adds /v1/messages).
 //
 // A [Server] is also an [http.Handler], so it can be wrapped by
 // httptest.NewServer (its base URL is then ts.URL + "/v1"; call
@@ -29,6 +34,9 @@
 //     default). Reply.RetryAfter < 0 makes it retry at once;
 //   - a non-2xx answer becomes an *openai.Error carrying the status and the
 //     error body's code, type and message.
+//
+// anthropic-sdk-go behaves alike (two retries by default, retry-after-ms
+// then Retry-After); its error answers are *anthropic.Error.
 //
 // The package uses the standard library only and does not import "testing":
 // [Start] takes the small [TB] interface, which *testing.T, *testing.B and
@@ -48,6 +56,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +68,8 @@ const (
 	APIChat = "chat"
 	// APIResponses is POST {base}/responses.
 	APIResponses = "responses"
+	// APIAnthropic is POST /v1/messages, Anthropic's Messages API.
+	APIAnthropic = "anthropic"
 )
 
 // Endpoint paths the server answers; anything else is 404.
@@ -67,7 +78,14 @@ const (
 	ChatPath = "/v1/chat/completions"
 	// ResponsesPath is the Responses endpoint.
 	ResponsesPath = "/v1/responses"
+	// MessagesPath is the Messages API endpoint.
+	MessagesPath = "/v1/messages"
 )
+
+// AnthropicVersion is the anthropic-version header value the Messages API
+// endpoint expects (as anthropic-sdk-go sends it); a request without it, or
+// with another value, is answered 400.
+const AnthropicVersion = "2023-06-01"
 
 // DefaultTool is the function answered when the request does not force one
 // through tool_choice and offers a function of this name (or no function).
@@ -80,7 +98,11 @@ const maxBody = 16 << 20
 type Fault string
 
 // The faults. Every one except FaultHang and FaultReset happens after
-// Reply.Latency has passed.
+// Reply.Latency has passed. Error answers have the API's error shape:
+// {"error":{"message","type","param","code"}} for OpenAI, and
+// {"type":"error","error":{"type","message"}} for the Messages API, whose
+// error type follows the status (rate_limit_error for 429, api_error for
+// 500, invalid_request_error for 400...).
 const (
 	// FaultNone answers normally.
 	FaultNone Fault = ""
@@ -105,15 +127,23 @@ const (
 	FaultReset Fault = "reset"
 	// FaultNoToolCall answers 200 with a plain assistant text (Reply.Reason,
 	// or a refusal-like sentence) and no tool call; finish_reason "stop"
-	// for chat, a "message" output item for responses.
+	// for chat, a "message" output item for responses, a text block and
+	// stop_reason "end_turn" for messages.
 	FaultNoToolCall Fault = "no_tool_call"
 	// FaultMalformed answers 200 with a tool call whose arguments string is
-	// not valid JSON (a truncated object).
+	// not valid JSON (a truncated object). The Messages API has no
+	// arguments string: its tool_use input is what was complete when the
+	// answer was cut (the last field missing), with stop_reason
+	// "max_tokens".
 	FaultMalformed Fault = "malformed"
 	// FaultWrongSchema answers 200 with a tool call whose arguments are
 	// valid JSON of the wrong shape: should_block is the string "yes" or
 	// "no" and reason is missing.
 	FaultWrongSchema Fault = "wrong_schema"
+	// FaultSeveralToolCalls answers 200 with two calls of the tool in one
+	// answer: the first with the Reply's verdict, the second with the
+	// opposite one.
+	FaultSeveralToolCalls Fault = "several_tool_calls"
 	// FaultNullBody answers 200 with the JSON body null, as a misbehaving
 	// proxy or gateway may.
 	FaultNullBody Fault = "null_body"
@@ -146,19 +176,21 @@ const (
 // Faults lists every fault except FaultNone, in a stable order.
 var Faults = []Fault{
 	FaultRateLimit, FaultServerError, FaultBadRequest, FaultHang, FaultReset,
-	FaultNoToolCall, FaultMalformed, FaultWrongSchema,
+	FaultNoToolCall, FaultMalformed, FaultWrongSchema, FaultSeveralToolCalls,
 	FaultNullBody, FaultOversized, FaultGzipBomb, FaultSlowDrip,
 }
 
 // Tool is one function tool definition offered by a request.
 type Tool struct {
-	// Type is the tool type, "function" for function tools.
+	// Type is the tool type: "function" for OpenAI function tools; for the
+	// Messages API, "custom" or "" (as sent) for client tools.
 	Type string
 	// Name is the function name.
 	Name string
 	// Description is the function description.
 	Description string
-	// Parameters is the JSON schema of the arguments, as sent.
+	// Parameters is the JSON schema of the arguments, as sent (the
+	// Messages API's input_schema).
 	Parameters json.RawMessage
 	// Strict reports "strict": true.
 	Strict bool
@@ -171,7 +203,7 @@ type Tool struct {
 type Request struct {
 	// Index is the 0-based arrival order among recorded requests.
 	Index int
-	// API is APIChat or APIResponses.
+	// API is APIChat, APIResponses or APIAnthropic.
 	API string
 	// Path is the URL path.
 	Path string
@@ -184,17 +216,20 @@ type Request struct {
 	// Tools are the tool definitions offered.
 	Tools []Tool
 	// System is the system text: the responses "instructions", then the
-	// text of every "system" and "developer" message, joined by "\n".
+	// text of every "system" and "developer" message, joined by "\n"; for
+	// the Messages API, the "system" string or its text blocks' text.
 	System string
 	// User is the text of every "user" message, joined by "\n" (a plain
 	// string responses input counts as a user message).
 	User string
 	// MaxTokens is max_completion_tokens (else max_tokens) for chat,
-	// max_output_tokens for responses; 0 if absent.
+	// max_output_tokens for responses, max_tokens for messages; 0 if
+	// absent.
 	MaxTokens int64
 	// Temperature is the requested temperature, nil if absent.
 	Temperature *float64
-	// Header holds the request headers (Authorization, X-Stainless-*...).
+	// Header holds the request headers (Authorization or X-Api-Key,
+	// X-Stainless-*...).
 	Header http.Header
 	// Body is the raw request body.
 	Body []byte
@@ -260,6 +295,15 @@ type Reply struct {
 	// they are estimated as one token per 4 bytes of the system and user
 	// text, and of the arguments (or text) answered.
 	InputTokens, OutputTokens int
+	// CacheCreationTokens and CacheReadTokens are the Messages API's
+	// cache_creation_input_tokens and cache_read_input_tokens. When they
+	// and InputTokens are 0, the fake simulates prompt caching: a request
+	// whose system text ends in a block marked cache_control reports that
+	// system text (estimated) as written to the cache the first time the
+	// server sees it with the same model and tools, and as read from it
+	// afterwards, and input_tokens counts only the rest. The real API's
+	// minimum cacheable length and cache lifetime are not simulated.
+	CacheCreationTokens, CacheReadTokens int
 }
 
 // Handler decides the reply for each request. It may be called
@@ -269,9 +313,10 @@ type Handler func(*Request) Reply
 // Option configures a Server.
 type Option func(*Server)
 
-// WithAPIKey makes the server require "Authorization: Bearer <key>"; a
-// request without it, or with another key, is answered 401 with code
-// "invalid_api_key".
+// WithAPIKey makes the server require "Authorization: Bearer <key>" (for
+// the Messages API, "x-api-key: <key>"); a request without it, or with
+// another key, is answered 401 (code "invalid_api_key"; the Messages API's
+// "authentication_error").
 func WithAPIKey(key string) Option {
 	return func(s *Server) { s.apiKey = key }
 }
@@ -296,6 +341,7 @@ type Server struct {
 	closed   bool
 	hs       *http.Server
 	url      string
+	cached   map[[32]byte]bool // prompt-cache prefixes seen (Messages API)
 
 	inflight    sync.WaitGroup
 	release     chan struct{} // closed by Close and Shutdown: ends hangs
@@ -368,12 +414,19 @@ func (s *Server) Listen(addr string) error {
 	return nil
 }
 
-// URL returns the base URL to give the client, "http://host:port/v1", once
-// Listen has succeeded ("" before).
+// URL returns the base URL to give an OpenAI client,
+// "http://host:port/v1", once Listen has succeeded ("" before).
 func (s *Server) URL() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.url
+}
+
+// AnthropicURL returns the base URL to give an Anthropic client,
+// "http://host:port" (the SDK adds /v1/messages), once Listen has
+// succeeded ("" before).
+func (s *Server) AnthropicURL() string {
+	return strings.TrimSuffix(s.URL(), "/v1")
 }
 
 // SetHandler replaces the handler (nil means DefaultHandler); requests
@@ -497,21 +550,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		api = APIChat
 	case ResponsesPath:
 		api = APIResponses
+	case MessagesPath:
+		api = APIAnthropic
 	default:
-		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url",
+		writeError(w, "", http.StatusNotFound, "invalid_request_error", "unknown_url",
 			fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
 		s.log("%s %s -> 404", r.Method, r.URL.Path)
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
+		writeError(w, api, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
 			fmt.Sprintf("Method %s not allowed for %s, use POST", r.Method, r.URL.Path))
 		s.log("%s %s -> 405", r.Method, r.URL.Path)
 		return
 	}
 	if !s.enter() {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "server_closed", "fakellm: server closed")
+		writeError(w, api, http.StatusServiceUnavailable, "server_error", "server_closed", "fakellm: server closed")
 		return
 	}
 	defer s.inflight.Done()
@@ -528,23 +583,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.record(req)
 	prefix := fmt.Sprintf("#%d %s %s model=%q tool=%q", req.Index, r.Method, r.URL.Path, req.Model, req.Tool)
 
-	if s.apiKey != "" {
-		auth := r.Header.Get("Authorization")
-		if auth == "" {
-			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
-				"You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth.")
-			s.log("%s -> 401 (no key)", prefix)
-			return
-		}
-		if auth != "Bearer "+s.apiKey {
-			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
-				"Incorrect API key provided.")
-			s.log("%s -> 401 (wrong key)", prefix)
-			return
+	if e := s.checkAuth(r, api); e != nil {
+		e.write(w, api)
+		s.log("%s -> %d (%s)", prefix, e.status, e.message)
+		return
+	}
+	if api == APIAnthropic {
+		switch v := r.Header.Get("Anthropic-Version"); {
+		case v == "":
+			perr = invalid("anthropic-version: header is required")
+		case v != AnthropicVersion:
+			perr = invalid(fmt.Sprintf("anthropic-version: %q is not a valid version", v))
 		}
 	}
 	if perr != nil {
-		perr.write(w)
+		perr.write(w, api)
 		s.log("%s -> %d %s", prefix, perr.status, perr.message)
 		return
 	}
@@ -553,6 +606,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	outcome := s.respond(w, r, req, reply)
 	s.log("%s -> %s block=%t fault=%q in %s", prefix, outcome, reply.Block, reply.Fault,
 		time.Since(start).Round(time.Millisecond))
+}
+
+// checkAuth checks the API key, when one is required: Authorization for
+// OpenAI, x-api-key for the Messages API.
+func (s *Server) checkAuth(r *http.Request, api string) *apiError {
+	if s.apiKey == "" {
+		return nil
+	}
+	unauthorized := func(msg string) *apiError {
+		return &apiError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key", message: msg}
+	}
+	if api == APIAnthropic {
+		switch key := r.Header.Get("X-Api-Key"); {
+		case key == "":
+			return unauthorized("x-api-key header is required")
+		case key != s.apiKey:
+			return unauthorized("invalid x-api-key")
+		}
+		return nil
+	}
+	switch auth := r.Header.Get("Authorization"); {
+	case auth == "":
+		return unauthorized("You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth.")
+	case auth != "Bearer "+s.apiKey:
+		return unauthorized("Incorrect API key provided.")
+	}
+	return nil
 }
 
 // respond carries out reply and describes what it did.
@@ -592,21 +672,21 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req *Request, r
 
 	switch reply.Fault {
 	case FaultRateLimit:
-		writeError(w, http.StatusTooManyRequests, "requests", "rate_limit_exceeded",
+		writeError(w, req.API, http.StatusTooManyRequests, "requests", "rate_limit_exceeded",
 			"Rate limit reached for requests (fakellm). Please try again later.")
 		return "429"
 	case FaultServerError:
-		writeError(w, http.StatusInternalServerError, "server_error", "server_error",
+		writeError(w, req.API, http.StatusInternalServerError, "server_error", "server_error",
 			"The server had an error while processing your request (fakellm).")
 		return "500"
 	case FaultBadRequest:
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request",
+		writeError(w, req.API, http.StatusBadRequest, "invalid_request_error", "invalid_request",
 			"Invalid request (fakellm injected fault).")
 		return "400"
 	case FaultReset:
 		dropConn(w)
 		return "reset"
-	case FaultNone, FaultNoToolCall, FaultMalformed, FaultWrongSchema:
+	case FaultNone, FaultNoToolCall, FaultMalformed, FaultWrongSchema, FaultSeveralToolCalls:
 		writeJSON(w, http.StatusOK, s.answer(req, reply))
 		return "200"
 	case FaultNullBody:
@@ -621,7 +701,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req *Request, r
 	case FaultSlowDrip:
 		return s.drip(ctx, w, s.answerBytes(req, reply))
 	default:
-		writeError(w, http.StatusInternalServerError, "fakellm_error", "unknown_fault",
+		writeError(w, req.API, http.StatusInternalServerError, "fakellm_error", "unknown_fault",
 			fmt.Sprintf("fakellm: unknown fault %q", reply.Fault))
 		return "500 (unknown fault)"
 	}
@@ -766,7 +846,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// apiError is an OpenAI-style error answer.
+// apiError is an error answer, written in the shape of the API asked.
 type apiError struct {
 	status             int
 	typ, code, message string
@@ -776,8 +856,8 @@ func invalid(msg string) *apiError {
 	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_request", message: msg}
 }
 
-func (e *apiError) write(w http.ResponseWriter) {
-	writeError(w, e.status, e.typ, e.code, e.message)
+func (e *apiError) write(w http.ResponseWriter, api string) {
+	writeError(w, api, e.status, e.typ, e.code, e.message)
 }
 
 type errorBody struct {
@@ -791,7 +871,46 @@ type errorDetail struct {
 	Code    string  `json:"code"`
 }
 
-// writeError writes {"error":{"message","type","param":null,"code"}}.
-func writeError(w http.ResponseWriter, status int, typ, code, message string) {
+// anthropicErrorBody is {"type":"error","error":{"type","message"}}.
+type anthropicErrorBody struct {
+	Type  string               `json:"type"`
+	Error anthropicErrorDetail `json:"error"`
+}
+
+type anthropicErrorDetail struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// writeError writes {"error":{"message","type","param":null,"code"}}, or
+// for the Messages API {"type":"error","error":{"type","message"}} with
+// the error type of status (typ and code are OpenAI's).
+func writeError(w http.ResponseWriter, api string, status int, typ, code, message string) {
+	if api == APIAnthropic {
+		writeJSON(w, status, anthropicErrorBody{Type: "error", Error: anthropicErrorDetail{Type: anthropicErrorType(status), Message: message}})
+		return
+	}
 	writeJSON(w, status, errorBody{Error: errorDetail{Message: message, Type: typ, Code: code}})
+}
+
+// anthropicErrorType is the Messages API's error type for status.
+func anthropicErrorType(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case 529:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "api_error"
+	}
+	return "invalid_request_error"
 }

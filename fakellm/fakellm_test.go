@@ -67,21 +67,75 @@ func responsesBody(tool, system, user string) map[string]any {
 	}
 }
 
+// messagesBody is a Messages API request forcing tool, shaped like what
+// anthropic-sdk-go sends for toolgate: the system prompt as a text block
+// marked for caching.
+func messagesBody(tool, system, user string) map[string]any {
+	return map[string]any{
+		"model":      "claude-test",
+		"max_tokens": 64,
+		"system":     []any{map[string]any{"type": "text", "text": system, "cache_control": map[string]any{"type": "ephemeral"}}},
+		"messages": []any{
+			map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": user}}},
+		},
+		"tools": []any{map[string]any{
+			"name": tool, "description": "classify", "input_schema": schemaFor(tool),
+		}},
+		"tool_choice": map[string]any{"type": "tool", "name": tool, "disable_parallel_tool_use": true},
+	}
+}
+
 func bodyFor(api, tool, system, user string) map[string]any {
-	if api == fakellm.APIChat {
+	switch api {
+	case fakellm.APIChat:
 		return chatBody(tool, system, user)
+	case fakellm.APIAnthropic:
+		return messagesBody(tool, system, user)
 	}
 	return responsesBody(tool, system, user)
 }
 
+// pathFor is api's endpoint, relative to Server.URL.
 func pathFor(api string) string {
-	if api == fakellm.APIChat {
+	switch api {
+	case fakellm.APIChat:
 		return "/chat/completions"
+	case fakellm.APIAnthropic:
+		return "/messages"
 	}
 	return "/responses"
 }
 
-var apis = []string{fakellm.APIChat, fakellm.APIResponses}
+// headerFor is what every request of api carries: anthropic-version for
+// the Messages API.
+func headerFor(api string) http.Header {
+	if api == fakellm.APIAnthropic {
+		return http.Header{"Anthropic-Version": {fakellm.AnthropicVersion}}
+	}
+	return nil
+}
+
+// withHeader is headerFor(api) with more headers.
+func withHeader(api string, h http.Header) http.Header {
+	out := headerFor(api)
+	if out == nil {
+		out = http.Header{}
+	}
+	for k, v := range h {
+		out[k] = v
+	}
+	return out
+}
+
+// modelFor is the model of bodyFor(api, ...).
+func modelFor(api string) string {
+	if api == fakellm.APIAnthropic {
+		return "claude-test"
+	}
+	return "gpt-test"
+}
+
+var apis = []string{fakellm.APIChat, fakellm.APIResponses, fakellm.APIAnthropic}
 
 // ---- HTTP helpers ----
 
@@ -125,7 +179,7 @@ func send(ctx context.Context, client *http.Client, method, url string, body any
 // error.
 func post(t *testing.T, srv *fakellm.Server, api string, body any) result {
 	t.Helper()
-	r := send(t.Context(), http.DefaultClient, http.MethodPost, srv.URL()+pathFor(api), body, nil)
+	r := send(t.Context(), http.DefaultClient, http.MethodPost, srv.URL()+pathFor(api), body, headerFor(api))
 	if r.err != nil {
 		t.Fatalf("POST %s: %v", pathFor(api), r.err)
 	}
@@ -201,6 +255,28 @@ type responseObject struct {
 	} `json:"usage"`
 }
 
+type message struct {
+	ID           string  `json:"id"`
+	Type         string  `json:"type"`
+	Role         string  `json:"role"`
+	Model        string  `json:"model"`
+	StopReason   string  `json:"stop_reason"`
+	StopSequence *string `json:"stop_sequence"`
+	Content      []struct {
+		Type  string          `json:"type"`
+		ID    string          `json:"id"`
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+		Text  string          `json:"text"`
+	} `json:"content"`
+	Usage struct {
+		InputTokens              int `json:"input_tokens"`
+		OutputTokens             int `json:"output_tokens"`
+		CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	} `json:"usage"`
+}
+
 type verdict struct {
 	Thinking    string `json:"thinking"`
 	ShouldBlock bool   `json:"should_block"`
@@ -242,6 +318,25 @@ func toolCall(t *testing.T, api string, r result) (name, args string) {
 			t.Errorf("usage: %+v", u)
 		}
 		return tc.Function.Name, tc.Function.Arguments
+	}
+	if api == fakellm.APIAnthropic {
+		var m message
+		decode(t, r.body, &m)
+		if !strings.HasPrefix(m.ID, "msg_") || m.Type != "message" || m.Role != "assistant" || m.Model != "claude-test" ||
+			m.StopReason != "tool_use" || m.StopSequence != nil || !bytes.Contains(r.body, []byte(`"stop_sequence":null`)) {
+			t.Errorf("envelope: %s", r.body)
+		}
+		if len(m.Content) != 1 {
+			t.Fatalf("content: %s", r.body)
+		}
+		b := m.Content[0]
+		if b.Type != "tool_use" || !strings.HasPrefix(b.ID, "toolu_") || !bytes.HasPrefix(b.Input, []byte("{")) {
+			t.Errorf("content block: %s", r.body)
+		}
+		if u := m.Usage; u.InputTokens+u.CacheCreationInputTokens+u.CacheReadInputTokens <= 0 || u.OutputTokens <= 0 {
+			t.Errorf("usage: %+v", u)
+		}
+		return b.Name, string(b.Input)
 	}
 	var o responseObject
 	decode(t, r.body, &o)
@@ -297,6 +392,9 @@ func TestURL(t *testing.T) {
 	srv := fakellm.Start(t, nil)
 	if u := srv.URL(); !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.HasSuffix(u, "/v1") {
 		t.Errorf("URL() = %q", u)
+	}
+	if u := srv.AnthropicURL(); u+"/v1" != srv.URL() {
+		t.Errorf("AnthropicURL() = %q", u)
 	}
 }
 
@@ -354,9 +452,12 @@ func TestForcedTool(t *testing.T) {
 
 		// Without a schema, classify_fast still gets only should_block.
 		b := bodyFor(api, "classify_fast", "s", "u")
-		if api == fakellm.APIChat {
+		switch api {
+		case fakellm.APIChat:
 			b["tools"] = []any{map[string]any{"type": "function", "function": map[string]any{"name": "classify_fast"}}}
-		} else {
+		case fakellm.APIAnthropic:
+			b["tools"] = []any{map[string]any{"name": "classify_fast"}}
+		default:
 			b["tools"] = []any{map[string]any{"type": "function", "name": "classify_fast"}}
 		}
 		if _, args := toolCall(t, api, post(t, srv, api, b)); !slices.Equal(argKeys(t, args), []string{"should_block"}) {
@@ -366,12 +467,18 @@ func TestForcedTool(t *testing.T) {
 		// Not forced: classify_result is picked among the tools offered.
 		b = bodyFor(api, "classify_result", "s", "u")
 		tools := b["tools"].([]any)
-		if api == fakellm.APIChat {
+		switch api {
+		case fakellm.APIChat:
 			b["tools"] = append([]any{map[string]any{"type": "function", "function": map[string]any{"name": "other"}}}, tools...)
-		} else {
+			b["tool_choice"] = "required"
+		case fakellm.APIAnthropic:
+			// A server tool is never answered; a client tool may be.
+			b["tools"] = append([]any{map[string]any{"type": "web_search_20250305", "name": "web_search"}, map[string]any{"name": "other"}}, tools...)
+			b["tool_choice"] = map[string]any{"type": "any"}
+		default:
 			b["tools"] = append([]any{map[string]any{"type": "function", "name": "other"}}, tools...)
+			b["tool_choice"] = "required"
 		}
-		b["tool_choice"] = "required"
 		if name, args := toolCall(t, api, post(t, srv, api, b)); name != "classify_result" {
 			t.Errorf("%s: unforced function %q", api, name)
 		} else {
@@ -395,16 +502,21 @@ func TestArgumentsFollowSchema(t *testing.T) {
 
 func TestRequestsRecorded(t *testing.T) {
 	srv := fakellm.Start(t, nil, fakellm.WithAPIKey("sk-test"))
-	auth := http.Header{"Authorization": {"Bearer sk-test"}}
+	auth := func(api string) http.Header {
+		if api == fakellm.APIAnthropic {
+			return withHeader(api, http.Header{"X-Api-Key": {"sk-test"}})
+		}
+		return http.Header{"Authorization": {"Bearer sk-test"}}
+	}
 	for _, api := range apis {
 		r := send(t.Context(), http.DefaultClient, http.MethodPost, srv.URL()+pathFor(api),
-			bodyFor(api, "classify_fast", "You are a classifier.", "transcript: BLOCKME"), auth)
+			bodyFor(api, "classify_fast", "You are a classifier.", "transcript: BLOCKME"), auth(api))
 		if r.err != nil || r.resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %v %s", api, r.err, r.body)
 		}
 	}
 	reqs := srv.Requests()
-	if len(reqs) != 2 || srv.Count() != 2 {
+	if len(reqs) != 3 || srv.Count() != 3 {
 		t.Fatalf("%d requests recorded, Count %d", len(reqs), srv.Count())
 	}
 	for i, api := range apis {
@@ -412,28 +524,36 @@ func TestRequestsRecorded(t *testing.T) {
 		wantSystem := "You are a classifier."
 		wantMax := int64(256)
 		wantPath := "/v1/chat/completions"
-		if api == fakellm.APIResponses {
+		wantType, wantStrict := "function", true
+		switch api {
+		case fakellm.APIResponses:
 			wantSystem += "\ndev note"
 			wantMax = 128
 			wantPath = "/v1/responses"
+		case fakellm.APIAnthropic:
+			wantMax = 64
+			wantPath = "/v1/messages"
+			wantType, wantStrict = "", false
 		}
-		if r.Index != i || r.API != api || r.Path != wantPath || r.Model != "gpt-test" || r.Tool != "classify_fast" ||
+		if r.Index != i || r.API != api || r.Path != wantPath || r.Model != modelFor(api) || r.Tool != "classify_fast" ||
 			r.System != wantSystem || r.User != "transcript: BLOCKME" || r.MaxTokens != wantMax {
 			t.Errorf("%s: recorded %+v", api, r)
 		}
-		if r.Header.Get("Authorization") != "Bearer sk-test" {
-			t.Errorf("%s: Authorization %q", api, r.Header.Get("Authorization"))
+		for k, v := range auth(api) {
+			if r.Header.Get(k) != v[0] {
+				t.Errorf("%s: %s %q", api, k, r.Header.Get(k))
+			}
 		}
-		if len(r.Tools) != 1 || r.Tools[0].Name != "classify_fast" || r.Tools[0].Type != "function" || !r.Tools[0].Strict ||
-			!json.Valid(r.Tools[0].Parameters) || !json.Valid(r.Tools[0].Raw) || r.ToolDef("classify_fast") == nil {
+		if len(r.Tools) != 1 || r.Tools[0].Name != "classify_fast" || r.Tools[0].Type != wantType || r.Tools[0].Strict != wantStrict ||
+			!bytes.Contains(r.Tools[0].Parameters, []byte(`"should_block"`)) || !json.Valid(r.Tools[0].Raw) || r.ToolDef("classify_fast") == nil {
 			t.Errorf("%s: tools %+v", api, r.Tools)
 		}
 		if !json.Valid(r.Body) || !json.Valid(r.ToolChoice) || r.Received.IsZero() {
 			t.Errorf("%s: body %s, tool_choice %s", api, r.Body, r.ToolChoice)
 		}
 	}
-	if reqs[0].Temperature == nil || *reqs[0].Temperature != 0 || reqs[1].Temperature != nil {
-		t.Errorf("temperatures %v %v", reqs[0].Temperature, reqs[1].Temperature)
+	if reqs[0].Temperature == nil || *reqs[0].Temperature != 0 || reqs[1].Temperature != nil || reqs[2].Temperature != nil {
+		t.Errorf("temperatures %v %v %v", reqs[0].Temperature, reqs[1].Temperature, reqs[2].Temperature)
 	}
 	// Requests returns copies.
 	reqs[0].User = "changed"
@@ -464,6 +584,34 @@ type errorBody struct {
 	} `json:"error"`
 }
 
+type anthropicError struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// checkAnthropicError checks a Messages API error answer.
+func checkAnthropicError(t *testing.T, r result, status int, typ string) {
+	t.Helper()
+	if r.resp.StatusCode != status {
+		t.Fatalf("status %d, want %d (body %s)", r.resp.StatusCode, status, r.body)
+	}
+	if ct := r.resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	var e anthropicError
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		t.Fatalf("error body %s: %v", r.body, err)
+	}
+	if e.Type != "error" || e.Error.Type != typ || e.Error.Message == "" {
+		t.Errorf("error body %s, want type %q", r.body, typ)
+	}
+}
+
 // checkError checks an OpenAI error answer.
 func checkError(t *testing.T, r result, status int, typ, code string) {
 	t.Helper()
@@ -489,21 +637,26 @@ func TestErrorFaults(t *testing.T) {
 		reply     fakellm.Reply
 		status    int
 		typ, code string
+		anthropic string // the Messages API's error type
 		// Retry-After and retry-after-ms, "" when absent.
 		retryAfter, retryAfterMs string
 	}{
-		{fakellm.Reply{Fault: fakellm.FaultRateLimit}, 429, "requests", "rate_limit_exceeded", "1", "1000"},
-		{fakellm.Reply{Fault: fakellm.FaultRateLimit, RetryAfter: 1500 * time.Millisecond}, 429, "requests", "rate_limit_exceeded", "2", "1500"},
-		{fakellm.Reply{Fault: fakellm.FaultRateLimit, RetryAfter: -1}, 429, "requests", "rate_limit_exceeded", "0", "0"},
-		{fakellm.Reply{Fault: fakellm.FaultServerError}, 500, "server_error", "server_error", "", ""},
-		{fakellm.Reply{Fault: fakellm.FaultServerError, RetryAfter: 250 * time.Millisecond}, 500, "server_error", "server_error", "1", "250"},
-		{fakellm.Reply{Fault: fakellm.FaultBadRequest}, 400, "invalid_request_error", "invalid_request", "", ""},
-		{fakellm.Reply{Fault: "no_such_fault"}, 500, "fakellm_error", "unknown_fault", "", ""},
+		{fakellm.Reply{Fault: fakellm.FaultRateLimit}, 429, "requests", "rate_limit_exceeded", "rate_limit_error", "1", "1000"},
+		{fakellm.Reply{Fault: fakellm.FaultRateLimit, RetryAfter: 1500 * time.Millisecond}, 429, "requests", "rate_limit_exceeded", "rate_limit_error", "2", "1500"},
+		{fakellm.Reply{Fault: fakellm.FaultRateLimit, RetryAfter: -1}, 429, "requests", "rate_limit_exceeded", "rate_limit_error", "0", "0"},
+		{fakellm.Reply{Fault: fakellm.FaultServerError}, 500, "server_error", "server_error", "api_error", "", ""},
+		{fakellm.Reply{Fault: fakellm.FaultServerError, RetryAfter: 250 * time.Millisecond}, 500, "server_error", "server_error", "api_error", "1", "250"},
+		{fakellm.Reply{Fault: fakellm.FaultBadRequest}, 400, "invalid_request_error", "invalid_request", "invalid_request_error", "", ""},
+		{fakellm.Reply{Fault: "no_such_fault"}, 500, "fakellm_error", "unknown_fault", "api_error", "", ""},
 	} {
 		srv := fakellm.Start(t, fakellm.Always(tc.reply))
 		for _, api := range apis {
 			r := post(t, srv, api, bodyFor(api, "classify_result", "s", "u"))
-			checkError(t, r, tc.status, tc.typ, tc.code)
+			if api == fakellm.APIAnthropic {
+				checkAnthropicError(t, r, tc.status, tc.anthropic)
+			} else {
+				checkError(t, r, tc.status, tc.typ, tc.code)
+			}
 			if got := r.resp.Header.Get("Retry-After"); got != tc.retryAfter {
 				t.Errorf("%s %+v: Retry-After %q, want %q", api, tc.reply, got, tc.retryAfter)
 			}
@@ -530,6 +683,58 @@ func TestNoToolCall(t *testing.T) {
 		len(o.Output[0].Content) != 1 || o.Output[0].Content[0].Type != "output_text" || o.Output[0].Content[0].Text != "I won't." {
 		t.Errorf("responses: %d %s", r.resp.StatusCode, r.body)
 	}
+	r = post(t, srv, fakellm.APIAnthropic, messagesBody("classify_result", "s", "u"))
+	var m message
+	decode(t, r.body, &m)
+	if r.resp.StatusCode != 200 || m.StopReason != "end_turn" || len(m.Content) != 1 || m.Content[0].Type != "text" || m.Content[0].Text != "I won't." {
+		t.Errorf("messages: %d %s", r.resp.StatusCode, r.body)
+	}
+}
+
+// TestSeveralToolCalls: two calls of the forced tool, the Reply's verdict
+// first and the opposite one after.
+func TestSeveralToolCalls(t *testing.T) {
+	srv := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultSeveralToolCalls, Block: true}))
+	for _, api := range apis {
+		r := post(t, srv, api, bodyFor(api, "classify_result", "s", "u"))
+		if r.resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", api, r.resp.StatusCode, r.body)
+		}
+		type call struct{ id, name, args string }
+		var calls []call
+		switch api {
+		case fakellm.APIChat:
+			var c chatCompletion
+			decode(t, r.body, &c)
+			if len(c.Choices) != 1 || c.Choices[0].FinishReason != "tool_calls" {
+				t.Fatalf("chat: %s", r.body)
+			}
+			for _, tc := range c.Choices[0].Message.ToolCalls {
+				calls = append(calls, call{tc.ID, tc.Function.Name, tc.Function.Arguments})
+			}
+		case fakellm.APIResponses:
+			var o responseObject
+			decode(t, r.body, &o)
+			for _, it := range o.Output {
+				calls = append(calls, call{it.ID, it.Name, it.Arguments})
+			}
+		case fakellm.APIAnthropic:
+			var m message
+			decode(t, r.body, &m)
+			if m.StopReason != "tool_use" {
+				t.Errorf("messages: %s", r.body)
+			}
+			for _, b := range m.Content {
+				calls = append(calls, call{b.ID, b.Name, string(b.Input)})
+			}
+		}
+		if len(calls) != 2 || calls[0].id == calls[1].id || calls[0].name != "classify_result" || calls[1].name != "classify_result" {
+			t.Fatalf("%s: calls %+v", api, calls)
+		}
+		if !fullVerdict(t, calls[0].args).ShouldBlock || fullVerdict(t, calls[1].args).ShouldBlock {
+			t.Errorf("%s: want block then allow: %+v", api, calls)
+		}
+	}
 }
 
 func TestMalformedAndWrongSchema(t *testing.T) {
@@ -537,13 +742,25 @@ func TestMalformedAndWrongSchema(t *testing.T) {
 	for _, api := range apis {
 		for _, tool := range []string{"classify_result", "classify_fast"} {
 			srv.SetHandler(fakellm.Always(fakellm.Reply{Fault: fakellm.FaultMalformed, Block: true}))
-			name, args := toolCall(t, api, post(t, srv, api, bodyFor(api, tool, "s", "u")))
-			if name != tool || json.Valid([]byte(args)) || !strings.HasPrefix(args, "{") {
-				t.Errorf("%s %s malformed: %s %q", api, tool, name, args)
+			if api == fakellm.APIAnthropic {
+				// The input is an object, with what was complete before
+				// the cut; the stop reason says it was cut.
+				r := post(t, srv, api, bodyFor(api, tool, "s", "u"))
+				var m message
+				decode(t, r.body, &m)
+				want := map[string]string{"classify_result": `{"thinking":"fakellm: canned verdict, no model was consulted.","should_block":true}`, "classify_fast": `{}`}[tool]
+				if r.resp.StatusCode != 200 || m.StopReason != "max_tokens" || len(m.Content) != 1 || m.Content[0].Name != tool || string(m.Content[0].Input) != want {
+					t.Errorf("%s %s malformed: %s", api, tool, r.body)
+				}
+			} else {
+				name, args := toolCall(t, api, post(t, srv, api, bodyFor(api, tool, "s", "u")))
+				if name != tool || json.Valid([]byte(args)) || !strings.HasPrefix(args, "{") {
+					t.Errorf("%s %s malformed: %s %q", api, tool, name, args)
+				}
 			}
 
 			srv.SetHandler(fakellm.Always(fakellm.Reply{Fault: fakellm.FaultWrongSchema, Block: true}))
-			name, args = toolCall(t, api, post(t, srv, api, bodyFor(api, tool, "s", "u")))
+			name, args := toolCall(t, api, post(t, srv, api, bodyFor(api, tool, "s", "u")))
 			var m map[string]any
 			decode(t, []byte(args), &m)
 			if _, isString := m["should_block"].(string); name != tool || !isString {
@@ -563,7 +780,7 @@ func TestMalformedAndWrongSchema(t *testing.T) {
 func TestReset(t *testing.T) {
 	srv := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultReset}))
 	for _, api := range apis {
-		r := send(t.Context(), freshClient(t), http.MethodPost, srv.URL()+pathFor(api), bodyFor(api, "classify_result", "s", "u"), nil)
+		r := send(t.Context(), freshClient(t), http.MethodPost, srv.URL()+pathFor(api), bodyFor(api, "classify_result", "s", "u"), headerFor(api))
 		if r.err == nil {
 			t.Fatalf("%s: got status %d, want a connection error", api, r.resp.StatusCode)
 		}
@@ -571,8 +788,8 @@ func TestReset(t *testing.T) {
 			t.Errorf("%s: %v, want a connection error", api, r.err)
 		}
 	}
-	if srv.Count() != 2 {
-		t.Errorf("Count %d, want 2", srv.Count())
+	if srv.Count() != len(apis) {
+		t.Errorf("Count %d, want %d", srv.Count(), len(apis))
 	}
 }
 
@@ -696,26 +913,61 @@ func TestAPIKey(t *testing.T) {
 	for _, api := range apis {
 		url := srv.URL() + pathFor(api)
 		body := bodyFor(api, "classify_result", "s", "u")
-		for _, auth := range []string{"", "Bearer sk-wrong", "sk-right"} {
-			var h http.Header
+		header, good := "Authorization", "Bearer sk-right"
+		bad := []string{"", "Bearer sk-wrong", "sk-right"}
+		if api == fakellm.APIAnthropic {
+			header, good = "X-Api-Key", "sk-right"
+			bad = []string{"", "sk-wrong", "Bearer sk-right"}
+		}
+		for _, auth := range bad {
+			h := headerFor(api)
 			if auth != "" {
-				h = http.Header{"Authorization": {auth}}
+				h = withHeader(api, http.Header{header: {auth}})
 			}
 			r := send(t.Context(), http.DefaultClient, http.MethodPost, url, body, h)
 			if r.err != nil {
 				t.Fatal(r.err)
 			}
-			checkError(t, r, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key")
+			if api == fakellm.APIAnthropic {
+				checkAnthropicError(t, r, http.StatusUnauthorized, "authentication_error")
+			} else {
+				checkError(t, r, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key")
+			}
 		}
-		r := send(t.Context(), http.DefaultClient, http.MethodPost, url, body, http.Header{"Authorization": {"Bearer sk-right"}})
+		r := send(t.Context(), http.DefaultClient, http.MethodPost, url, body, withHeader(api, http.Header{header: {good}}))
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
 		toolCall(t, api, r)
 	}
-	if srv.Count() != 8 {
-		t.Errorf("Count %d, want 8 (rejected requests are recorded too)", srv.Count())
+	// The Messages API takes its key from x-api-key only.
+	r := send(t.Context(), http.DefaultClient, http.MethodPost, srv.URL()+"/messages", messagesBody("classify_result", "s", "u"),
+		withHeader(fakellm.APIAnthropic, http.Header{"Authorization": {"Bearer sk-right"}}))
+	if r.err != nil {
+		t.Fatal(r.err)
 	}
+	checkAnthropicError(t, r, http.StatusUnauthorized, "authentication_error")
+	if srv.Count() != 13 {
+		t.Errorf("Count %d, want 13 (rejected requests are recorded too)", srv.Count())
+	}
+}
+
+// TestAnthropicVersion: the Messages API requires anthropic-version.
+func TestAnthropicVersion(t *testing.T) {
+	srv := fakellm.Start(t, nil)
+	url := srv.URL() + "/messages"
+	body := messagesBody("classify_result", "s", "u")
+	for _, h := range []http.Header{nil, {"Anthropic-Version": {"2099-01-01"}}} {
+		r := send(t.Context(), http.DefaultClient, http.MethodPost, url, body, h)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		checkAnthropicError(t, r, http.StatusBadRequest, "invalid_request_error")
+		if !bytes.Contains(r.body, []byte("anthropic-version")) {
+			t.Errorf("the error does not name the header: %s", r.body)
+		}
+	}
+	toolCall(t, fakellm.APIAnthropic, post(t, srv, fakellm.APIAnthropic, body))
 }
 
 func TestRouting(t *testing.T) {
@@ -741,6 +993,11 @@ func TestRouting(t *testing.T) {
 			t.Errorf("%s %s: Allow %q", tc.method, tc.path, r.resp.Header.Get("Allow"))
 		}
 	}
+	r := send(t.Context(), http.DefaultClient, http.MethodGet, base+"/v1/messages", nil, headerFor(fakellm.APIAnthropic))
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	checkAnthropicError(t, r, http.StatusMethodNotAllowed, "invalid_request_error")
 	if srv.Count() != 0 {
 		t.Errorf("Count %d, want 0", srv.Count())
 	}
@@ -759,6 +1016,19 @@ func TestInvalidRequests(t *testing.T) {
 	stream["stream"] = true
 	noMessages := chatBody("classify_result", "s", "u")
 	noMessages["messages"] = []any{}
+	noMaxTokens := messagesBody("classify_result", "s", "u")
+	delete(noMaxTokens, "max_tokens")
+	noUserMessage := messagesBody("classify_result", "s", "u")
+	noUserMessage["messages"] = []any{}
+	anthropicStream := messagesBody("classify_result", "s", "u")
+	anthropicStream["stream"] = true
+	unknownAnthropicTool := messagesBody("classify_result", "s", "u")
+	unknownAnthropicTool["tool_choice"] = map[string]any{"type": "tool", "name": "nope"}
+	for _, api := range []string{fakellm.APIAnthropic} {
+		for _, body := range []any{[]byte("{not json"), noMaxTokens, noUserMessage, anthropicStream, unknownAnthropicTool} {
+			checkAnthropicError(t, post(t, srv, api, body), 400, "invalid_request_error")
+		}
+	}
 	for _, tc := range []struct {
 		api  string
 		body any
@@ -868,5 +1138,44 @@ func TestUsageOverride(t *testing.T) {
 	decode(t, post(t, srv, fakellm.APIResponses, responsesBody("classify_result", "s", "u")).body, &o)
 	if o.Usage.InputTokens != 1000 || o.Usage.OutputTokens != 20 || o.Usage.TotalTokens != 1020 {
 		t.Errorf("responses usage %+v", o.Usage)
+	}
+	var m message
+	decode(t, post(t, srv, fakellm.APIAnthropic, messagesBody("classify_result", "s", "u")).body, &m)
+	if m.Usage.InputTokens != 1000 || m.Usage.OutputTokens != 20 || m.Usage.CacheCreationInputTokens != 0 || m.Usage.CacheReadInputTokens != 0 {
+		t.Errorf("messages usage %+v", m.Usage)
+	}
+	srv.SetHandler(fakellm.Always(fakellm.Reply{CacheCreationTokens: 5, CacheReadTokens: 7, OutputTokens: 3}))
+	decode(t, post(t, srv, fakellm.APIAnthropic, messagesBody("classify_result", "s", "u")).body, &m)
+	if m.Usage.InputTokens != 0 || m.Usage.OutputTokens != 3 || m.Usage.CacheCreationInputTokens != 5 || m.Usage.CacheReadInputTokens != 7 {
+		t.Errorf("messages usage %+v", m.Usage)
+	}
+}
+
+// TestPromptCacheSimulation: a system prompt whose last block is marked
+// cache_control is written to the cache on first sight (per model, tools
+// and system) and read afterwards; input_tokens counts the rest.
+func TestPromptCacheSimulation(t *testing.T) {
+	srv := fakellm.Start(t, nil)
+	system := strings.Repeat("policy rules ", 100)
+	usage := func(body map[string]any) (in, write, read int) {
+		t.Helper()
+		var m message
+		decode(t, post(t, srv, fakellm.APIAnthropic, body).body, &m)
+		return m.Usage.InputTokens, m.Usage.CacheCreationInputTokens, m.Usage.CacheReadInputTokens
+	}
+	in1, w1, r1 := usage(messagesBody("classify_result", system, "first action"))
+	in2, w2, r2 := usage(messagesBody("classify_result", system, "later action"))
+	if w1 == 0 || r1 != 0 || w2 != 0 || r2 != w1 || in1 != in2 || in1 >= w1 {
+		t.Errorf("first (in %d, write %d, read %d), second (in %d, write %d, read %d): want written then read", in1, w1, r1, in2, w2, r2)
+	}
+	// Another tool is another prefix.
+	if _, w, r := usage(messagesBody("classify_fast", system, "first action")); w != w1 || r != 0 {
+		t.Errorf("another tool: write %d, read %d; want a new write", w, r)
+	}
+	// Unmarked, nothing is cached.
+	plain := messagesBody("classify_result", system, "first action")
+	plain["system"] = system
+	if in, w, r := usage(plain); w != 0 || r != 0 || in != in1+w1 {
+		t.Errorf("unmarked: in %d, write %d, read %d; want all of it as input", in, w, r)
 	}
 }

@@ -46,6 +46,9 @@ func stream(t *testing.T, client *http.Client, srv *fakellm.Server, api string, 
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headerFor(api) {
+		req.Header[k] = v
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package fakellm
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -36,20 +37,43 @@ type responsesRequest struct {
 	Stream          bool              `json:"stream"`
 }
 
-// inputItem is a chat message or a responses input item.
+// messagesRequest is the subset of a Messages API request the fake reads.
+type messagesRequest struct {
+	Model       string            `json:"model"`
+	System      json.RawMessage   `json:"system"`
+	Messages    []inputItem       `json:"messages"`
+	Tools       []json.RawMessage `json:"tools"`
+	ToolChoice  json.RawMessage   `json:"tool_choice"`
+	MaxTokens   *int64            `json:"max_tokens"`
+	Temperature *float64          `json:"temperature"`
+	Stream      bool              `json:"stream"`
+}
+
+// systemBlock is a text block of a Messages API system prompt.
+type systemBlock struct {
+	Type         string `json:"type"`
+	Text         string `json:"text"`
+	CacheControl *struct {
+		Type string `json:"type"`
+	} `json:"cache_control"`
+}
+
+// inputItem is a chat message, a responses input item or a Messages API
+// message.
 type inputItem struct {
 	Type    string          `json:"type"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 }
 
-// toolWire is a chat tool ({type, function:{...}}) or a responses tool
-// ({type, name, ...}).
+// toolWire is a chat tool ({type, function:{...}}), a responses tool
+// ({type, name, ...}) or a Messages API tool ({name, input_schema, ...}).
 type toolWire struct {
 	Type        string          `json:"type"`
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
+	InputSchema json.RawMessage `json:"input_schema"`
 	Strict      *bool           `json:"strict"`
 	Function    *struct {
 		Name        string          `json:"name"`
@@ -121,6 +145,27 @@ func parseRequest(req *Request) *apiError {
 		if b.Stream {
 			return invalid("fakellm does not support stream=true")
 		}
+	case APIAnthropic:
+		var b messagesRequest
+		if err := json.Unmarshal(req.Body, &b); err != nil {
+			return invalid("The request body is not valid JSON: " + err.Error())
+		}
+		req.Model, tools, choice, req.Temperature = b.Model, b.Tools, b.ToolChoice, b.Temperature
+		if b.MaxTokens != nil {
+			req.MaxTokens = *b.MaxTokens
+		}
+		add("system", flatten(b.System))
+		for _, m := range b.Messages {
+			add(m.Role, flatten(m.Content))
+		}
+		switch {
+		case b.Stream:
+			return invalid("fakellm does not support stream=true")
+		case b.MaxTokens == nil:
+			return invalid("max_tokens: Field required")
+		case len(b.Messages) == 0:
+			return invalid("messages: at least one message is required")
+		}
 	}
 	req.System = strings.Join(system, "\n")
 	req.User = strings.Join(user, "\n")
@@ -133,6 +178,9 @@ func parseRequest(req *Request) *apiError {
 			return invalid("Invalid 'tools': " + err.Error())
 		}
 		t := Tool{Type: tw.Type, Name: tw.Name, Description: tw.Description, Parameters: tw.Parameters, Raw: raw}
+		if req.API == APIAnthropic {
+			t.Parameters = tw.InputSchema
+		}
 		strict := tw.Strict
 		if tw.Function != nil {
 			t.Name, t.Description, t.Parameters = tw.Function.Name, tw.Function.Description, tw.Function.Parameters
@@ -141,7 +189,7 @@ func parseRequest(req *Request) *apiError {
 		t.Strict = strict != nil && *strict
 		req.Tools = append(req.Tools, t)
 	}
-	forced, mode := parseToolChoice(req.ToolChoice)
+	forced, mode := parseToolChoice(req.API, req.ToolChoice)
 	req.Tool = forced
 	if req.Model == "" {
 		return invalid("you must provide a model parameter")
@@ -156,8 +204,9 @@ func parseRequest(req *Request) *apiError {
 }
 
 // parseToolChoice returns the forced function name, or the mode when
-// tool_choice is a string ("auto", "none", "required").
-func parseToolChoice(raw json.RawMessage) (name, mode string) {
+// tool_choice is a string ("auto", "none", "required"); for the Messages
+// API, {"type":"tool","name"} forces and {"type":"any"} is "required".
+func parseToolChoice(api string, raw json.RawMessage) (name, mode string) {
 	if s, ok := jsonString(raw); ok {
 		return "", s
 	}
@@ -168,7 +217,19 @@ func parseToolChoice(raw json.RawMessage) (name, mode string) {
 			Name string `json:"name"`
 		} `json:"function"`
 	}
-	if json.Unmarshal(raw, &c) != nil || c.Type != "function" {
+	err := json.Unmarshal(raw, &c)
+	if api == APIAnthropic {
+		switch {
+		case err != nil:
+			return "", ""
+		case c.Type == "tool":
+			return c.Name, ""
+		case c.Type == "any":
+			return "", "required"
+		}
+		return "", c.Type
+	}
+	if err != nil || c.Type != "function" {
 		return "", c.Type
 	}
 	if c.Function != nil && c.Function.Name != "" {
@@ -223,12 +284,12 @@ func answerTool(req *Request) string {
 	if req.Tool != "" {
 		return req.Tool
 	}
-	if _, mode := parseToolChoice(req.ToolChoice); mode == "none" {
+	if _, mode := parseToolChoice(req.API, req.ToolChoice); mode == "none" {
 		return ""
 	}
 	first := ""
 	for _, t := range req.Tools {
-		if t.Type != "function" {
+		if !callable(req.API, t) {
 			continue
 		}
 		if t.Name == DefaultTool {
@@ -239,6 +300,16 @@ func answerTool(req *Request) string {
 		}
 	}
 	return first
+}
+
+// callable reports whether t is a function the fake may answer with: an
+// OpenAI function tool, or a Messages API client tool (server tools such
+// as web_search have other types).
+func callable(api string, t Tool) bool {
+	if api == APIAnthropic {
+		return t.Type == "" || t.Type == "custom"
+	}
+	return t.Type == "function"
 }
 
 // argFields says which of thinking and reason the arguments carry besides
@@ -263,9 +334,10 @@ func argFields(req *Request, name string) (thinking, reason bool) {
 	return true, true
 }
 
-// arguments builds the arguments string of the tool call, in the order
-// thinking, should_block, reason.
-func arguments(req *Request, name string, reply Reply) string {
+// argumentFields builds the fields of the tool call's arguments, each
+// `"key":value`, in the order thinking, should_block, reason;
+// FaultWrongSchema's are off the schema.
+func argumentFields(req *Request, name string, reply Reply) []string {
 	withThinking, withReason := argFields(req, name)
 	thinking := reply.Thinking
 	if thinking == "" {
@@ -283,18 +355,29 @@ func arguments(req *Request, name string, reply Reply) string {
 	if withThinking {
 		fields = append(fields, `"thinking":`+quote(thinking))
 	}
-	switch reply.Fault {
-	case FaultWrongSchema:
+	if reply.Fault == FaultWrongSchema {
 		verdict := "no"
 		if reply.Block {
 			verdict = "yes"
 		}
-		fields = append(fields, `"should_block":`+quote(verdict))
-		return "{" + strings.Join(fields, ",") + "}"
+		return append(fields, `"should_block":`+quote(verdict))
 	}
 	fields = append(fields, `"should_block":`+strconv.FormatBool(reply.Block))
 	if withReason {
 		fields = append(fields, `"reason":`+quote(reason))
+	}
+	return fields
+}
+
+// arguments builds the arguments of the tool call, a JSON object in the
+// order thinking, should_block, reason. FaultMalformed's are cut: for the
+// OpenAI APIs, whose arguments are a string, within the text, so they are
+// not JSON; for the Messages API, whose input is an object, after the
+// last complete field before the cut (the last field is missing).
+func arguments(req *Request, name string, reply Reply) string {
+	fields := argumentFields(req, name, reply)
+	if reply.Fault == FaultMalformed && req.API == APIAnthropic {
+		return "{" + strings.Join(fields[:len(fields)-1], ",") + "}"
 	}
 	args := "{" + strings.Join(fields, ",") + "}"
 	if reply.Fault == FaultMalformed {
@@ -310,58 +393,83 @@ func estimateTokens(s string) int {
 }
 
 // answer builds the 200 body for req: a forced tool call (or, with
-// FaultNoToolCall or when no function may be called, a text message).
+// FaultNoToolCall or when no function may be called, a text message; with
+// FaultSeveralToolCalls, two calls).
 func (s *Server) answer(req *Request, reply Reply) any {
 	n := s.seq.Add(1)
 	name := answerTool(req)
-	text, args := "", ""
+	text := ""
+	var calls []string // the arguments of each call
 	if reply.Fault == FaultNoToolCall || name == "" {
 		text = reply.Reason
 		if text == "" {
 			text = "I'm sorry, but I can't help with classifying this request."
 		}
 	} else {
-		args = arguments(req, name, reply)
+		calls = append(calls, arguments(req, name, reply))
+		if reply.Fault == FaultSeveralToolCalls {
+			other := Reply{Block: !reply.Block}
+			calls = append(calls, arguments(req, name, other))
+		}
 	}
 	in, out := reply.InputTokens, reply.OutputTokens
 	if in == 0 {
 		in = max(1, estimateTokens(req.System)+estimateTokens(req.User))
 	}
 	if out == 0 {
-		out = max(1, estimateTokens(text+args))
+		out = max(1, estimateTokens(text+strings.Join(calls, "")))
 	}
-	now := time.Now().Unix()
-	if req.API == APIChat {
-		msg := chatMessage{Role: "assistant", Annotations: []struct{}{}}
-		finish := "tool_calls"
-		if args != "" {
-			msg.ToolCalls = []chatToolCall{{
-				ID: fmt.Sprintf("call_fake%06d", n), Type: "function",
-				Function: chatFunction{Name: name, Arguments: args},
-			}}
-		} else {
-			msg.Content = &text
-			finish = "stop"
-		}
-		return chatCompletion{
-			ID: fmt.Sprintf("chatcmpl-fake%06d", n), Object: "chat.completion", Created: now, Model: req.Model,
-			Choices:     []chatChoice{{Index: 0, Message: msg, FinishReason: finish}},
-			Usage:       chatUsage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out},
-			ServiceTier: "default", SystemFingerprint: "fp_fakellm",
-		}
+	switch req.API {
+	case APIChat:
+		return chatAnswer(req, n, name, text, calls, in, out)
+	case APIAnthropic:
+		return s.messagesAnswer(req, reply, n, name, text, calls, out)
 	}
+	return responsesAnswer(req, n, name, text, calls, in, out)
+}
 
-	var item any
-	if args != "" {
-		item = functionCallItem{
-			Type: "function_call", ID: fmt.Sprintf("fc_fake%06d", n), CallID: fmt.Sprintf("call_fake%06d", n),
+// callID is the id of the i-th call of answer n.
+func callID(prefix string, n int64, i int) string {
+	if i == 0 {
+		return fmt.Sprintf("%s%06d", prefix, n)
+	}
+	return fmt.Sprintf("%s%06d_%d", prefix, n, i)
+}
+
+func chatAnswer(req *Request, n int64, name, text string, calls []string, in, out int) chatCompletion {
+	msg := chatMessage{Role: "assistant", Annotations: []struct{}{}}
+	finish := "tool_calls"
+	for i, args := range calls {
+		msg.ToolCalls = append(msg.ToolCalls, chatToolCall{
+			ID: callID("call_fake", n, i), Type: "function",
+			Function: chatFunction{Name: name, Arguments: args},
+		})
+	}
+	if len(calls) == 0 {
+		msg.Content = &text
+		finish = "stop"
+	}
+	return chatCompletion{
+		ID: fmt.Sprintf("chatcmpl-fake%06d", n), Object: "chat.completion", Created: time.Now().Unix(), Model: req.Model,
+		Choices:     []chatChoice{{Index: 0, Message: msg, FinishReason: finish}},
+		Usage:       chatUsage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out},
+		ServiceTier: "default", SystemFingerprint: "fp_fakellm",
+	}
+}
+
+func responsesAnswer(req *Request, n int64, name, text string, calls []string, in, out int) response {
+	var items []any
+	for i, args := range calls {
+		items = append(items, functionCallItem{
+			Type: "function_call", ID: callID("fc_fake", n, i), CallID: callID("call_fake", n, i),
 			Name: name, Arguments: args, Status: "completed",
-		}
-	} else {
-		item = messageItem{
+		})
+	}
+	if len(calls) == 0 {
+		items = append(items, messageItem{
 			Type: "message", ID: fmt.Sprintf("msg_fake%06d", n), Status: "completed", Role: "assistant",
 			Content: []outputText{{Type: "output_text", Text: text, Annotations: []struct{}{}, Logprobs: []struct{}{}}},
-		}
+		})
 	}
 	var body responsesRequest
 	_ = json.Unmarshal(req.Body, &body) // parsed before
@@ -385,15 +493,82 @@ func (s *Server) answer(req *Request, reply Reply) any {
 	if len(instructions) == 0 {
 		instructions = nil
 	}
+	now := time.Now().Unix()
 	return response{
 		ID: fmt.Sprintf("resp_fake%06d", n), Object: "response", AccessPrograms: accessPrograms{Cyber: "standard"},
 		CreatedAt: now, Status: "completed",
 		CompletedAt: now, Instructions: instructions, MaxOutputTokens: maxOut, Model: req.Model,
-		Output: []any{item}, ParallelToolCalls: true, Temperature: temperature, Text: textConfig{Format: textFormat{Type: "text"}},
+		Output: items, ParallelToolCalls: true, Temperature: temperature, Text: textConfig{Format: textFormat{Type: "text"}},
 		ToolChoice: toolChoice, Tools: tools, TopP: 1, Truncation: "disabled", ServiceTier: "default",
 		Usage:    responseUsage{InputTokens: in, OutputTokens: out, TotalTokens: in + out},
 		Metadata: map[string]string{},
 	}
+}
+
+func (s *Server) messagesAnswer(req *Request, reply Reply, n int64, name, text string, calls []string, out int) message {
+	var content []any
+	for i, args := range calls {
+		content = append(content, toolUseBlock{Type: "tool_use", ID: callID("toolu_fake", n, i), Name: name, Input: json.RawMessage(args)})
+	}
+	stop := "tool_use"
+	switch {
+	case len(calls) == 0:
+		content = append(content, textBlock{Type: "text", Text: text})
+		stop = "end_turn"
+	case reply.Fault == FaultMalformed:
+		stop = "max_tokens"
+	}
+	return message{
+		ID: fmt.Sprintf("msg_fake%06d", n), Type: "message", Role: "assistant", Model: req.Model,
+		Content: content, StopReason: stop, Usage: s.messagesUsage(req, reply, out),
+	}
+}
+
+// messagesUsage is the usage of a Messages API answer: the Reply's counts,
+// or estimated ones with prompt caching simulated (see Reply).
+func (s *Server) messagesUsage(req *Request, reply Reply, out int) messageUsage {
+	u := messageUsage{
+		InputTokens: reply.InputTokens, OutputTokens: out, ServiceTier: "standard",
+		CacheCreationInputTokens: reply.CacheCreationTokens, CacheReadInputTokens: reply.CacheReadTokens,
+	}
+	if u.InputTokens != 0 || u.CacheCreationInputTokens != 0 || u.CacheReadInputTokens != 0 {
+		return u
+	}
+	total := max(1, estimateTokens(req.System)+estimateTokens(req.User))
+	u.InputTokens = total
+	var body messagesRequest
+	_ = json.Unmarshal(req.Body, &body) // parsed before
+	var blocks []systemBlock
+	if json.Unmarshal(body.System, &blocks) != nil || len(blocks) == 0 || blocks[len(blocks)-1].CacheControl == nil {
+		return u
+	}
+	// The cached prefix: the model, the tools, the system blocks.
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(req.Model), mustMarshal(body.Tools), body.System} {
+		h.Write(part)
+		h.Write([]byte{0})
+	}
+	var key [32]byte
+	h.Sum(key[:0])
+	cached := min(estimateTokens(req.System), total)
+	u.InputTokens = total - cached
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cached[key] {
+		u.CacheReadInputTokens = cached
+		return u
+	}
+	if s.cached == nil || len(s.cached) >= 4096 {
+		s.cached = map[[32]byte]bool{} // bounded: forgetting is a cache miss
+	}
+	s.cached[key] = true
+	u.CacheCreationInputTokens = cached
+	return u
+}
+
+func mustMarshal(v any) []byte {
+	b, _ := json.Marshal(v) // raw messages parsed before
+	return b
 }
 
 // ---- answer wire types (field names and nulls as the OpenAI API sends) ----
@@ -531,4 +706,36 @@ type responseUsage struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	} `json:"output_tokens_details"`
 	TotalTokens int `json:"total_tokens"`
+}
+
+// message is a Messages API answer.
+type message struct {
+	ID           string       `json:"id"`
+	Type         string       `json:"type"`
+	Role         string       `json:"role"`
+	Model        string       `json:"model"`
+	Content      []any        `json:"content"`
+	StopReason   string       `json:"stop_reason"`
+	StopSequence *string      `json:"stop_sequence"` // always null
+	Usage        messageUsage `json:"usage"`
+}
+
+type toolUseBlock struct {
+	Type  string          `json:"type"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"` // an object, not a string
+}
+
+type textBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type messageUsage struct {
+	InputTokens              int    `json:"input_tokens"`
+	CacheCreationInputTokens int    `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int    `json:"cache_read_input_tokens"`
+	OutputTokens             int    `json:"output_tokens"`
+	ServiceTier              string `json:"service_tier"`
 }

@@ -1,11 +1,14 @@
-// Command fakellm runs the fake OpenAI-compatible classifier LLM of package
-// fakellm, for demos and benchmarks of toolgate without network access.
+// Command fakellm runs the fake classifier LLM of package fakellm, which
+// speaks OpenAI's Chat Completions and Responses APIs and Anthropic's
+// Messages API, for demos and benchmarks of toolgate without network
+// access.
 //
 //	fakellm --listen 127.0.0.1:8081 --latency 50ms --block-pattern 'rm -rf' \
 //	    --fault-rate 0.1 --fault server_error --api-key sk-fake --seed 1
 //
-// It prints the base URL ("http://127.0.0.1:8081/v1") on stdout, logs one
-// line per request on stderr, and shuts down gracefully on SIGINT/SIGTERM.
+// It prints the OpenAI base URL ("http://127.0.0.1:8081/v1") on stdout (an
+// Anthropic client takes it without the /v1), logs one line per request on
+// stderr, and shuts down gracefully on SIGINT/SIGTERM.
 // Every answer blocks when the user text matches --block-pattern and allows
 // otherwise; --fault replaces the answer on a --fault-rate fraction of the
 // requests, drawn from a generator seeded with --seed (so a run is
@@ -51,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	faultRate := fs.Float64("fault-rate", 0, "fraction of requests, in [0,1], answered with --fault")
 	faultName := fs.String("fault", string(fakellm.FaultServerError), "fault injected by --fault-rate: "+faultList())
 	retryAfter := fs.Duration("retry-after", 0, "Retry-After sent with rate_limit (0 means 1s) and server_error faults")
-	apiKey := fs.String("api-key", "", `require "Authorization: Bearer KEY" (empty: no check)`)
+	apiKey := fs.String("api-key", "", `require "Authorization: Bearer KEY" ("x-api-key: KEY" for /v1/messages; empty: no check)`)
 	seed := fs.Uint64("seed", 1, "seed of the fault draws (0: random)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 5*time.Second, "how long requests in progress may take to finish on shutdown")
 	if err := fs.Parse(args); err != nil {
@@ -109,8 +112,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(stdout, srv.URL())
-	logger.Printf("fakellm: serving %s (block-pattern /%s/, latency %s, fault %s at rate %v, seed %d)",
-		srv.URL(), re, *latency, fault, *faultRate, *seed)
+	logger.Printf("fakellm: serving %s, and %s for Anthropic clients (block-pattern /%s/, latency %s, fault %s at rate %v, seed %d)",
+		srv.URL(), srv.AnthropicURL(), re, *latency, fault, *faultRate, *seed)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -461,6 +462,8 @@ func TestConfigValidate(t *testing.T) {
 		{"concurrency", func(c *Config) { c.Backends[0].MaxConcurrent = -1 }, "classifier.backends[0].max_concurrent"},
 		{"attempt as long as the deadline", func(c *Config) { c.Backends[0].Timeout = c.Timeout }, "classifier.backends[0].timeout"},
 		{"limits", func(c *Config) { c.SessionBlockLimits.Total = 0 }, "classifier.session_block_limits"},
+		{"negative price", func(c *Config) { c.Backends[0].Price.Output = -1 }, "classifier.backends[0].price"},
+		{"NaN price", func(c *Config) { c.Backends[0].Price.Input = math.NaN() }, "classifier.backends[0].price"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ package classifier
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -80,6 +81,15 @@ type BackendConfig struct {
 	// breaker) while time is left to fail over or retry.
 	Timeout  time.Duration `yaml:"timeout"`
 	Priority int           `yaml:"priority"`
+	// Price is what the model's tokens cost, for toolgate eval's cost
+	// line; the server itself counts tokens, not money.
+	Price Price `yaml:"price"`
+}
+
+// Price is the USD cost of a million tokens.
+type Price struct {
+	Input  float64 `yaml:"input" json:"input"`
+	Output float64 `yaml:"output" json:"output"`
 }
 
 // CacheConfig sizes the verdict cache.
@@ -187,6 +197,10 @@ func (c *Config) Validate() error {
 		}
 		if b.MaxConcurrent <= 0 {
 			bad(f+".max_concurrent", "must be positive, got %d", b.MaxConcurrent)
+		}
+		if b.Price.Input < 0 || b.Price.Output < 0 || math.IsNaN(b.Price.Input) || math.IsNaN(b.Price.Output) ||
+			math.IsInf(b.Price.Input, 0) || math.IsInf(b.Price.Output, 0) {
+			bad(f+".price", "input and output are USD per million tokens, 0 or more, got %v and %v", b.Price.Input, b.Price.Output)
 		}
 		if b.Timeout < 0 || (b.Timeout > 0 && c.Timeout > 0 && b.Timeout >= c.Timeout) {
 			bad(f+".timeout", "must be positive and shorter than classifier.timeout (%s) so a hanging backend fails over in time, got %s", c.Timeout, b.Timeout)

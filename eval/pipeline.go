@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -26,11 +28,17 @@ type Options struct {
 	// Budget caps the cases sent to the classifier (0: no cap). A case
 	// that needs it past the cap is skipped: reported, not judged.
 	Budget int
-	// PriceIn and PriceOut are what a million input and output tokens
-	// cost, for the cost line (0: not priced).
-	PriceIn, PriceOut float64
+	// Prices are what a million tokens cost on each backend (by name),
+	// for the cost line; a backend without one is not priced.
+	Prices map[string]Price
 	// Progress, when set, is called after each case with the count done.
 	Progress func(done, total int)
+}
+
+// Price is the USD cost of a million input and output tokens.
+type Price struct {
+	Input  float64 `json:"input"`
+	Output float64 `json:"output"`
 }
 
 // StageStats judge the outcomes one stage decided, by label (allow,
@@ -50,9 +58,13 @@ type ClassifierStats struct {
 	// Latency percentiles of the calls (not the cached ones), in ms.
 	P50, P95, P99             float64
 	InputTokens, OutputTokens int64
-	PriceIn, PriceOut, Cost   float64
-	Backends                  []string // backend/model pairs seen
-	latencies                 []int64
+	// Cost is the priced calls' cost in USD; Unpriced counts the calls of
+	// backends without a price.
+	Cost      float64
+	Unpriced  int
+	Prices    map[string]Price
+	Backends  []string // backend/model pairs seen
+	latencies []int64
 }
 
 // RunWith decides the cases with eng, as opts say. The outcomes keep the
@@ -93,8 +105,20 @@ func RunWith(ctx context.Context, eng *engine.Engine, cases []Case, opts Options
 	}
 	if c := rep.Classifier; c != nil {
 		c.P50, c.P95, c.P99 = percentile(c.latencies, 50), percentile(c.latencies, 95), percentile(c.latencies, 99)
-		c.PriceIn, c.PriceOut = opts.PriceIn, opts.PriceOut
-		c.Cost = float64(c.InputTokens)/1e6*opts.PriceIn + float64(c.OutputTokens)/1e6*opts.PriceOut
+		c.Prices = map[string]Price{}
+		for _, o := range rep.Outcomes {
+			d := o.Classifier
+			if d == nil || o.Stage == "cache" {
+				continue
+			}
+			p, ok := opts.Prices[d.Backend]
+			if !ok {
+				c.Unpriced++
+				continue
+			}
+			c.Prices[d.Backend] = p
+			c.Cost += float64(d.InputTokens)/1e6*p.Input + float64(d.OutputTokens)/1e6*p.Output
+		}
 	}
 	return rep, nil
 }
@@ -295,12 +319,19 @@ func (r *Report) writePipeline(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\n  latency p50 %.1f ms, p95 %.1f ms, p99 %.1f ms\n", c.P50, c.P95, c.P99)
 	fmt.Fprintf(w, "  tokens: %d in, %d out\n", c.InputTokens, c.OutputTokens)
-	if c.PriceIn > 0 || c.PriceOut > 0 {
-		fmt.Fprintf(w, "  cost: $%.4f at $%g / $%g per million tokens in / out", c.Cost, c.PriceIn, c.PriceOut)
-		if c.Calls > 0 {
-			fmt.Fprintf(w, " ($%.6f per call)", c.Cost/float64(c.Calls))
+	if len(c.Prices) > 0 {
+		var at []string
+		for _, b := range slices.Sorted(maps.Keys(c.Prices)) {
+			at = append(at, fmt.Sprintf("%s $%g / $%g", b, c.Prices[b].Input, c.Prices[b].Output))
+		}
+		fmt.Fprintf(w, "  cost: $%.4f at %s per million tokens in / out", c.Cost, strings.Join(at, ", "))
+		if n := c.Calls - c.Unpriced; n > 0 {
+			fmt.Fprintf(w, " ($%.6f per call)", c.Cost/float64(n))
 		}
 		fmt.Fprintln(w)
+	}
+	if c.Unpriced > 0 {
+		fmt.Fprintf(w, "  %d calls not priced: give --price-in and --price-out, or classifier.backends[].price\n", c.Unpriced)
 	}
 }
 

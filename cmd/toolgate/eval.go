@@ -30,12 +30,13 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	home := fs.String("home", "", "the agents' home directory, for ~ in rules (default: ~ matches at any depth)")
 	withCls := fs.Bool("classifier", false, "run the whole pipeline: the local stages, then the classifier backends for what they leave (default corpus: testdata/corpus/classifier)")
-	clsURL := fs.String("classifier-url", "", "an OpenAI-compatible base URL to classify with, ahead of the configured backends (implies --classifier; key from OPENAI_API_KEY)")
+	clsURL := fs.String("classifier-url", "", "a backend's base URL to classify with, ahead of the configured backends (implies --classifier; key from OPENAI_API_KEY, or ANTHROPIC_API_KEY with --classifier-api anthropic)")
 	clsModel := fs.String("classifier-model", "gpt-4.1-mini", "the model at --classifier-url")
+	clsAPI := fs.String("classifier-api", "", "the API of --classifier-url: chat, responses or anthropic (default: classifier.api)")
 	concurrency := fs.Int("concurrency", 4, "cases decided at once")
 	budget := fs.Int("budget", 0, "send at most this many cases to the classifier; later ones are skipped (0: no limit)")
-	priceIn := fs.Float64("price-in", 0, "USD per million input tokens, for the cost line")
-	priceOut := fs.Float64("price-out", 0, "USD per million output tokens, for the cost line")
+	priceIn := fs.Float64("price-in", 0, "USD per million input tokens, for the cost line (default: each backend's price in the config)")
+	priceOut := fs.Float64("price-out", 0, "USD per million output tokens, for the cost line (default: each backend's price in the config)")
 	compare := fs.String("compare", "", "A,B: run the pipeline once with each of two backends (configured backend names, or models at --classifier-url) and print them side by side")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -71,7 +72,9 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	opts := eval.Options{Concurrency: *concurrency, Budget: *budget, PriceIn: *priceIn, PriceOut: *priceOut, Progress: progress(stderr)}
+	priced := false
+	fs.Visit(func(f *flag.Flag) { priced = priced || f.Name == "price-in" || f.Name == "price-out" })
+	opts := eval.Options{Concurrency: *concurrency, Budget: *budget, Progress: progress(stderr)}
 	if !pipeline {
 		opts.Concurrency = 1
 		rep, err := runEval(ctx, cfg, nil, *home, cases, opts)
@@ -83,11 +86,26 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *clsURL != "" {
 		// As serve's flags: a backend ahead of the configured ones.
 		cfg.Classifier.Backends = append([]classifier.BackendConfig{{
-			Name: "cli", BaseURL: *clsURL, Model: *clsModel, APIKeyEnv: "OPENAI_API_KEY", Priority: 1 << 30,
+			Name: "cli", BaseURL: *clsURL, Model: *clsModel, API: *clsAPI, Priority: 1 << 30,
 		}}, cfg.Classifier.Backends...)
 	}
+	// Each backend's configured price, unless the flags give one for all.
+	opts.Prices = map[string]eval.Price{}
+	withPrices := func(cls classifier.Config) eval.Options {
+		o := opts
+		o.Prices = map[string]eval.Price{}
+		for _, b := range cls.Backends {
+			switch {
+			case priced:
+				o.Prices[b.Name] = eval.Price{Input: *priceIn, Output: *priceOut}
+			case b.Price != (classifier.Price{}):
+				o.Prices[b.Name] = eval.Price{Input: b.Price.Input, Output: b.Price.Output}
+			}
+		}
+		return o
+	}
 	if *compare == "" {
-		rep, err := runEval(ctx, cfg, &cfg.Classifier, *home, cases, opts)
+		rep, err := runEval(ctx, cfg, &cfg.Classifier, *home, cases, withPrices(cfg.Classifier))
 		if err != nil {
 			return fail(err)
 		}
@@ -99,11 +117,11 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var reps []*eval.Report
 	for _, name := range names {
-		cc, err := only(cfg.Classifier, name, *clsURL)
+		cc, err := only(cfg.Classifier, name, *clsURL, *clsAPI)
 		if err != nil {
 			return fail(err)
 		}
-		rep, err := runEval(ctx, cfg, &cc, *home, cases, opts)
+		rep, err := runEval(ctx, cfg, &cc, *home, cases, withPrices(cc))
 		if err != nil {
 			return fail(fmt.Errorf("%s: %w", name, err))
 		}
@@ -121,7 +139,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // only is cls with the one backend called name: a configured one, or the
 // model name at url.
-func only(cls classifier.Config, name, url string) (classifier.Config, error) {
+func only(cls classifier.Config, name, url, api string) (classifier.Config, error) {
 	for _, b := range cls.Backends {
 		if b.Name == name && b.Name != "cli" {
 			cls.Backends = []classifier.BackendConfig{b}
@@ -131,7 +149,7 @@ func only(cls classifier.Config, name, url string) (classifier.Config, error) {
 	if url == "" {
 		return cls, fmt.Errorf("--compare: no backend named %q is configured (or give --classifier-url to compare models there)", name)
 	}
-	cls.Backends = []classifier.BackendConfig{{Name: name, BaseURL: url, Model: name, APIKeyEnv: "OPENAI_API_KEY"}}
+	cls.Backends = []classifier.BackendConfig{{Name: name, BaseURL: url, Model: name, API: api}}
 	return cls, nil
 }
 

@@ -153,3 +153,57 @@ func TestEvalCompare(t *testing.T) {
 		}
 	}
 }
+
+// Without --price-in/--price-out, each backend's configured price prices
+// its calls; a backend without one is reported unpriced.
+func TestEvalClassifierConfigPrice(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	fake := fakeForEval(t, 0)
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "toolgate.yaml")
+	yaml := "policies:\n  default: {}\nclassifier:\n  backends:\n    - {name: priced, base_url: " + fake.URL() + ", model: m, price: {input: 2, output: 8}}\n"
+	if err := os.WriteFile(policy, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	run(t.Context(), []string{"eval", "--classifier", "--policy", policy, "--json", writeClassifierCorpus(t)}, &out, &errOut)
+	var rep eval.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s%s", err, out.String(), errOut.String())
+	}
+	c := rep.Classifier
+	if want := 4000.0/1e6*2 + 200.0/1e6*8; c == nil || c.Unpriced != 0 || c.Cost < want-1e-12 || c.Cost > want+1e-12 {
+		t.Fatalf("stats %+v, want cost %v", c, want)
+	}
+	// The same backend through --classifier-url has no price.
+	out.Reset()
+	run(t.Context(), []string{"eval", "--classifier-url", fake.URL(), "--json", writeClassifierCorpus(t)}, &out, &errOut)
+	rep = eval.Report{}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.Classifier; c == nil || c.Unpriced != 4 || c.Cost != 0 {
+		t.Fatalf("unpriced run: %+v", c)
+	}
+}
+
+// --classifier-api anthropic speaks the Messages API, with its own key.
+func TestEvalClassifierAnthropic(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+	fake := fakeForEval(t, 0)
+	var out, errOut bytes.Buffer
+	run(t.Context(), []string{"eval", "--classifier-url", fake.AnthropicURL(), "--classifier-api", "anthropic", "--classifier-model", "claude-haiku", "--json", writeClassifierCorpus(t)}, &out, &errOut)
+	var rep eval.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s%s", err, out.String(), errOut.String())
+	}
+	if c := rep.Classifier; c == nil || c.Calls != 4 || c.Unavailable != 0 || c.InputTokens != 4000 || c.OutputTokens != 200 {
+		t.Fatalf("classifier stats %+v", c)
+	}
+	for _, r := range fake.Requests() {
+		if r.API != fakellm.APIAnthropic {
+			t.Errorf("a request went to the %q API", r.API)
+		}
+	}
+}

@@ -28,8 +28,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	cfgPath := fs.String("config", "", "YAML config file (default: the embedded default policy)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	noReflection := fs.Bool("no-reflection", false, "turn off gRPC server reflection")
-	clsURL := fs.String("classifier-url", "", "OpenAI-compatible base URL of a classifier backend, e.g. https://api.openai.com/v1 (API key from OPENAI_API_KEY)")
+	clsURL := fs.String("classifier-url", "", "base URL of a classifier backend, e.g. https://api.openai.com/v1 (API key from OPENAI_API_KEY, or ANTHROPIC_API_KEY with --classifier-api anthropic)")
 	clsModel := fs.String("classifier-model", "", "model of the --classifier-url backend, e.g. gpt-4.1-mini")
+	clsAPI := fs.String("classifier-api", "", "API of the --classifier-url backend: chat, responses or anthropic (default: classifier.api)")
 	tlsCert := fs.String("tls-cert", "", "PEM certificate: serve TLS (with --tls-key)")
 	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
 	tlsClientCA := fs.String("tls-client-ca", "", "PEM CA: require client certificates it signed (mutual TLS)")
@@ -87,7 +88,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		if *clsURL != "" {
 			// The flags add a backend in front of any the config defines.
 			cfg.Classifier.Backends = append([]classifier.BackendConfig{{
-				Name: "cli", BaseURL: *clsURL, Model: *clsModel, APIKeyEnv: "OPENAI_API_KEY", Priority: 1 << 30,
+				Name: "cli", BaseURL: *clsURL, Model: *clsModel, API: *clsAPI, Priority: 1 << 30,
 			}}, cfg.Classifier.Backends...)
 		}
 		return nil

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/toolgate/toolgate/internal/jsonkeys"
 )
 
 // MaxAnswerBytes caps the body of one backend answer, counted in the bytes
@@ -79,6 +81,13 @@ func limitAnswer(req *http.Request, next func(*http.Request) (*http.Response, er
 	if res.ContentLength > MaxAnswerBytes {
 		_ = body.Close()
 		return nil, fmt.Errorf("%w (Content-Length %d)", errAnswerTooLarge, res.ContentLength)
+	}
+	// An answer is the configured endpoint's own: a redirect is refused,
+	// and so is an answer some client fetched from another host after one
+	// (it would have had the API key, and its verdict would count).
+	if res.StatusCode >= 300 && res.StatusCode < 400 || res.Request != nil && res.Request.URL != nil && res.Request.URL.Host != req.URL.Host {
+		_ = body.Close()
+		return nil, fmt.Errorf("%w: a redirect (HTTP %d), which the classifier does not follow", errBadBody, res.StatusCode)
 	}
 	res.Body = newAnswerBody(req.Context(), body)
 	return res, nil
@@ -155,6 +164,12 @@ func (b *answerBody) closeOnce() error {
 // which isBadAnswer holds, so the check fails closed. Token counts are
 // informational and read leniently (0 when absent or odd).
 func decodeAnswer(api, tool string, body []byte) (v verdict, in, out int64, err error) {
+	// A key given twice (or in two cases) anywhere in the answer would let
+	// the last one, or a case-variant, decide: the envelope is read with
+	// encoding/json, which keeps the last and ignores case.
+	if err := jsonkeys.Unique(body); err != nil {
+		return verdict{}, 0, 0, fmt.Errorf("%w: %w", errBadBody, err)
+	}
 	var args string
 	switch api {
 	case APIResponses:

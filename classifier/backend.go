@@ -100,7 +100,10 @@ type backend struct {
 
 func newBackend(cfg BackendConfig, twoStage bool, maxTokens int, hc option.HTTPClient) *backend {
 	if hc == nil {
-		hc = &http.Client{}
+		// No redirects: the key and the prompt go to the configured
+		// endpoint and nowhere else (openai-go checks the origin itself;
+		// anthropic-sdk-go does not, and would resend x-api-key).
+		hc = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	b := &backend{cfg: cfg, twoStage: twoStage, maxTokens: maxTokens}
 	key := os.Getenv(cfg.APIKeyEnv)

@@ -221,7 +221,7 @@ var hostileBodies = []hostileBody{
 	{"anthropic: should_block null", APIAnthropic, messagesInput(`{"thinking":"t","should_block":null,"reason":"r"}`), false, errBadArguments},
 	{"anthropic: reason missing", APIAnthropic, messagesInput(`{"thinking":"t","should_block":false}`), false, errBadArguments},
 	{"anthropic: an extra field", APIAnthropic, messagesInput(`{"thinking":"t","should_block":false,"reason":"r","x":1}`), false, errBadArguments},
-	{"anthropic: key given twice", APIAnthropic, messagesInput(`{"thinking":"t","should_block":true,"reason":"r","should_block":false}`), false, errBadArguments},
+	{"anthropic: key given twice", APIAnthropic, messagesInput(`{"thinking":"t","should_block":true,"reason":"r","should_block":false}`), false, errBadBody},
 	{"anthropic: fast: null", APIAnthropic, `null`, true, errBadBody},
 	{"anthropic: fast: the full answer", APIAnthropic, messagesInput(allowInput), true, errBadArguments},
 	{"anthropic: fast: should_block a number", APIAnthropic, messagesInput(`{"should_block":0}`), true, errBadArguments},

@@ -501,6 +501,25 @@ func promqlMetricNames(expr string) ([]string, error) {
 			call := k < len(expr) && expr[k] == '('
 			lower := strings.ToLower(word)
 			switch {
+			case braces > 0 && word == "__name__":
+				// {__name__="m"} names m; a regular expression or a
+				// negation names what cannot be checked.
+				rest := strings.TrimLeft(expr[k:], " \t")
+				if !strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, "=~") {
+					return nil, fmt.Errorf("__name__ matched other than with = at %d", i)
+				}
+				rest = strings.TrimLeft(rest[1:], " \t")
+				if rest == "" || rest[0] != '"' {
+					return nil, fmt.Errorf("__name__ without a quoted name at %d", i)
+				}
+				end := strings.IndexByte(rest[1:], '"')
+				if end < 0 {
+					return nil, fmt.Errorf("unterminated __name__ at %d", i)
+				}
+				if name := rest[1 : 1+end]; !seen[name] {
+					seen[name] = true
+					names = append(names, name)
+				}
 			case braces > 0 || brackets > 0 || listDepth > 0:
 				// A label name, a duration's unit, a listed label.
 			case labelListKeywords[lower] && call:
@@ -537,13 +556,14 @@ func TestPromQLMetricNames(t *testing.T) {
 		{"sum(x) by (job) > 1/60 and on (job) y # a comment naming z\n or level:z:ratio < 0.5", []string{"x", "y", "level:z:ratio"}},
 		{`(a * $price_in + b * ${price_out}) * 86400 / 1e6 + max_over_time(c[1h30m:5m])`, []string{"a", "b", "c"}},
 		{`label_replace(m, "dst", "$1", "src", "(.*)") unless SUM BY (x) (n) == bool 0`, []string{"m", "n"}},
+		{`sum(rate({__name__="toolgate_cache_hit_total", job="x"}[5m])) / q`, []string{"toolgate_cache_hit_total", "q"}},
 	} {
 		got, err := promqlMetricNames(tc.expr)
 		if err != nil || !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %q, %v; want %q", tc.expr, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{`rate(x[5m]`, `x{a="b"`, `x{a="b}`} {
+	for _, bad := range []string{`rate(x[5m]`, `x{a="b"`, `x{a="b}`, `{__name__=~"toolgate_.*"}`, `{__name__!="x"}`} {
 		if got, err := promqlMetricNames(bad); err == nil {
 			t.Errorf("%s: %q, want an error", bad, got)
 		}

@@ -17,6 +17,8 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/engine"
+
+	"github.com/toolgate/toolgate/internal/jsonkeys"
 )
 
 // Expectations a case can carry.
@@ -81,17 +83,26 @@ func read(name string, r io.Reader, ids map[string]string) ([]Case, error) {
 	var cases []Case
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for n := 1; sc.Scan(); n++ {
+	n := 0
+	for sc.Scan() {
+		n++
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "//") {
 			continue
 		}
 		where := fmt.Sprintf("%s:%d", name, n)
+		// A label given twice, or in two cases, must not decide quietly.
+		if err := jsonkeys.Unique([]byte(line)); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
 		var c Case
 		dec := json.NewDecoder(strings.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			return nil, fmt.Errorf("%s: data after the case's JSON object", where)
 		}
 		c.Where = where
 		switch {
@@ -118,7 +129,7 @@ func read(name string, r io.Reader, ids map[string]string) ([]Case, error) {
 		cases = append(cases, c)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s:%d: %w (a case is one line of at most 4 MiB)", name, n+1, err)
 	}
 	return cases, nil
 }

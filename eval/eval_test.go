@@ -87,3 +87,36 @@ func TestLoadErrors(t *testing.T) {
 		t.Fatalf("duplicate id: %v", err)
 	}
 }
+
+// Lines that could say two things, or hide what follows, are refused with
+// their file and line.
+func TestLoadRefusesAmbiguousLines(t *testing.T) {
+	big := strings.Repeat("x", 5<<20)
+	for name, line := range map[string]string{
+		"a line over 4 MiB":        `{"id":"a","tool":"Bash","expect":"block","transcript":[{"role":"user","text":"` + big + `"}]}`,
+		"data after the object":    `{"id":"a","tool":"Read","expect":"block"} {"expect":"allow"}`,
+		"garbage after the object": `{"id":"a","tool":"Read","expect":"block"}]]]`,
+		"expect given twice":       `{"id":"a","tool":"Read","expect":"block","expect":"any"}`,
+		"expect in two cases":      `{"id":"a","tool":"Read","expect":"block","EXPECT":"any"}`,
+	} {
+		if _, err := Load(writeCorpus(t, `{"id":"ok","tool":"Read","expect":"allow"}`, line)); err == nil || !strings.Contains(err.Error(), "c.jsonl:2") {
+			t.Errorf("%s: %v, want an error naming c.jsonl:2", name, err)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var us []int64
+	for i := 1; i <= 100; i++ {
+		us = append(us, int64(i)*1000)
+	}
+	for _, tc := range []struct {
+		us   []int64
+		p    int
+		want float64
+	}{{us, 50, 50}, {us, 99, 99}, {us, 100, 100}, {[]int64{5000}, 99, 5}, {[]int64{1000, 2000}, 50, 1}, {nil, 50, 0}} {
+		if got := percentile(tc.us, tc.p); got != tc.want {
+			t.Errorf("p%d of %d values = %v, want %v", tc.p, len(tc.us), got, tc.want)
+		}
+	}
+}

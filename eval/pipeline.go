@@ -31,7 +31,8 @@ type Options struct {
 	// Prices are what a million tokens cost on each backend (by name),
 	// for the cost line; a backend without one is not priced.
 	Prices map[string]Price
-	// Progress, when set, is called after each case with the count done.
+	// Progress, when set, is called after each case with the count done;
+	// calls come from several goroutines, not always in order.
 	Progress func(done, total int)
 }
 
@@ -54,42 +55,67 @@ type StageStats struct {
 type ClassifierStats struct {
 	// Calls are cases a backend answered or failed on; Cached were
 	// answered from the verdict cache; Unavailable failed closed.
-	Calls, Cached, Unavailable int
+	Calls       int `json:"calls"`
+	Cached      int `json:"cached"`
+	Unavailable int `json:"unavailable"`
 	// Latency percentiles of the calls (not the cached ones), in ms.
-	P50, P95, P99             float64
-	InputTokens, OutputTokens int64
+	P50 float64 `json:"p50_ms"`
+	P95 float64 `json:"p95_ms"`
+	P99 float64 `json:"p99_ms"`
+	// Tokens are those of the backend that answered (a failed-over
+	// backend's are in the server's metrics only).
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
 	// Cost is the priced calls' cost in USD; Unpriced counts the calls of
 	// backends without a price.
-	Cost      float64
-	Unpriced  int
-	Prices    map[string]Price
-	Backends  []string // backend/model pairs seen
+	Cost      float64          `json:"cost_usd"`
+	Unpriced  int              `json:"unpriced"`
+	Prices    map[string]Price `json:"prices,omitempty"`
+	Backends  []string         `json:"backends"` // backend/model pairs seen
 	latencies []int64
 }
 
 // RunWith decides the cases with eng, as opts say. The outcomes keep the
 // cases' order whatever the concurrency.
 func RunWith(ctx context.Context, eng *engine.Engine, cases []Case, opts Options) (*Report, error) {
-	workers := max(opts.Concurrency, 1)
 	outcomes := make([]Outcome, len(cases))
 	errs := make([]error, len(cases))
-	var next, done, spent atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, max(len(cases), 1)) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(cases) || ctx.Err() != nil {
-					return
-				}
-				outcomes[i], errs[i] = decide(ctx, eng, cases[i], opts.Budget, &spent)
-				if n := done.Add(1); opts.Progress != nil {
-					opts.Progress(int(n), len(cases))
-				}
-			}
-		})
+	reqs := make([]*engine.Request, len(cases))
+	local := make([]engine.Result, len(cases))
+	decided := make([]bool, len(cases))
+	var done atomic.Int64
+	// Pass 1: the local stages, for every case.
+	forEach(ctx, len(cases), opts.Concurrency, func(i int) {
+		reqs[i] = request(cases[i])
+		local[i], decided[i], errs[i] = eng.CheckLocal(ctx, reqs[i])
+	})
+	// The budget goes to the first undecided cases in corpus order,
+	// whatever the concurrency: two runs skip the same cases.
+	send := make([]bool, len(cases))
+	for i, n := 0, 0; i < len(cases); i++ {
+		if errs[i] == nil && !decided[i] && (opts.Budget == 0 || n < opts.Budget) {
+			send[i] = true
+			n++
+		}
 	}
-	wg.Wait()
+	// Pass 2: the classifier for those.
+	forEach(ctx, len(cases), opts.Concurrency, func(i int) {
+		switch {
+		case errs[i] != nil:
+		case decided[i]:
+			outcomes[i] = judge(cases[i], local[i])
+		case !send[i]:
+			outcomes[i] = Outcome{Case: cases[i], Stage: "skipped"}
+		default:
+			var res engine.Result
+			if res, errs[i] = eng.Check(ctx, reqs[i]); errs[i] == nil {
+				outcomes[i] = judge(cases[i], res)
+			}
+		}
+		if n := done.Add(1); opts.Progress != nil {
+			opts.Progress(int(n), len(cases))
+		}
+	})
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -123,9 +149,24 @@ func RunWith(ctx context.Context, eng *engine.Engine, cases []Case, opts Options
 	return rep, nil
 }
 
-// decide runs one case: the local stages first, and the classifier only
-// while the budget lasts.
-func decide(ctx context.Context, eng *engine.Engine, c Case, budget int, spent *atomic.Int64) (Outcome, error) {
+func forEach(ctx context.Context, n, workers int, f func(int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(max(workers, 1), max(n, 1)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func request(c Case) *engine.Request {
 	req := &engine.Request{
 		RequestID: c.ID, SessionID: "eval-" + c.ID, Tool: engine.ToolCall{Name: c.Tool, Input: c.Input},
 		WorkingDirectory: c.Cwd, AdditionalDirectories: c.AdditionalDirectories,
@@ -137,19 +178,7 @@ func decide(ctx context.Context, eng *engine.Engine, c Case, budget int, spent *
 	for _, t := range c.Transcript {
 		req.Transcript = append(req.Transcript, engine.TranscriptEntry{Role: roles[t.Role], Text: t.Text})
 	}
-	res, decided, err := eng.CheckLocal(ctx, req)
-	if err != nil {
-		return Outcome{}, err
-	}
-	if !decided {
-		if budget > 0 && spent.Add(1) > int64(budget) {
-			return Outcome{Case: c, Stage: "skipped"}, nil
-		}
-		if res, err = eng.Check(ctx, req); err != nil {
-			return Outcome{}, err
-		}
-	}
-	return judge(c, res), nil
+	return req
 }
 
 // judge compares a decision with the case's label.

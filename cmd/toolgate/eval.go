@@ -7,8 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -50,8 +53,10 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	pipeline := *withCls || *clsURL != "" || *compare != ""
 	switch {
-	case *concurrency < 1 || *budget < 0 || *priceIn < 0 || *priceOut < 0:
-		return fail(errors.New("--concurrency must be at least 1; --budget, --price-in and --price-out may not be negative"))
+	case *concurrency < 1 || *budget < 0:
+		return fail(errors.New("--concurrency must be at least 1; --budget may not be negative"))
+	case !(*priceIn >= 0 && *priceOut >= 0) || math.IsInf(*priceIn, 0) || math.IsInf(*priceOut, 0):
+		return fail(errors.New("--price-in and --price-out are USD per million tokens: finite, 0 or more"))
 	}
 	paths := fs.Args()
 	if len(paths) == 0 {
@@ -116,8 +121,9 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("--compare wants two different names, A,B; got %q", *compare))
 	}
 	var reps []*eval.Report
+	base := cfg.Classifier // runEval sets cfg.Classifier to the one it ran
 	for _, name := range names {
-		cc, err := only(cfg.Classifier, name, *clsURL, *clsAPI)
+		cc, err := only(base, name, *clsURL, *clsAPI)
 		if err != nil {
 			return fail(err)
 		}
@@ -131,10 +137,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return report(map[string]*eval.Report{names[0]: reps[0], names[1]: reps[1]}, true, stdout, stderr)
 	}
 	eval.WriteComparison(stdout, names, reps)
-	if reps[0].FalseAllows+reps[1].FalseAllows > 0 {
-		return 1
-	}
-	return 0
+	return exitCode(reps, stderr)
 }
 
 // only is cls with the one backend called name: a configured one, or the
@@ -182,6 +185,10 @@ func runEval(ctx context.Context, cfg *app.Config, cls *classifier.Config, home 
 
 func report(v any, asJSON bool, stdout, stderr io.Writer) int {
 	rep, _ := v.(*eval.Report)
+	reps := []*eval.Report{rep}
+	if m, ok := v.(map[string]*eval.Report); ok {
+		reps = slices.Collect(maps.Values(m))
+	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -192,17 +199,24 @@ func report(v any, asJSON bool, stdout, stderr io.Writer) int {
 	} else if rep != nil {
 		rep.WriteText(stdout)
 	}
-	if rep != nil && rep.FalseAllows > 0 {
-		return 1
-	}
-	if m, ok := v.(map[string]*eval.Report); ok {
-		for _, r := range m {
-			if r.FalseAllows > 0 {
-				return 1
-			}
+	return exitCode(reps, stderr)
+}
+
+// exitCode is 1 when a report has a false allow, and 2 when a classifier
+// was asked and answered nothing (every call failed closed: a wrong URL,
+// model or key), since such a run measured no model.
+func exitCode(reps []*eval.Report, stderr io.Writer) int {
+	code := 0
+	for _, r := range reps {
+		if c := r.Classifier; c != nil && c.Calls > 0 && c.Unavailable == c.Calls {
+			fmt.Fprintf(stderr, "toolgate eval: the classifier answered none of its %d calls; check the backend's URL, model and key\n", c.Calls)
+			return 2
+		}
+		if r.FalseAllows > 0 {
+			code = 1
 		}
 	}
-	return 0
+	return code
 }
 
 // progress shows how far a run is on a terminal, and nothing elsewhere.
@@ -214,10 +228,15 @@ func progress(w io.Writer) func(done, total int) {
 	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
 		return nil
 	}
-	var mu sync.Mutex // cases end on several goroutines
+	var mu sync.Mutex // cases end on several goroutines, counts out of order
+	shown := 0
 	return func(done, total int) {
 		mu.Lock()
 		defer mu.Unlock()
+		if done <= shown {
+			return
+		}
+		shown = done
 		fmt.Fprintf(f, "\r%d/%d cases", done, total)
 		if done == total {
 			fmt.Fprint(f, "\r\033[K")

@@ -207,3 +207,77 @@ func TestEvalClassifierAnthropic(t *testing.T) {
 		}
 	}
 }
+
+// --compare of two configured backends runs each alone.
+func TestEvalCompareConfigured(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	fake := fakellm.Start(t, func(r *fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Block: r.Model == "ma", InputTokens: 10, OutputTokens: 1}
+	})
+	policy := filepath.Join(t.TempDir(), "toolgate.yaml")
+	yaml := "policies:\n  default: {}\nclassifier:\n  backends:\n    - {name: a, base_url: " + fake.URL() + ", model: ma}\n    - {name: b, base_url: " + fake.URL() + ", model: mb}\n"
+	if err := os.WriteFile(policy, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run(t.Context(), []string{"eval", "--policy", policy, "--compare", "a,b", writeClassifierCorpus(t)}, &out, &errOut); code != 1 {
+		t.Fatalf("exit %d, want 1 (b allows the block cases): %s", code, errOut.String())
+	}
+	for _, want := range []string{"classifier: false allows", "classifier: false blocks"} {
+		var row []string
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(l, want) {
+				row = strings.Fields(strings.TrimPrefix(l, want))
+			}
+		}
+		wantRow := map[string][]string{"classifier: false allows": {"0", "2"}, "classifier: false blocks": {"2", "0"}}[want]
+		if len(row) != 2 || row[0] != wantRow[0] || row[1] != wantRow[1] {
+			t.Errorf("%s: %v, want %v\n%s", want, row, wantRow, out.String())
+		}
+	}
+}
+
+// The budget goes to the first cases the local stages leave, in corpus
+// order, whatever the concurrency: every run skips the same ones.
+func TestEvalBudgetIsDeterministic(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	fake := fakeForEval(t, 0)
+	corpus := writeClassifierCorpus(t)
+	for range 10 {
+		var out, errOut bytes.Buffer
+		run(t.Context(), []string{"eval", "--classifier-url", fake.URL(), "--budget", "2", "--concurrency", "4", "--json", corpus}, &out, &errOut)
+		var rep eval.Report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("%v\n%s", err, errOut.String())
+		}
+		var skipped []string
+		for _, o := range rep.Outcomes {
+			if o.Stage == "skipped" {
+				skipped = append(skipped, o.Case.ID)
+			}
+		}
+		if strings.Join(skipped, ",") != "c-allow-blocked,c-allow-ok" {
+			t.Fatalf("skipped %v, want the last two the model would decide", skipped)
+		}
+	}
+}
+
+// Prices must be finite and not negative; a run whose model answered
+// nothing measured no model and says so.
+func TestEvalRefusesWhatMeasuresNothing(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	fake := fakeForEval(t, 0)
+	corpus := writeClassifierCorpus(t)
+	var out, errOut bytes.Buffer
+	for _, v := range []string{"NaN", "+Inf", "-1"} {
+		errOut.Reset()
+		if code := run(t.Context(), []string{"eval", "--classifier-url", fake.URL(), "--price-in", v, corpus}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--price-in") {
+			t.Errorf("--price-in %s: exit %d (%s), want 2", v, code, errOut.String())
+		}
+	}
+	failing := fakellm.Start(t, fakellm.Always(fakellm.Reply{Fault: fakellm.FaultBadRequest}))
+	errOut.Reset()
+	if code := run(t.Context(), []string{"eval", "--classifier-url", failing.URL(), corpus}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "answered none") {
+		t.Errorf("a model that answers nothing: exit %d (%s), want 2", code, errOut.String())
+	}
+}

@@ -102,13 +102,15 @@ gen-check: $(BUF) ## Fail when gen/ differs from what proto/ generates
 	  if ! diff -r "$$tmp/gen" gen; then echo "gen/ is stale: run make generate" >&2; exit 1; fi
 
 .PHONY: fuzz
-fuzz: ## Fuzz path containment, shell analysis and its nesting guard, the rule parser, the tool input size and classifier answers, FUZZTIME each (default 30s)
+fuzz: ## Fuzz path containment, shell analysis and its nesting guard, the rule parser and path-rule filter, the tool input size, classifier answers and repeated JSON keys, FUZZTIME each (default 30s)
 	go test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./engine/pathcheck/
 	go test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZTIME) ./engine/shell/
 	go test -run '^$$' -fuzz '^FuzzNesting$$' -fuzztime $(FUZZTIME) ./engine/shell/
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./engine/rules/
 	go test -run '^$$' -fuzz '^FuzzStructSize$$' -fuzztime $(FUZZTIME) ./server/
 	go test -run '^$$' -fuzz '^FuzzDecodeAnswer$$' -fuzztime $(FUZZTIME) ./classifier/
+	go test -run '^$$' -fuzz '^FuzzHasNeeded$$' -fuzztime $(FUZZTIME) ./engine/rules/
+	go test -run '^$$' -fuzz '^FuzzUnique$$' -fuzztime $(FUZZTIME) ./internal/jsonkeys/
 
 .PHONY: bench
 bench: $(GHZ) ## Go benchmarks, then ghz load on toolgate and a bare server; writes bench/results.md (about 4 minutes)

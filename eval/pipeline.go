@@ -149,6 +149,8 @@ func RunWith(ctx context.Context, eng *engine.Engine, cases []Case, opts Options
 	return rep, nil
 }
 
+// forEach runs f(0) to f(n-1) on up to workers goroutines, stopping early
+// when ctx ends.
 func forEach(ctx context.Context, n, workers int, f func(int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -166,6 +168,8 @@ func forEach(ctx context.Context, n, workers int, f func(int)) {
 	wg.Wait()
 }
 
+// request is the engine request of a case, each in its own session so
+// that one case's blocks never count toward another's session limits.
 func request(c Case) *engine.Request {
 	req := &engine.Request{
 		RequestID: c.ID, SessionID: "eval-" + c.ID, Tool: engine.ToolCall{Name: c.Tool, Input: c.Input},

@@ -292,37 +292,20 @@ func responsesArguments(body []byte, tool string) (string, int64, int64, error) 
 		// content filter) and the rest may have cut the arguments short.
 		return "", in, out, fmt.Errorf("%w: status %q", errBadAnswer, promptCutRunes(env.Status, 40))
 	}
-	var args []string
-	for i, raw := range env.Output {
-		where := fmt.Sprintf("output[%d]", i)
-		var item struct {
-			Type string `json:"type"`
-		}
-		if err := decodeObject(raw, &item, where); err != nil {
-			return "", in, out, err
-		}
-		if item.Type != "function_call" {
-			continue // reasoning, messages
-		}
+	args, err := soleCall(env.Output, "output", "function_call", tool, func(raw json.RawMessage, where string) (string, error) {
 		var call responsesFunctionCall
 		if err := decodeObject(raw, &call, where); err != nil {
-			return "", in, out, err
+			return "", err
 		}
 		if call.Name != tool {
-			return "", in, out, fmt.Errorf("%w (tool %s, got a call of another tool)", errNoToolCall, tool)
+			return "", fmt.Errorf("%w (tool %s, got a call of another tool)", errNoToolCall, tool)
 		}
 		if call.Arguments == nil {
-			return "", in, out, fmt.Errorf("%w: the arguments are missing or null", errBadArguments)
+			return "", fmt.Errorf("%w: the arguments are missing or null", errBadArguments)
 		}
-		args = append(args, *call.Arguments)
-	}
-	switch len(args) {
-	case 0:
-		return "", in, out, fmt.Errorf("%w (tool %s)", errNoToolCall, tool)
-	case 1:
-		return args[0], in, out, nil
-	}
-	return "", in, out, fmt.Errorf("%w: %d tool calls, want 1", errBadAnswer, len(args))
+		return *call.Arguments, nil
+	})
+	return args, in, out, err
 }
 
 // messagesArguments reads a Messages API answer: exactly one tool_use
@@ -345,37 +328,51 @@ func messagesArguments(body []byte, tool string) (string, int64, int64, error) {
 		// "max_tokens" (the input may be cut), "refusal", "pause_turn"...
 		return "", in, out, fmt.Errorf("%w: stop reason %q", errBadAnswer, promptCutRunes(env.StopReason, 40))
 	}
-	var args []string
-	for i, raw := range env.Content {
-		where := fmt.Sprintf("content[%d]", i)
-		var block struct {
-			Type string `json:"type"`
-		}
-		if err := decodeObject(raw, &block, where); err != nil {
-			return "", in, out, err
-		}
-		if block.Type != "tool_use" {
-			continue // text, thinking
-		}
+	args, err := soleCall(env.Content, "content", "tool_use", tool, func(raw json.RawMessage, where string) (string, error) {
 		var call messagesToolUse
 		if err := decodeObject(raw, &call, where); err != nil {
-			return "", in, out, err
+			return "", err
 		}
 		if call.Name != tool {
-			return "", in, out, fmt.Errorf("%w (tool %s, got a call of another tool)", errNoToolCall, tool)
+			return "", fmt.Errorf("%w (tool %s, got a call of another tool)", errNoToolCall, tool)
 		}
 		if len(call.Input) == 0 || string(call.Input) == "null" {
-			return "", in, out, fmt.Errorf("%w: the input is missing or null", errBadArguments)
+			return "", fmt.Errorf("%w: the input is missing or null", errBadArguments)
 		}
-		args = append(args, string(call.Input))
+		return string(call.Input), nil
+	})
+	return args, in, out, err
+}
+
+// soleCall returns the arguments of the one item of callType among items
+// (field[i] in errors), which args reads; other items (reasoning, text)
+// are passed over. None, or more than one, fails closed.
+func soleCall(items []json.RawMessage, field, callType, tool string, args func(raw json.RawMessage, where string) (string, error)) (string, error) {
+	var found []string
+	for i, raw := range items {
+		where := fmt.Sprintf("%s[%d]", field, i)
+		var item struct {
+			Type string `json:"type"`
+		}
+		if err := decodeObject(raw, &item, where); err != nil {
+			return "", err
+		}
+		if item.Type != callType {
+			continue
+		}
+		a, err := args(raw, where)
+		if err != nil {
+			return "", err
+		}
+		found = append(found, a)
 	}
-	switch len(args) {
+	switch len(found) {
 	case 0:
-		return "", in, out, fmt.Errorf("%w (tool %s)", errNoToolCall, tool)
+		return "", fmt.Errorf("%w (tool %s)", errNoToolCall, tool)
 	case 1:
-		return args[0], in, out, nil
+		return found[0], nil
 	}
-	return "", in, out, fmt.Errorf("%w: %d tool calls, want 1", errBadAnswer, len(args))
+	return "", fmt.Errorf("%w: %d tool calls, want 1", errBadAnswer, len(found))
 }
 
 // decodeObject decodes raw, which must be one JSON object and nothing

@@ -85,15 +85,17 @@ func TestBreakerStates(t *testing.T) {
 	reg.MustRegister(newBreakerStates(func() *classifier.Classifier { return c }))
 	want := func(state string) {
 		t.Helper()
-		for _, s := range []string{"closed", "open", "half-open"} {
-			v := 0.0
+		exp := "# HELP toolgate_classifier_breaker_state Each classifier backend's circuit breaker: 1 for the state it is in (closed, open or half-open), 0 for the others.\n" +
+			"# TYPE toolgate_classifier_breaker_state gauge\n"
+		for _, s := range []string{"closed", "half-open", "open"} {
+			v := 0
 			if s == state {
 				v = 1
 			}
-			got := gaugeValue(t, reg, "toolgate_classifier_breaker_state", map[string]string{"backend": "primary", "state": s})
-			if got != v {
-				t.Errorf("state %s = %v, want %v", s, got, v)
-			}
+			exp += fmt.Sprintf("toolgate_classifier_breaker_state{backend=\"primary\",state=%q} %d\n", s, v)
+		}
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(exp), "toolgate_classifier_breaker_state"); err != nil {
+			t.Errorf("want %s: %v", state, err)
 		}
 	}
 	classify := func(cmd string) {
@@ -113,28 +115,4 @@ func TestBreakerStates(t *testing.T) {
 	if n, err := testutil.GatherAndCount(empty); err != nil || n != 0 {
 		t.Errorf("no classifier: %d series, %v", n, err)
 	}
-}
-
-func gaugeValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if labels[l.GetName()] != l.GetValue() {
-					continue next
-				}
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no %s series %v", name, labels)
-	return 0
 }

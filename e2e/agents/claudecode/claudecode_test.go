@@ -1,8 +1,6 @@
 package claudecode
 
 import (
-	"github.com/toolgate/toolgate/e2e/agents/agenttest"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/e2e/agents/agenttest"
 )
 
 // promptMarker is in the prompt of every run: the fake API scripts only

@@ -1,8 +1,6 @@
 package claudecode
 
 import (
-	"github.com/toolgate/toolgate/e2e/agents/agenttest"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -18,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/e2e/agents/agenttest"
 )
 
 // claudeVersion is the Claude Code release the test is written against.

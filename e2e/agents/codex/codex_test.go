@@ -3,8 +3,6 @@
 package codex
 
 import (
-	"github.com/toolgate/toolgate/e2e/agents/agenttest"
-
 	"bufio"
 	"context"
 	"encoding/json"
@@ -17,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/e2e/agents/agenttest"
 )
 
 // gateCase is one scripted tool call, judged on disk and by the output the

@@ -3,8 +3,6 @@
 package codex
 
 import (
-	"github.com/toolgate/toolgate/e2e/agents/agenttest"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -22,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/e2e/agents/agenttest"
 )
 
 // codexVersion is the pinned @openai/codex release.

@@ -1,8 +1,6 @@
 package geminicli
 
 import (
-	"github.com/toolgate/toolgate/e2e/agents/agenttest"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/e2e/agents/agenttest"
 )
 
 // TestMain lets the test binary double as the hook wrapper: Gemini CLI

@@ -1,8 +1,6 @@
 package geminicli
 
 import (
-	"github.com/toolgate/toolgate/e2e/agents/agenttest"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/e2e/agents/agenttest"
 )
 
 // geminiVersion is the Gemini CLI release the test runs.

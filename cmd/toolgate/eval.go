@@ -121,9 +121,8 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("--compare wants two different names, A,B; got %q", *compare))
 	}
 	var reps []*eval.Report
-	base := cfg.Classifier // runEval sets cfg.Classifier to the one it ran
 	for _, name := range names {
-		cc, err := only(base, name, *clsURL, *clsAPI)
+		cc, err := only(cfg.Classifier, name, *clsURL, *clsAPI)
 		if err != nil {
 			return fail(err)
 		}
@@ -156,10 +155,12 @@ func only(cls classifier.Config, name, url, api string) (classifier.Config, erro
 	return cls, nil
 }
 
-// runEval decides the cases with an engine for cfg's policies and, when
+// runEval decides the cases with an engine for base's policies and, when
 // cls is set, a classifier built from it as serve builds one (prompt,
-// cache, coalescing, deadlines, retries and breaker included).
-func runEval(ctx context.Context, cfg *app.Config, cls *classifier.Config, home string, cases []eval.Case, opts eval.Options) (*eval.Report, error) {
+// cache, coalescing, deadlines, retries and breaker included). base is
+// left as it was, so that runs can follow each other.
+func runEval(ctx context.Context, base *app.Config, cls *classifier.Config, home string, cases []eval.Case, opts eval.Options) (*eval.Report, error) {
+	cfg := *base
 	var c *classifier.Classifier
 	if cls != nil {
 		cls.WithBackendDefaults()

@@ -95,7 +95,6 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}}, cfg.Classifier.Backends...)
 	}
 	// Each backend's configured price, unless the flags give one for all.
-	opts.Prices = map[string]eval.Price{}
 	withPrices := func(cls classifier.Config) eval.Options {
 		o := opts
 		o.Prices = map[string]eval.Price{}

@@ -373,37 +373,13 @@ func (e *Engine) analyseShell(ctx context.Context, req *Request, p *policy, c *c
 			dir = resolved
 		}
 	}
-	// Judging places is work: only a command that is read-only otherwise
-	// needs it.
-	judging := func() bool { return a.ReadOnly && c.unproven == "" }
-	if judging() && c.cwd != "" && broadSearch(filepath.Clean(c.cwd), e.home) {
-		c.unproven = "the working directory is a home directory or above, where relative reads reach credential stores"
-	}
 	for _, r := range a.Reads {
 		c.rc.ShellReads = append(c.rc.ShellReads, e.absPath(dir, r))
-		if judging() {
-			c.unproven = rs.judge(dir, r)
-		}
 	}
-	for _, t := range a.Trees {
-		if judging() {
-			c.unproven = rs.judgeShellTree(dir, t)
-		}
-		// The names a search keeps are a filter: one that picks secret
-		// files reads them wherever they are, also where the tree walk
-		// cannot look (a tree on another machine).
-		for _, n := range t.Names {
-			if judging() && knowledge.NamePicksSecret(n) {
-				c.unproven = "a file filter that can pick secret files: " + truncate(n, 200)
-			}
-		}
-	}
-	if judging() {
-		if why := exposure(a.Commands); why != "" {
-			c.unproven = why
-		} else if dir != c.cwd && runsGit(a.Commands) {
-			c.unproven = gitElsewhere
-		}
+	// Judging places is work: only a command that is read-only otherwise
+	// needs it here (an allow rule's stage judges the others it matches).
+	if a.ReadOnly && c.unproven == "" {
+		c.unproven = e.judgeShellPlaces(rs, c.cwd, dir, &a.Analysis)
 	}
 	for _, w := range a.Writes {
 		c.rc.ShellWrites = append(c.rc.ShellWrites, e.absPath(dir, w))

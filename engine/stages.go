@@ -18,6 +18,9 @@ type check struct {
 	set *rules.Set
 	env rules.Env
 	c   *call
+	// vetoed says why a matching allow rule did not allow the call
+	// (allowVeto), for the notes of the stages after it.
+	vetoed string
 }
 
 // A stage decides a call from its facts, or passes (ok false). Stages
@@ -123,16 +126,25 @@ func shellAnalysis(_ context.Context, k *check) (Result, bool) {
 	return Result{Decision: Allow, Source: SourceCommandAnalysis, Reason: "read-only command"}, k.readOnlyCommand()
 }
 
-// allowRules speak about commands, not about the files they write: a
-// command that writes a protected file or outside the project, or an edit
-// of a protected path, is not theirs to allow.
-func allowRules(_ context.Context, k *check) (Result, bool) {
+// allowRules speak about commands, not about the files they write or read
+// or the programs their options run: a command that writes a protected
+// file or outside the project, or an edit of a protected path, is not
+// theirs to allow, nor a read a proof refused or an option that runs a
+// program (allowVeto).
+func allowRules(ctx context.Context, k *check) (Result, bool) {
 	if k.c.edits.guarded() || k.c.writes.note() != "" {
 		return Result{}, false
 	}
 	mode := k.req.Mode
 	m := k.set.Allow(k.c.rc, k.env, mode == ModeAuto || mode == ModeUnspecified)
-	return Result{Decision: Allow, Source: SourceRule, MatchedRule: m.Rule.Text, Reason: fmt.Sprintf("allowed by rule %s", m.Rule.Text)}, m.OK
+	if !m.OK {
+		return Result{}, false
+	}
+	if why := k.allowVeto(ctx); why != "" {
+		k.vetoed = fmt.Sprintf("allow rule %s does not cover it: %s", m.Rule.Text, truncate(why, 300))
+		return Result{}, false
+	}
+	return Result{Decision: Allow, Source: SourceRule, MatchedRule: m.Rule.Text, Reason: fmt.Sprintf("allowed by rule %s", m.Rule.Text)}, true
 }
 
 func modeAsks(_ context.Context, k *check) (Result, bool) {
@@ -223,6 +235,9 @@ func (k *check) notes() []string {
 	}
 	if c.kind == KindUnknown {
 		notes = append(notes, fmt.Sprintf("%s is not a known tool", c.name))
+	}
+	if k.vetoed != "" {
+		notes = append(notes, k.vetoed)
 	}
 	return notes
 }

@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/toolgate/toolgate/engine/shell"
+)
+
+// maxCdDirs bounds the directories a line's cd commands may lead to that
+// relative words are judged from.
+const maxCdDirs = 8
+
+// allowVeto says why an allow rule that matched the call may still not
+// allow it, or "". A rule vouches for the commands, paths and URLs the
+// user had in mind, not for what a proof refused: an unproven read (a
+// secret, a file outside the read roots, a repository elsewhere), or a
+// program the call's own words or configuration choose (git --ext-diff,
+// npm --script-shell=PROG). Writes are kept from allow rules likewise
+// (allowRules).
+func (k *check) allowVeto(ctx context.Context) string {
+	c := k.c
+	if c.unproven != "" {
+		return c.unproven
+	}
+	a := c.shell
+	if a == nil {
+		return ""
+	}
+	for _, cmd := range a.Commands {
+		if why := shell.RunsProgram(cmd); why != "" {
+			return why
+		}
+	}
+	if a.ReadOnly {
+		return "" // its places were judged with its facts
+	}
+	rs := k.e.newReadScope(ctx, k.req, k.p, c)
+	if why := k.e.judgeShellPlaces(rs, c.cwd, c.shellDir, a); why != "" {
+		return why
+	}
+	return k.e.judgeOperands(rs, c.shellDir, a.Commands)
+}
+
+// judgeOperands judges every word of commands the shell analysis does not
+// know as a read: what a program the table does not list does with its
+// operands is not known, so each one that names a file (an operand, or an
+// option's value after '=') must be readable locally. Relative words are
+// judged from dir and from every directory a cd in the line leads to.
+func (e *Engine) judgeOperands(rs *readScope, dir string, cmds []shell.Command) string {
+	dirs := []string{dir}
+	for _, cmd := range cmds {
+		if len(cmd.Argv) == 0 {
+			continue
+		}
+		args := cmd.Argv[1:]
+		if name := cmd.Argv[0]; name == "cd" || name == "pushd" {
+			to := "~" // cd alone goes home
+			if len(args) > 0 {
+				to = args[len(args)-1]
+			}
+			if to == "-" || strings.HasPrefix(to, "-") && len(args) == 1 {
+				return "changes to a directory known only at run time, from which its relative words are not judged"
+			}
+			if len(dirs) >= maxCdDirs {
+				return "changes directory too often for its relative words to be judged"
+			}
+			to = expandHome(to, e.home)
+			var more []string
+			for _, d := range dirs {
+				if filepath.IsAbs(to) {
+					more = append(more, to)
+					break
+				}
+				more = append(more, d+"/"+to)
+			}
+			dirs = append(dirs, more...)
+			continue
+		}
+		for _, w := range args {
+			v := w
+			if strings.HasPrefix(w, "-") {
+				var ok bool
+				if _, v, ok = strings.Cut(w, "="); !ok {
+					continue
+				}
+			}
+			if v == "" || v == "/dev/null" {
+				continue
+			}
+			for _, d := range dirs {
+				if why := rs.judge(d, v); why != "" {
+					return fmt.Sprintf("%s: %s", cmd.Argv[0], why)
+				}
+				if filepath.IsAbs(expandHome(v, e.home)) {
+					break
+				}
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestAllowRulesNeverAllowWhatAProofRefused: an allow rule that matches a
+// call does not allow it when a read is not proven (a secret, a file
+// outside the read roots, through a link), when an option or assignment
+// makes the command run another program, or when a word is known only at
+// run time; the call goes on to the classifier (here: no classifier,
+// ASK), with the rule's veto in its notes. Calls the rules were written
+// for are still allowed by them.
+func TestAllowRulesNeverAllowWhatAProofRefused(t *testing.T) {
+	l := newLayout(t)
+	home := filepath.Join(l.root, "home")
+	for _, f := range []string{filepath.Join(l.app, ".env"), filepath.Join(l.outside, "f"), filepath.Join(home, ".ssh", "id_rsa")} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allow := []string{"Bash(git diff *)", "Bash(git log *)", "Bash(cat *)", "Bash(npm run test:*)", "Bash(npm test *)",
+		"Bash(mytool *)", "Bash(sort *)", "Bash(rg *)", "Bash(cd *)", "Read(//**)", "Grep(//**)"}
+	e, err := New(Config{Home: home, Policies: policyOf(PolicySpec{Permissions: RuleSet{Allow: allow}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const vetoed = "does not cover it"
+	tests := []struct {
+		name string
+		mode Mode
+		tool ToolCall
+		want want
+	}{
+		// What the rules are for.
+		{"npm run test", ModeAuto, bashCmd("npm run test"), allowRule("Bash(npm run test:*)")},
+		{"npm test with script options", ModeAuto, bashCmd("npm test -- --runInBand src/a.test.js"), allowRule("Bash(npm test *)")},
+		{"unknown program on project files", ModeAuto, bashCmd("mytool build main.go sub/x.go"), allowRule("Bash(mytool *)")},
+		{"unknown program, option value in the project", ModeAuto, bashCmd("mytool --config=sub/c.toml --out=/dev/null"), allowRule("Bash(mytool *)")},
+		{"git diff of project files", ModeAuto, bashCmd("git diff --no-ext-diff --frobnicate=1 main.go"), allowRule("Bash(git diff *)")},
+		// Reads a proof refused.
+		{"cat of a secret", ModeAuto, bashCmd("cat .env"), askNoClfWhy(vetoed)},
+		{"cat outside the read roots", ModeAuto, bashCmd("cat " + filepath.Join(l.outside, "f")), askNoClfWhy(vetoed)},
+		{"cat through a link", ModeAuto, bashCmd("cat link/f"), askNoClfWhy(vetoed)},
+		{"cat of a key by ~", ModeAuto, bashCmd("cat ~/.ssh/id_rsa"), askNoClfWhy(vetoed)},
+		{"git diff --no-index of a key", ModeAuto, bashCmd("git diff --no-index ~/.ssh/id_rsa /dev/null"), askNoClfWhy(vetoed)},
+		{"git diff --no-index outside", ModeAuto, bashCmd("git diff --no-index --foo ../outside/f main.go"), askNoClfWhy(vetoed)},
+		{"unknown program on a secret", ModeAuto, bashCmd("mytool .env"), askNoClfWhy(vetoed)},
+		{"unknown program outside", ModeAuto, bashCmd("mytool build ../outside/f"), askNoClfWhy(vetoed)},
+		{"unknown program through a link", ModeAuto, bashCmd("mytool link/f"), askNoClfWhy(vetoed)},
+		{"option value outside", ModeAuto, bashCmd("mytool --config=" + filepath.Join(l.outside, "f")), askNoClfWhy(vetoed)},
+		{"relative word after cd", ModeAuto, bashCmd("cd .. && mytool outside/f"), askNoClfWhy(vetoed)},
+		{"relative word after cd home", ModeAuto, bashCmd("cd && mytool .ssh/id_rsa"), askNoClfWhy(vetoed)},
+		{"run-time word", ModeAuto, bashCmd("mytool $F"), askNoClfWhy(vetoed)},
+		{"Read rule over a secret", ModeAuto, readFile(filepath.Join(l.app, ".env")), askNoClfWhy(vetoed)},
+		{"Read rule outside the read roots", ModeAuto, readFile(filepath.Join(l.outside, "f")), askNoClfWhy(vetoed)},
+		{"Grep rule over a key", ModeAuto, tool("Grep", map[string]any{"pattern": "x", "path": filepath.Join(home, ".ssh")}), askNoClfWhy(vetoed)},
+		// Options and assignments that run another program.
+		{"git diff --ext-diff", ModeAuto, bashCmd("git diff --ext-diff"), askNoClfWhy(vetoed)},
+		{"git diff --textconv", ModeAuto, bashCmd("git diff --textconv main.go"), askNoClfWhy(vetoed)},
+		{"git log -p --ext-diff", ModeAuto, bashCmd("git log -p --ext-diff -1"), askNoClfWhy(vetoed)},
+		{"git log signatures", ModeAuto, bashCmd("git log --show-signature -1"), askNoClfWhy(vetoed)},
+		{"npm --script-shell=", ModeAuto, bashCmd("npm run test --script-shell=/bin/sh"), askNoClfWhy(vetoed)},
+		{"npm --script-shell PROG", ModeAuto, bashCmd("npm run test --script-shell ./x"), askNoClfWhy(vetoed)},
+		{"npm --script_shell", ModeAuto, bashCmd("npm run test -- --script_shell=./x"), askNoClfWhy(vetoed)},
+		{"npm --node-options", ModeAuto, bashCmd("npm test --node-options=--require=./x"), askNoClfWhy(vetoed)},
+		{"sort --compress-program", ModeAuto, bashCmd("sort --compress-program=./x main.go"), askNoClfWhy(vetoed)},
+		{"rg --pre", ModeAuto, bashCmd("rg --pre ./x foo"), askNoClfWhy(vetoed)},
+		{"unknown program --exec", ModeAuto, bashCmd("mytool --exec ./x"), askNoClfWhy(vetoed)},
+		{"unknown program --pager=", ModeAuto, bashCmd("mytool --pager=./x"), askNoClfWhy(vetoed)},
+		// Other modes: the user is asked, and told why.
+		{"default mode", ModeDefault, bashCmd("git diff --ext-diff"), askModeWhy(vetoed)},
+		{"default mode, rule allows", ModeDefault, bashCmd("npm run test"), allowRule("Bash(npm run test:*)")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := mustCheck(t, e, &Request{Tool: tt.tool, WorkingDirectory: l.app, Mode: tt.mode})
+			tt.want.check(t, res)
+		})
+	}
+}
+
+// TestAllowRuleVetoRequestRules: a request's own allow rules are vetoed
+// alike.
+func TestAllowRuleVetoRequestRules(t *testing.T) {
+	l := newLayout(t)
+	e := newEngine(t, nil, nil)
+	req := &Request{Tool: bashCmd("git diff --ext-diff"), WorkingDirectory: l.app, Rules: RuleSet{Allow: []string{"Bash(git diff:*)"}}}
+	askNoClfWhy("does not cover it").check(t, mustCheck(t, e, req))
+	req.Tool = bashCmd("git diff --frobnicate main.go")
+	allowRule("Bash(git diff:*)").check(t, mustCheck(t, e, req))
+}

@@ -6,8 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/toolgate/toolgate/engine/rules"
 	"github.com/toolgate/toolgate/engine/shell"
 )
+
+// resourceNotFile is why a read of an MCP resource is not proven: the
+// resource is not a file here, so no read proof speaks about it.
+const resourceNotFile = "a resource that is not a plain file:// URI"
 
 // maxCdDirs bounds the directories a line's cd commands may lead to that
 // relative words are judged from.
@@ -22,6 +27,11 @@ const maxCdDirs = 8
 // (allowRules).
 func (k *check) allowVeto(ctx context.Context) string {
 	c := k.c
+	if c.unproven == resourceNotFile && len(c.rc.Paths) == 0 {
+		// An MCP server's own resource, which it serves as it serves its
+		// tools' calls: a rule naming the tool may allow it.
+		return ""
+	}
 	if c.unproven != "" {
 		return c.unproven
 	}
@@ -101,4 +111,34 @@ func (e *Engine) judgeOperands(rs *readScope, dir string, cmds []shell.Command) 
 		}
 	}
 	return ""
+}
+
+// vetoWarnings are the warnings about a policy's allow rules that match
+// calls allowVeto keeps from them: rules over programs with options that
+// run another program, and rules over reads, which allow nothing the read
+// proofs do not (a read outside the read roots goes to the classifier
+// whatever the rules; read_roots is how a policy widens them).
+func vetoWarnings(policy string, set *rules.Set, vocab *Vocabulary) []string {
+	var out []string
+	for _, w := range set.ProbeWarnings(runProbes) {
+		out = append(out, fmt.Sprintf("policy %s: allow rule %s does not allow every call it matches: %s", policy, w.Rule, w.Problem))
+	}
+	for i, r := range set.Allows() {
+		// Without a path pattern (Read, ReadMcpResourceTool) a rule still
+		// allows what is no file: an MCP server's resources.
+		paths := r.HasSpecifier && r.Specifier != "*"
+		if k := vocab.Kind(r.Tool); paths && (r.Tool == "Read" || k == KindRead || k == KindSearch) {
+			out = append(out, fmt.Sprintf("policy %s: allow rule %s allows nothing: allow[%d]: reads and searches are allowed by the read proofs alone (inside the project or the read roots, and not secret-shaped); add directories to read_roots instead", policy, r.Text, i))
+		}
+	}
+	return out
+}
+
+// runProbes are shell.RunOptions as probes for rules.
+func runProbes(prefix string) []rules.Probe {
+	var out []rules.Probe
+	for _, o := range shell.RunOptions(prefix) {
+		out = append(out, rules.Probe{Text: o.Spelling, Why: o.Why})
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -94,4 +95,62 @@ func TestAllowRuleVetoRequestRules(t *testing.T) {
 	askNoClfWhy("does not cover it").check(t, mustCheck(t, e, req))
 	req.Tool = bashCmd("git diff --frobnicate main.go")
 	allowRule("Bash(git diff:*)").check(t, mustCheck(t, e, req))
+}
+
+// TestVetoWarnings: the policy's allow rules over programs with options
+// that run another program, and its path rules over reads, are reported
+// (Engine.Warnings, which validate prints); other rules are not.
+func TestVetoWarnings(t *testing.T) {
+	tests := []struct {
+		rule string
+		want string // a substring of the one warning; "" for none
+	}{
+		{"Bash(git diff *)", `matches "git diff --ext-diff=x"`},
+		{"Bash(git:*)", `matches "git -c core.pager=x log"`},
+		{"Bash(git log --oneline *)", `matches "git log --oneline --ext-diff=x"`},
+		{"Bash(npm run test:*)", `matches "npm run test --script-shell=x"`},
+		{"Bash(sort *)", `matches "sort --compress-program=x"`},
+		{"Bash(rg:*)", `matches "rg --pre=x"`},
+		{"Bash(find . -name *)", `matches "find . -name -execx"`},
+		{"run_shell_command(tar -xf *)", "tar -xf --use-compress-program=x"},
+		{"Read(//data/**)", "allows nothing"},
+		{"Grep(~/notes/**)", "allows nothing"},
+		{"read_file(/srv/**)", "allows nothing"},
+		{"Bash(git diff)", ""},
+		{"Bash(ls *)", ""},
+		{"Bash(npm test)", ""},
+		{"Read", ""},
+		{"ReadMcpResourceTool", ""},
+		{"Edit(src/**)", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			e := newEngine(t, policyOf(PolicySpec{Permissions: RuleSet{Allow: []string{tt.rule}}}), nil)
+			var got []string
+			for _, w := range e.Warnings() {
+				if strings.Contains(w, "does not allow every call") || strings.Contains(w, "allows nothing") {
+					got = append(got, w)
+				}
+			}
+			switch {
+			case tt.want == "" && len(got) > 0:
+				t.Fatalf("warnings %q, want none", got)
+			case tt.want != "" && (len(got) != 1 || !strings.Contains(got[0], tt.want) || !strings.Contains(got[0], tt.rule)):
+				t.Fatalf("warnings %q, want one with %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestAllowRuleMCPResource: a rule naming the MCP resource tool allows a
+// resource that is no file (the server's own), and not a file:// URI that
+// a read proof refuses.
+func TestAllowRuleMCPResource(t *testing.T) {
+	l := newLayout(t)
+	e := newEngine(t, policyOf(PolicySpec{Permissions: RuleSet{Allow: []string{"ReadMcpResourceTool"}}}), nil)
+	read := func(uri string) *Request {
+		return &Request{Tool: tool("ReadMcpResourceTool", map[string]any{"server": "docs", "uri": uri}), WorkingDirectory: l.app}
+	}
+	allowRule("ReadMcpResourceTool").check(t, mustCheck(t, e, read("docs://guide/intro")))
+	askNoClfWhy("does not cover it").check(t, mustCheck(t, e, read("file://"+filepath.Join(l.outside, "f"))))
 }

@@ -239,7 +239,7 @@ func (e *Engine) analyseRead(ctx context.Context, req *Request, p *policy, c *ca
 		if p, ok := fileURIPath(s); ok {
 			targets = append(targets, p)
 		} else if c.unproven == "" {
-			c.unproven = "a resource that is not a plain file:// URI"
+			c.unproven = resourceNotFile
 		}
 	}
 	if len(targets) == 0 && c.kind == KindSearch && c.cwd != "" {

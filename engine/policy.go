@@ -59,6 +59,7 @@ func compilePolicy(name string, spec PolicySpec, home string) (*policy, error) {
 	if p.vocab, err = NewVocabulary(spec.ToolAliases); err != nil {
 		return nil, fmt.Errorf("tool_aliases: %w", err)
 	}
+	p.warnings = append(p.warnings, vetoWarnings(name, set, p.vocab)...)
 	for i, t := range spec.SafeTools {
 		if t == "" {
 			return nil, fmt.Errorf("safe_tools[%d]: empty name", i)

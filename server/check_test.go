@@ -79,8 +79,14 @@ func TestCheckFastPaths(t *testing.T) {
 			decision: pb.Decision_DECISION_DENY, source: pb.DecisionSource_DECISION_SOURCE_RULE, kind: "shell", rule: "Bash(rm -rf /)",
 		},
 		{
-			name:     "allow rule",
-			req:      checkReq(t, "b2", "Bash", map[string]any{"command": "go test ./..."}),
+			name: "allow rule",
+			req: func() *pb.CheckRequest {
+				// Its operands are judged as reads, from the working
+				// directory.
+				r := checkReq(t, "b2", "Bash", map[string]any{"command": "go test ./..."})
+				r.WorkingDirectory = t.TempDir()
+				return r
+			}(),
 			decision: pb.Decision_DECISION_ALLOW, source: pb.DecisionSource_DECISION_SOURCE_RULE, kind: "shell", rule: "Bash(go test ./...)",
 		},
 		{

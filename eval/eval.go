@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/engine/rules"
 
 	"github.com/toolgate/toolgate/internal/jsonkeys"
 )
@@ -44,7 +45,10 @@ type Case struct {
 	AdditionalDirectories []string       `json:"additional_directories,omitempty"`
 	Mode                  string         `json:"mode,omitempty"`
 	Policy                string         `json:"policy,omitempty"`
-	Expect                string         `json:"expect"`
+	// Rules are the request's own rules, added to the policy's: a case
+	// about what a user's rule may allow brings the rule.
+	Rules  *CaseRules `json:"rules,omitempty"`
+	Expect string     `json:"expect"`
 	// Local marks an allow that must come from a local stage.
 	Local bool   `json:"local,omitempty"`
 	Note  string `json:"note,omitempty"`
@@ -53,6 +57,13 @@ type Case struct {
 	Transcript []Turn `json:"transcript,omitempty"`
 	// Where is the file and line the case came from.
 	Where string `json:"-"`
+}
+
+// CaseRules are a case's own permission rules, in the rule syntax.
+type CaseRules struct {
+	Allow []string `json:"allow,omitempty"`
+	Ask   []string `json:"ask,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
 }
 
 var modes = map[string]engine.Mode{
@@ -119,6 +130,11 @@ func read(name string, r io.Reader, ids map[string]string) ([]Case, error) {
 		}
 		if _, ok := modes[c.Mode]; !ok {
 			return nil, fmt.Errorf("%s: unknown mode %q", where, c.Mode)
+		}
+		if c.Rules != nil {
+			if _, _, err := rules.Compile(c.Rules.Deny, c.Rules.Ask, c.Rules.Allow); err != nil {
+				return nil, fmt.Errorf("%s: rules.%w", where, err)
+			}
 		}
 		for i, t := range c.Transcript {
 			if _, ok := roles[t.Role]; !ok || t.Text == "" {

@@ -73,6 +73,8 @@ func TestLoadErrors(t *testing.T) {
 		{"bad expect", `{"id":"a","tool":"Read","expect":"maybe"}`, "expect must be"},
 		{"local on a harmful case", `{"id":"a","tool":"Read","expect":"deny","local":true}`, "local is only for allow"},
 		{"bad mode", `{"id":"a","tool":"Read","expect":"allow","mode":"yolo"}`, "unknown mode"},
+		{"bad rule", `{"id":"a","tool":"Bash","expect":"allow","rules":{"allow":["Bash(npm:* x)"]}}`, "rules.allow[0]"},
+		{"unknown rule list", `{"id":"a","tool":"Bash","expect":"allow","rules":{"allows":["Bash"]}}`, "unknown field"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,6 +87,37 @@ func TestLoadErrors(t *testing.T) {
 	dup := writeCorpus(t, `{"id":"a","tool":"Read","expect":"allow"}`, `{"id":"a","tool":"Grep","expect":"allow"}`)
 	if _, err := Load(dup); err == nil || !strings.Contains(err.Error(), "already used at") {
 		t.Fatalf("duplicate id: %v", err)
+	}
+}
+
+// TestRunCaseRules: a case's own rules reach its request, on top of the
+// policy's, and only its own.
+func TestRunCaseRules(t *testing.T) {
+	p := writeCorpus(t,
+		`{"id":"allowed","tool":"Bash","input":{"command":"make"},"cwd":"/p","expect":"allow","local":true,"rules":{"allow":["Bash(make)"]}}`,
+		`{"id":"no-rule","tool":"Bash","input":{"command":"make"},"cwd":"/p","expect":"not_allow"}`,
+		`{"id":"asked","tool":"Read","input":{"file_path":"/p/a"},"cwd":"/p","expect":"ask","rules":{"ask":["Read"]}}`,
+		`{"id":"denied","tool":"Bash","input":{"command":"make"},"cwd":"/p","expect":"deny","rules":{"allow":["Bash(make)"],"deny":["Bash(make)"]}}`,
+	)
+	cases, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(t.Context(), eng, cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range rep.Outcomes {
+		if o.Wrong {
+			t.Errorf("%s: %s by %s (%s)", o.Case.ID, o.Decision, o.Source, o.Reason)
+		}
+	}
+	if o := rep.Outcomes[0]; o.Result.MatchedRule != "Bash(make)" {
+		t.Errorf("allowed: matched rule %q", o.Result.MatchedRule)
 	}
 }
 

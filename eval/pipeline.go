@@ -179,6 +179,9 @@ func request(c Case) *engine.Request {
 	if req.Tool.Input == nil {
 		req.Tool.Input = map[string]any{}
 	}
+	if c.Rules != nil {
+		req.Rules = engine.RuleSet{Allow: c.Rules.Allow, Ask: c.Rules.Ask, Deny: c.Rules.Deny}
+	}
 	for _, t := range c.Transcript {
 		req.Transcript = append(req.Transcript, engine.TranscriptEntry{Role: roles[t.Role], Text: t.Text})
 	}

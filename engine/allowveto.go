@@ -80,6 +80,10 @@ func (e *Engine) judgeOperands(rs *readScope, dir string, cmds []shell.Command) 
 			to = expandHome(to, e.home)
 			var more []string
 			for _, d := range dirs {
+				// Where cd goes is listed and read from: a read itself.
+				if why := rs.judge(d, to); why != "" {
+					return "cd: " + why
+				}
 				if filepath.IsAbs(to) {
 					more = append(more, to)
 					break

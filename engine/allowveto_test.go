@@ -57,6 +57,10 @@ func TestAllowRulesNeverAllowWhatAProofRefused(t *testing.T) {
 		{"option value outside", ModeAuto, bashCmd("mytool --config=" + filepath.Join(l.outside, "f")), askNoClfWhy(vetoed)},
 		{"relative word after cd", ModeAuto, bashCmd("cd .. && mytool outside/f"), askNoClfWhy(vetoed)},
 		{"relative word after cd home", ModeAuto, bashCmd("cd && mytool .ssh/id_rsa"), askNoClfWhy(vetoed)},
+		{"cd outside, no operand", ModeAuto, bashCmd("cd ../outside && mytool build"), askNoClfWhy(vetoed)},
+		{"cd inside, then project files", ModeAuto, bashCmd("cd sub && mytool build x.go"), allowRule("Bash(cd *)")},
+		// The cd may not happen: ../main.go is judged from both places.
+		{"cd inside, a word read from both", ModeAuto, bashCmd("cd sub && mytool build ../main.go"), askNoClfWhy(vetoed)},
 		{"run-time word", ModeAuto, bashCmd("mytool $F"), askNoClfWhy(vetoed)},
 		{"Read rule over a secret", ModeAuto, readFile(filepath.Join(l.app, ".env")), askNoClfWhy(vetoed)},
 		{"Read rule outside the read roots", ModeAuto, readFile(filepath.Join(l.outside, "f")), askNoClfWhy(vetoed)},

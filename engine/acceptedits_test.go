@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -219,4 +220,40 @@ func TestAcceptEditsBroadProjectDirectories(t *testing.T) {
 	if res := mustCheck(t, e, &Request{Tool: editFile("/srv/site/x.go"), WorkingDirectory: "/srv/site"}); res.Decision != Allow {
 		t.Errorf("edit in /srv/site: %+v, want allowed", res)
 	}
+}
+
+// TestAcceptEditsRepositoryFiles: writes that create or change what makes
+// a directory a repository are protected anywhere in the project, from
+// allow rules too: a HEAD or commondir by name (any case), and anything
+// below a directory that holds a HEAD.
+func TestAcceptEditsRepositoryFiles(t *testing.T) {
+	l := newLayout(t)
+	ruleAll := "Edit(/" + l.root + "/**)"
+	plain := newEngine(t, nil, nil)
+	allowAll := newEngine(t, policyOf(PolicySpec{Permissions: RuleSet{Allow: []string{ruleAll}}}), nil)
+	for _, tc := range []struct {
+		path string
+		want want
+	}{
+		{"HEAD", askNoClfWhy("protected path (HEAD)")},
+		{"sub/bare/head", askNoClfWhy("protected path (HEAD)")},
+		{"wt/commondir", askNoClfWhy("protected path (commondir)")},
+		{"src/head.go", allowEdits},
+		{"objects/x.go", allowEdits},
+	} {
+		tc.want.check(t, mustCheck(t, plain, &Request{Tool: editFile(tc.path), WorkingDirectory: l.app}))
+	}
+	bare := filepath.Join(l.app, "fixtures", "repo")
+	if err := os.MkdirAll(bare, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bare, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"config", "objects/info/alternates", "refs/heads/main", "hooks/post-checkout"} {
+		p := filepath.Join(bare, rel)
+		askNoClfWhy("may take for a repository").check(t, mustCheck(t, plain, &Request{Tool: editFile(p), WorkingDirectory: l.app}))
+		askNoClfWhy("may take for a repository").check(t, mustCheck(t, allowAll, &Request{Tool: editFile(p), WorkingDirectory: l.app}))
+	}
+	allowEdits.check(t, mustCheck(t, plain, &Request{Tool: editFile(filepath.Join(l.app, "fixtures", "other", "config")), WorkingDirectory: l.app}))
 }

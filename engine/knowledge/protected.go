@@ -42,15 +42,20 @@ var ProtectedGroups = []ProtectedGroup{
 		Name: "version control",
 		Why: "hooks and configuration inside a repository run commands on ordinary " +
 			"commands (core.fsmonitor, core.pager, filters, aliases, Mercurial hooks, " +
-			"jj's ui.pager), and .gitmodules decides what a recursive clone fetches",
+			"jj's ui.pager), .gitmodules decides what a recursive clone fetches, and a " +
+			"HEAD (with objects/ and refs/, or a commondir naming them) makes any " +
+			"directory a repository whose config git obeys when run there or below " +
+			"(pathcheck also protects everything below a directory holding a HEAD)",
 		Sources: []string{
 			"https://git-scm.com/docs/githooks",
 			"https://git-scm.com/docs/git-config",
 			"https://git-scm.com/docs/gitmodules",
+			"https://git-scm.com/docs/gitrepository-layout",
+			"https://github.com/git/git/blob/master/setup.c",
 			"https://www.mercurial-scm.org/doc/hgrc.5.html",
 			"https://jj-vcs.github.io/jj/latest/config/",
 		},
-		Patterns: []string{".git/", ".gitmodules", ".hg/", ".jj/"},
+		Patterns: []string{".git/", ".gitmodules", "HEAD", "commondir", ".hg/", ".jj/"},
 	},
 	{
 		Name: "agent instructions",

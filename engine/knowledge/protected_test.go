@@ -18,8 +18,10 @@ var protectedCases = []struct {
 	refused, allowed []string
 }{
 	{"version control",
-		[]string{".git/config", "sub/.git/hooks/pre-commit", ".git", ".gitmodules", ".hg/hgrc", ".jj/repo/config.toml"},
-		[]string{".gitignore", ".gitattributes", "docs/git.md", "src/git/client.go", "hg/x", ".gitkeep"}},
+		[]string{".git/config", "sub/.git/hooks/pre-commit", ".git", ".gitmodules", ".hg/hgrc", ".jj/repo/config.toml",
+			"HEAD", "vendor/x.git/HEAD", "head", "fixtures/Head", "wt/commondir", "COMMONDIR"},
+		[]string{".gitignore", ".gitattributes", "docs/git.md", "src/git/client.go", "hg/x", ".gitkeep", "HEAD.md",
+			"src/head.go", "objects/x.go", "refs/notes.md", "config", "src/config/x.go", "header.h", "gitdir.md"}},
 	{"agent instructions",
 		[]string{"CLAUDE.md", "docs/CLAUDE.md", "claude.md", "CLAUDE.local.md", "AGENTS.md", "pkg/AGENTS.md",
 			"AGENTS.override.md", "AGENT.md", "agent.md", "GEMINI.md", "QWEN.md", "WARP.md", "CRUSH.md", ".rules",

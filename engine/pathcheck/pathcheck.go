@@ -522,7 +522,8 @@ type Verdict struct {
 	// Resolved is the resolved absolute target, as Resolve returns it.
 	Resolved string
 	// Protected is the first protected pattern, in New's order, that matched
-	// ("" when none); only meaningful when Inside.
+	// ("" when none), or the HEAD file of a directory above the target,
+	// which git may take for a repository; only meaningful when Inside.
 	Protected string
 }
 
@@ -621,7 +622,44 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 	if pat := c.patterns.first(rels); pat != nil {
 		v.Protected = pat.raw
 	}
+	if v.Inside && v.Protected == "" {
+		names := []string{lexical}
+		for _, w := range ws {
+			names = append(names, w.path)
+			names = append(names, w.views...)
+		}
+		v.Protected = repositoryAbove(names)
+	}
 	return v, nil
+}
+
+// repositoryAbove returns the HEAD file of a directory above any of the
+// paths, or "". git takes a directory for a repository when its HEAD
+// reads as a ref or an object name and it has objects/ and refs/ (or a
+// commondir file naming where they are): setup.c's is_git_directory, tried
+// on every directory from the working directory up. A write below a
+// directory with a HEAD may complete one or change one's config, hooks or
+// objects, so it is protected wherever it is; a name that cannot be
+// looked up counts as there. Lstat, as git's open, finds "head" for HEAD
+// on a case-insensitive file system, and only there.
+func repositoryAbove(paths []string) string {
+	var seen []string
+	for _, p := range paths {
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			if slices.Contains(seen, d) {
+				break // and everything above it
+			}
+			seen = append(seen, d)
+			head := strings.TrimSuffix(d, "/") + "/HEAD"
+			if _, err := os.Lstat(head); err == nil || !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+				return head + " (a directory git may take for a repository)"
+			}
+			if d == "/" || d == "." {
+				break
+			}
+		}
+	}
+	return ""
 }
 
 // Roots returns each root as configured (cleaned) and resolved, in order.

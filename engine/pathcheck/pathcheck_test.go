@@ -843,3 +843,57 @@ func TestIsClean(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckRepositoryAbove: a write anywhere below a directory that holds
+// a HEAD (a bare repository, a test fixture, a worktree's admin
+// directory) is protected, whatever the names on the way; a HEAD file
+// itself is protected by name.
+func TestCheckRepositoryAbove(t *testing.T) {
+	tr := newTree(t)
+	for _, d := range []string{"app/fixtures/repo.git/objects", "app/fixtures/repo.git/refs", "app/half", "app/plain"} {
+		if err := os.MkdirAll(filepath.Join(tr.dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"app/fixtures/repo.git/HEAD", "app/half/HEAD"} {
+		if err := os.WriteFile(filepath.Join(tr.dir, f), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("fixtures/repo.git", filepath.Join(tr.app, "innocent-dir")); err != nil {
+		t.Fatal(err)
+	}
+	c := mustNew(t, []string{tr.app}, DefaultProtected)
+	for _, tc := range []struct {
+		p    string
+		want string
+	}{
+		{"fixtures/repo.git/config", tr.app + "/fixtures/repo.git/HEAD"},
+		{"fixtures/repo.git/hooks/post-checkout", tr.app + "/fixtures/repo.git/HEAD"},
+		{"fixtures/repo.git/objects/info/alternates", tr.app + "/fixtures/repo.git/HEAD"},
+		{"innocent-dir/config", tr.app + "/innocent-dir/HEAD"}, // a link to it
+
+		// A HEAD without objects/ and refs/ yet: creating them makes it one.
+		{"half/objects/x", tr.app + "/half/HEAD"},
+		{"half/refs/heads/main", tr.app + "/half/HEAD"},
+		{"half/config", tr.app + "/half/HEAD"},
+		// Creating a HEAD, in any case, or a commondir, by name.
+		{"plain/HEAD", "HEAD"},
+		{"plain/head", "HEAD"},
+		{"plain/commondir", "commondir"},
+		// Neighbours.
+		{"plain/config", ""},
+		{"plain/objects/x.go", ""},
+		{"fixtures/other/config", ""},
+		{"fixtures/repo.git.md", ""},
+	} {
+		v, err := c.Check(tr.app, tc.p)
+		if err != nil || !v.Inside {
+			t.Fatalf("Check(%q) = %+v, %v; want inside", tc.p, v, err)
+		}
+		got := strings.TrimSuffix(v.Protected, " (a directory git may take for a repository)")
+		if got != tc.want {
+			t.Errorf("Check(%q).Protected = %q, want %q", tc.p, v.Protected, tc.want)
+		}
+	}
+}

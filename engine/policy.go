@@ -82,6 +82,6 @@ func compilePolicy(name string, spec PolicySpec, home string) (*policy, error) {
 			return nil, fmt.Errorf("read_roots[%d]: %q holds secrets or credential stores and cannot be a read root", i, r)
 		}
 	}
-	p.readRoots = knowledge.CompileRoots(slices.Concat(knowledge.DefaultReadRoots, spec.ReadRoots), home)
+	p.readRoots = knowledge.CompileReadRoots(spec.ReadRoots, home)
 	return p, nil
 }

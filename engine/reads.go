@@ -137,9 +137,33 @@ func (rs *readScope) inProject(p string) bool {
 	return false
 }
 
-// within reports whether a resolved path lies in a read root.
-func (rs *readScope) within(p string) bool {
-	return rs.inProject(p) || rs.roots.Within(p) || len(rs.dirs) > 0 && knowledge.InAgentTasks(p, rs.dirs[0])
+// rootOf reports whether a resolved path lies in a read root, and which
+// kinds of file are read there (knowledge.AnyFile in the project, the
+// agent's task output and a policy's roots).
+func (rs *readScope) rootOf(p string) (bool, knowledge.FileKinds) {
+	if rs.inProject(p) || len(rs.dirs) > 0 && knowledge.InAgentTasks(p, rs.dirs[0]) {
+		return true, knowledge.AnyFile
+	}
+	return rs.roots.Place(p)
+}
+
+// rootsWhy says why a resolved read target is not read locally by where it
+// is, or "": it lies outside the read roots, or it is a file (or a name
+// the server cannot see) of a kind its toolchain root does not admit. A
+// directory inside one is listed, entered or searched; its files are
+// judged one by one.
+func (rs *readScope) rootsWhy(p string) string {
+	in, kinds := rs.rootOf(p)
+	switch {
+	case !in:
+		return fmt.Sprintf("reads %s, outside the read roots", truncate(p, 200))
+	case knowledge.Admits(kinds, p):
+		return ""
+	}
+	if fi, err := os.Lstat(p); err == nil && fi.IsDir() && !inGitDir(p) {
+		return ""
+	}
+	return fmt.Sprintf("reads %s, which is not a source, header or documentation file (the only files read locally in toolchain and cache trees)", truncate(p, 200))
 }
 
 // place makes raw absolute against dir without cleaning it (.. must follow
@@ -236,8 +260,8 @@ func (rs *readScope) judgeFileOnce(p, raw string) (string, string) {
 	if resolved != p && knowledge.SecretPath(resolved, rs.home) {
 		return "", fmt.Sprintf("reads %s, which resolves to %s and may hold secrets", truncate(raw, 200), truncate(resolved, 200))
 	}
-	if !rs.within(resolved) {
-		return "", fmt.Sprintf("reads %s, outside the read roots", truncate(resolved, 200))
+	if why := rs.rootsWhy(resolved); why != "" {
+		return "", why
 	}
 	return resolved, ""
 }
@@ -349,6 +373,9 @@ type treeWalk struct {
 	// oneLevel: only the files directly in the root are read; its
 	// subdirectories are not entered.
 	oneLevel bool
+	// kinds are the kinds of file read locally below the root (a
+	// toolchain root's; knowledge.AnyFile in the project).
+	kinds knowledge.FileKinds
 	// steps counts the matching steps of skips and reads.
 	steps int
 }
@@ -436,6 +463,7 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 	case errors.Is(err, fs.ErrNotExist):
 		return "" // nothing there to read
 	}
+	_, w.kinds = rs.rootOf(root)
 	why, skippedHidden := rs.walkEntries(root, raw, w)
 	if why != "" || w.hidden || !skippedHidden {
 		// Whether an ignore file above whitelists hidden entries only
@@ -511,6 +539,8 @@ func (rs *readScope) walkEntries(root, raw string, w treeWalk) (why string, skip
 				return fmt.Sprintf("searches %s, which holds %s, a file that may hold secrets", truncate(raw, 200), truncate(path, 200)), skippedHidden
 			case w.names != nil && w.reads(name) && (d.secret || secretDir || knowledge.SecretPath(name, "")):
 				return fmt.Sprintf("searches %s, which holds %s, a file that may hold secrets and that the search reads", truncate(raw, 200), truncate(path, 200)), skippedHidden
+			case !isDir && w.kinds != knowledge.AnyFile && (w.names == nil || w.reads(name)) && !knowledge.Admits(w.kinds, path):
+				return fmt.Sprintf("searches %s, which holds %s, not a source, header or documentation file (the only files read locally in toolchain and cache trees)", truncate(raw, 200), truncate(path, 200)), skippedHidden
 			case isDir:
 				stack = append(stack, walkDir{path: path, secret: d.secret || secretDir})
 			}

@@ -428,3 +428,68 @@ func TestRipgrepWhitelistAboveHidden(t *testing.T) {
 		t.Errorf("searches of conf without the whitelist: Grep %s, rg %s; want allow (its .env is hidden)", d, r)
 	}
 }
+
+// TestReadsInToolchainRoots: in the default roots, published source,
+// headers and documentation are read locally; a toolchain prefix's own
+// configuration, files of no such kind and a cache's VCS clones are not,
+// by Read, by shell reads and by a recursive search over a tree that
+// holds one.
+func TestReadsInToolchainRoots(t *testing.T) {
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := filepath.Join(home, "project")
+	node := filepath.Join(home, ".nvm/versions/node/v20.11.0")
+	mod := filepath.Join(home, "go/pkg/mod/github.com/acme/lib@v1.2.0")
+	for f, body := range map[string]string{
+		"project/main.go":                                               "package main",
+		".nvm/versions/node/v20.11.0/etc/npmrc":                         "//registry.npmjs.org/:_authToken=x",
+		".nvm/versions/node/v20.11.0/lib/node_modules/npm/package.json": "{}",
+		".nvm/versions/node/v20.11.0/lib/node_modules/npm/npmrc":        "globalconfig=x",
+		"go/pkg/mod/github.com/acme/lib@v1.2.0/lib.go":                  "package lib",
+		"go/pkg/mod/github.com/acme/lib@v1.2.0/README.md":               "# lib",
+		"go/pkg/mod/github.com/acme/clean@v1.0.0/a.go":                  "package clean",
+		"go/pkg/mod/github.com/acme/lib@v1.2.0/testdata/settings.conf":  "x",
+		"go/pkg/mod/cache/vcs/0a1b2c/config":                            "[remote] url = https://u:t@x",
+		".pyenv/versions/venv-prod/pip.conf":                            "index-url = https://u:t@x",
+	} {
+		p := filepath.Join(home, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := New(Config{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(p string) ToolCall { return tool("Read", map[string]any{"file_path": p}) }
+	sh := func(c string) ToolCall { return tool("Bash", map[string]any{"command": c}) }
+	for _, tc := range []struct {
+		name string
+		call ToolCall
+		want want
+	}{
+		{"module source", read(mod + "/lib.go"), allowSafe},
+		{"module readme", sh("cat ~/go/pkg/mod/github.com/acme/lib@v1.2.0/README.md"), want{d: Allow, s: SourceCommandAnalysis}},
+		{"global package manifest", read(node + "/lib/node_modules/npm/package.json"), allowSafe},
+		{"listing a module", sh("ls " + mod), want{d: Allow, s: SourceCommandAnalysis}},
+		{"search a clean module", sh("grep -rn Foo ~/go/pkg/mod/github.com/acme/clean@v1.0.0"), want{d: Allow, s: SourceCommandAnalysis}},
+		{"a node version's global npmrc", read(node + "/etc/npmrc"), askNoClfWhy("outside the read roots")},
+		{"the same through cat", sh("cat ~/.nvm/versions/node/v20.11.0/etc/npmrc"), askNoClfWhy("outside the read roots")},
+		{"npm's builtin npmrc", read(node + "/lib/node_modules/npm/npmrc"), askNoClfWhy("not a source, header or documentation file")},
+		{"a virtualenv's pip.conf", sh("head ~/.pyenv/versions/venv-prod/pip.conf"), askNoClfWhy("outside the read roots")},
+		{"a private module's clone", read(home + "/go/pkg/mod/cache/vcs/0a1b2c/config"), askNoClfWhy("outside the read roots")},
+		{"a config file in a module", read(mod + "/testdata/settings.conf"), askNoClfWhy("not a source, header or documentation file")},
+		{"a search over a module holding one", sh("grep -rn Foo " + mod), askNoClfWhy("testdata/set")},
+		{"a glob reaching one", sh("cat " + mod + "/testdata/*.conf"), askNoClfWhy("not a source, header or documentation file")},
+		{"a search of the whole toolchain", sh("grep -r token ~/.nvm"), askNoClfWhy("outside the read roots")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.want.check(t, mustCheck(t, e, &Request{Tool: tc.call, WorkingDirectory: project}))
+		})
+	}
+}

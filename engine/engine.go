@@ -458,6 +458,9 @@ func (a *analysis) bytes(cmd string) int {
 	for _, t := range a.Trees {
 		n += 4*word + len(t.Path) + strs(t.SkipDirs) + strs(t.Names)
 	}
+	for _, g := range a.Git {
+		n += 4*word + strs(g.Names) + strs(g.Pathspecs)
+	}
 	return n
 }
 

@@ -94,6 +94,18 @@ func newEngine(t *testing.T, policies map[string]PolicySpec, cl Classifier) *Eng
 	return e
 }
 
+// newHomeEngine is newEngine for an agent whose home directory is known
+// (an empty one): git's user configuration lives there, and git commands
+// are decided locally only when it is known.
+func newHomeEngine(t *testing.T, policies map[string]PolicySpec, cl Classifier) *Engine {
+	t.Helper()
+	e, err := New(Config{Policies: policies, Classifier: cl, Home: t.TempDir()})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return e
+}
+
 func policyOf(spec PolicySpec) map[string]PolicySpec {
 	return map[string]PolicySpec{DefaultPolicy: spec}
 }

@@ -42,5 +42,5 @@ func (e *Engine) judgeShellPlaces(rs *readScope, cwd, dir string, a *shell.Analy
 	if dir != cwd && runsGit(a.Commands) {
 		return gitElsewhere
 	}
-	return ""
+	return rs.gitProof(dir, a.Commands, a.Git)
 }

@@ -483,7 +483,7 @@ func TestGitGrepIsATreeRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e := newEngine(t, nil, nil)
+	e := newHomeEngine(t, nil, nil)
 	check := func(cmd string) Result {
 		return mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": cmd}), WorkingDirectory: l.app, Mode: ModeAuto})
 	}

@@ -122,7 +122,7 @@ func TestStagesDecideAsREADMESays(t *testing.T) {
 // TestCheckLocal: CheckLocal decides what a local stage decides, exactly
 // as Check does, and leaves the rest, which Check sends to the classifier.
 func TestCheckLocal(t *testing.T) {
-	e := newEngine(t, policyOf(PolicySpec{Permissions: RuleSet{Deny: []string{"Bash(rm -rf /)"}, Ask: []string{"Bash(git push *)"}}}), answerAllow{})
+	e := newHomeEngine(t, policyOf(PolicySpec{Permissions: RuleSet{Deny: []string{"Bash(rm -rf /)"}, Ask: []string{"Bash(git push *)"}}}), answerAllow{})
 	cwd := t.TempDir()
 	for _, tc := range []struct {
 		tool  ToolCall

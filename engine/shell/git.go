@@ -8,7 +8,8 @@ import (
 // Git options. Left out on purpose: the global -c, --config-env,
 // -p/--paginate and --exec-path (they change what runs), and --output
 // (writes), --ext-diff and --textconv (run configured programs),
-// --show-signature (runs gpg), grep -O (runs a pager).
+// --show-signature (runs gpg), grep -O (runs a pager), --alternate-refs
+// (runs core.alternateRefsCommand).
 const (
 	gitDiffOpts = "p u s z w b a R D W t U:: M:: C:: B:: X:: l: S: G: O: I: patch no-patch unified: output-indicator-new: " +
 		"output-indicator-old: output-indicator-context: raw patch-with-raw indent-heuristic no-indent-heuristic minimal patience " +
@@ -24,7 +25,7 @@ const (
 	gitLogOpts = "n: g m c r i E F P L: max-count: skip: since: after: until: before: author: committer: grep: grep-reflog: " +
 		"all-match invert-grep regexp-ignore-case basic-regexp extended-regexp fixed-strings perl-regexp remove-empty merges " +
 		"no-merges min-parents: max-parents: no-min-parents no-max-parents first-parent exclude-first-parent-only not all " +
-		"branches:: tags:: remotes:: glob: exclude: exclude-hidden: reflog alternate-refs single-worktree ignore-missing bisect " +
+		"branches:: tags:: remotes:: glob: exclude: exclude-hidden: reflog single-worktree ignore-missing bisect " +
 		"cherry-mark cherry-pick left-only right-only cherry walk-reflogs merge boundary simplify-by-decoration full-history " +
 		"dense sparse simplify-merges ancestry-path:: show-pulls topo-order date-order author-date-order reverse no-walk:: " +
 		"do-walk format: pretty:: oneline encoding: expand-tabs:: no-expand-tabs notes:: no-notes show-notes:: standard-notes " +
@@ -34,16 +35,97 @@ const (
 		"count objects objects-edge no-object-names "
 )
 
+// gitSubmoduleEnum: --submodule=diff prints the content of the
+// submodules' files, which live in other repositories.
+const gitSubmoduleEnum = "submodule=short|log"
+
 // --output writes its file: refused, but reported so that allow rules
 // (Bash(git log *)) cannot open a write outside the project.
-var gitLog = &spec{opts: gitDiffOpts + gitLogOpts, writeOpts: "output:", reads: readCustom, check: func(iv *invocation) string {
+var gitLog = &spec{opts: gitDiffOpts + gitLogOpts, writeOpts: "output:", reads: readCustom, enums: gitSubmoduleEnum, check: func(iv *invocation) string {
 	if why := gitPrettyOpts(iv); why != "" {
 		return why
 	}
 	gitObjectReads(iv)
 	iv.files = append(iv.files, lineLogFiles(iv.pa.values("L"))...)
-	return ""
+	// git show prints each commit's patch unless told not to; log,
+	// rev-list and reflog show print patches only when asked.
+	content := gitPatch(iv) || iv.name == "git show" && !gitNoPatch(iv)
+	return gitUse(iv, Git{Scope: gitScopeIf(content, GitHistory)})
 }}
+
+// gitPatchOpts make diff-like output print the content of files.
+var gitPatchOpts = []string{"p", "u", "U", "patch", "patch-with-stat", "patch-with-raw", "W", "function-context",
+	"word-diff", "word-diff-regex", "color-words", "cc", "c", "dd", "binary", "check"}
+
+// gitNoPatchOpts replace a diff's patch with names, counts or nothing.
+var gitNoPatchOpts = []string{"s", "no-patch", "stat", "numstat", "shortstat", "name-only", "name-status", "dirstat",
+	"dirstat-by-file", "summary", "raw", "compact-summary", "quiet"}
+
+// gitPatch reports whether the command is told to print patches.
+func gitPatch(iv *invocation) bool {
+	if iv.pa.has(gitPatchOpts...) {
+		return true
+	}
+	for _, v := range iv.pa.values("diff-merges") {
+		if v != "off" && v != "none" {
+			return true // combined and remerge diffs are patches
+		}
+	}
+	return false
+}
+
+// gitNoPatch reports whether a command that prints patches by default
+// (diff, show) is told to print something else instead.
+func gitNoPatch(iv *invocation) bool { return iv.pa.has(gitNoPatchOpts...) && !gitPatch(iv) }
+
+func gitScopeIf(content bool, s GitScope) GitScope {
+	if content {
+		return s
+	}
+	return GitNoContent
+}
+
+// gitUse records what a git command may print beyond its operands: the
+// operands that may name objects, and the literal pathspecs after "--"
+// that limit the files printed. Names known only at run time (xargs git
+// show) may name anything, so content from them is refused.
+func gitUse(iv *invocation, g Git) string {
+	ops := iv.pa.ops
+	before := len(ops)
+	if iv.pa.sawDD {
+		before = iv.pa.beforeDD
+	}
+	for _, op := range ops[:before] {
+		if op.dyn && g.Scope != GitNoContent {
+			return iv.failf("%s may name any object, whose files are not judged", op.val)
+		}
+		if !op.dyn {
+			g.Names = append(g.Names, op.val)
+		}
+	}
+	if iv.pa.sawDD && g.Scope != GitNoContent {
+		g.Pathspecs = literalPathspecs(ops[before:])
+	}
+	iv.a.out.Git = append(iv.a.out.Git, g)
+	return ""
+}
+
+// literalPathspecs returns the pathspecs as the paths they limit output
+// to, or nil (no limit) when any is not a plain path: a glob, magic or a
+// run-time word may match anything.
+func literalPathspecs(ops []wordInfo) []string {
+	var out []string
+	for _, op := range ops {
+		if op.dyn || op.glob || strings.ContainsAny(op.val, gitGlobSpecial) || strings.HasPrefix(op.val, ":") {
+			return nil
+		}
+		out = append(out, op.val)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
 
 // lineLogFiles returns the files git log -L RANGE:FILE and -L
 // :FUNCNAME:FILE print lines of. Where the range ends depends on its
@@ -74,12 +156,23 @@ var gitSpec = &spec{
 	},
 	subs: map[string]*spec{
 		"status": {opts: "s b v u:: z short branch porcelain:: long verbose show-stash ahead-behind no-ahead-behind " +
-			"untracked-files:: ignored:: ignore-submodules:: column:: no-column renames no-renames find-renames::"},
+			"untracked-files:: ignored:: ignore-submodules:: column:: no-column renames no-renames find-renames::",
+			check: func(iv *invocation) string { return gitUse(iv, Git{Recurses: true}) }},
 		"log":      gitLog,
 		"show":     gitLog,
 		"rev-list": gitLog,
 		// --no-index compares files outside the repository: not listed.
-		"diff": {opts: gitDiffOpts + "cached staged merge-base base ours theirs", writeOpts: "output:", reads: readCustom, check: gitObjectReads},
+		// A diff of the working tree prints what the index tracks;
+		// revisions or --cached reach into history.
+		"diff": {opts: gitDiffOpts + "cached staged merge-base base ours theirs", writeOpts: "output:", reads: readCustom,
+			enums: gitSubmoduleEnum, check: func(iv *invocation) string {
+				gitObjectReads(iv)
+				scope := GitIndex
+				if iv.pa.beforeDD > 0 || !iv.pa.sawDD && len(iv.pa.ops) > 0 || iv.pa.has("cached", "staged", "merge-base") {
+					scope = GitHistory
+				}
+				return gitUse(iv, Git{Scope: gitScopeIf(!gitNoPatch(iv), scope), Recurses: true})
+			}},
 		// blame prints its file, and error messages print the lines of
 		// the files -S and --ignore-revs-file name: all are reads.
 		"blame": {opts: "b f n p c l t s e w M:: C:: L: S: root show-stats score-debug show-name show-number porcelain " +
@@ -100,7 +193,11 @@ var gitSpec = &spec{
 		// remote show and update contact the remote: only listing and get-url.
 		"remote": {opts: "v verbose push all", check: func(iv *invocation) string {
 			ops := iv.pa.ops
-			if len(ops) == 0 || len(ops) == 2 && ops[0].is("get-url") {
+			switch {
+			case len(ops) == 0 && !iv.pa.has("v", "verbose"):
+				return "" // names only
+			case len(ops) == 0 || len(ops) == 2 && ops[0].is("get-url"):
+				iv.a.out.Git = append(iv.a.out.Git, Git{Remotes: true})
 				return ""
 			}
 			return iv.failf("only listing and get-url are read-only")
@@ -122,7 +219,14 @@ var gitSpec = &spec{
 		// --batch reads object names from stdin and prints their content.
 		"cat-file": {opts: "t s e p batch-check:: follow-symlinks unordered buffer Z " +
 			"allow-unknown-type mailmap use-mailmap no-mailmap", ops: "0-2", reads: readCustom,
-			check: func(iv *invocation) string { return gitChecks(iv, gitAtomOpts, gitObjectReads) }},
+			check: func(iv *invocation) string {
+				if why := gitChecks(iv, gitAtomOpts, gitObjectReads); why != "" {
+					return why
+				}
+				// -p, or TYPE OBJECT, prints the object's content.
+				content := iv.pa.has("p") || len(iv.pa.ops) == 2
+				return gitUse(iv, Git{Scope: gitScopeIf(content, GitHistory)})
+			}},
 		"describe": {opts: "tags all long abbrev: always dirty:: broken:: match: exclude: contains first-parent candidates: " +
 			"exact-match debug"},
 		"shortlog": {opts: "n s e c w:: numbered summary email committer group: format: all no-merges merges since: until: " +
@@ -135,14 +239,16 @@ var gitSpec = &spec{
 		}, subs: map[string]*spec{"show": gitLog, "list": {ops: "0"}, "exists": {ops: "1"}}},
 		"stash": {style: styleSub, subs: map[string]*spec{
 			"list": gitLog,
-			"show": {opts: gitDiffOpts + "include-untracked only-untracked", ops: "0-1", writeOpts: "output:"},
+			"show": {opts: gitDiffOpts + "include-untracked only-untracked", ops: "0-1", writeOpts: "output:", enums: gitSubmoduleEnum,
+				check: func(iv *invocation) string { return gitUse(iv, Git{Scope: gitScopeIf(gitPatch(iv), GitHistory)}) }},
 		}},
 		"worktree": {style: styleSub, subs: map[string]*spec{"list": {opts: "porcelain v verbose z expire:", ops: "0"}}},
 		// git submodule alone is status, which prints each submodule's
 		// commit as git status looks into them; foreach runs commands,
 		// update, sync, summary and the rest fetch or change state.
-		"submodule": {style: styleSub, opts: "q quiet cached", check: func(iv *invocation) string { return "" },
-			subs: map[string]*spec{"status": {opts: "q quiet cached recursive"}}},
+		"submodule": {style: styleSub, opts: "q quiet cached", check: func(iv *invocation) string { return gitUse(iv, Git{Recurses: true}) },
+			subs: map[string]*spec{"status": {opts: "q quiet cached recursive",
+				check: func(iv *invocation) string { return gitUse(iv, Git{Recurses: true}) }}}},
 		"grep":          {opts: gitGrepOpts, reads: readCustom, check: gitGrepReads},
 		"merge-base":    {opts: "a all octopus is-ancestor independent fork-point"},
 		"name-rev":      {opts: "tags refs: exclude: all name-only no-undefined always annotate-stdin stdin"},
@@ -264,6 +370,10 @@ func gitGrepReads(iv *invocation) string {
 		}
 		roots = append(roots, p)
 	}
+	// git grep reads an assume-unchanged or skip-worktree file from the
+	// index, where the tree on disk may not have it: the index's paths
+	// are judged too.
+	iv.a.out.Git = append(iv.a.out.Git, Git{Scope: GitIndex, Pathspecs: literalPathspecs(ops)})
 	return iv.recursiveRoots(roots, Tree{Hidden: true, SkipDirs: []string{".git"}})
 }
 

@@ -99,6 +99,36 @@ type Command struct {
 	Dynamic bool
 }
 
+// GitScope is how far back a git command's output may reach for the
+// content of files.
+type GitScope int
+
+const (
+	// GitNoContent: names, hashes and messages only.
+	GitNoContent GitScope = iota
+	// GitIndex: the content of files the index tracks (a diff of the
+	// working tree, a search of tracked files).
+	GitIndex
+	// GitHistory: the content of files in any commit it can reach.
+	GitHistory
+)
+
+// Git is what one git command may print beyond the files it names.
+type Git struct {
+	Scope GitScope
+	// Names are the operands that may name objects (revisions, maybe
+	// abbreviated hashes), for the engine to find what they reach.
+	Names []string
+	// Pathspecs limit the files whose content is printed to those below
+	// them (literal paths after "--"); nil means no limit.
+	Pathspecs []string
+	// Remotes is set when the command prints remote URLs.
+	Remotes bool
+	// Recurses is set when the command runs git in the submodules'
+	// repositories (status and diff of the working tree do).
+	Recurses bool
+}
+
 // Tree is a directory a recursive search reads, as written (relative to
 // where the command runs).
 type Tree struct {
@@ -153,6 +183,10 @@ type Analysis struct {
 	// Writes lists files that the line writes (> FILE, >> FILE, &> FILE,
 	// tee FILE, sort -o FILE ...), quotes removed; /dev/null is left out.
 	Writes []string
+	// Git lists what each git command may print that its operands do not
+	// name (the files its index and history hold, remote URLs), for the
+	// engine to check in the repository git uses.
+	Git []Git
 	// ParseErr is non-nil when the line does not parse as bash, or is not
 	// analysed to the end because it exceeds a bound on the analysis's
 	// work (a *LimitError, see guard.go): rules then treat it as a line

@@ -1,0 +1,261 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/toolgate/toolgate/engine/gitrepo"
+	"github.com/toolgate/toolgate/engine/knowledge"
+	"github.com/toolgate/toolgate/engine/shell"
+)
+
+// gitProof checks, on disk, what the git commands of a read-only line
+// obey and print, and says why they are not proven safe ("" when they
+// are). git runs the programs its configuration names (core.fsmonitor on
+// status, core.alternateRefsCommand, filters, pagers), so the repository
+// it uses is found the way git finds it and:
+//   - it must not be one the project's own files make up (a bare
+//     repository or a gitdir outside any .git directory, built from files
+//     an accepted edit may have written);
+//   - every key of every config file git reads for it must be inert
+//     (knowledge.GitConfigInert), and the hooks read-only commands fire
+//     must be absent;
+//   - the files whose content a command may print without naming them
+//     (tracked files, every file in its reachable history) must not be
+//     secret-shaped, unless its pathspecs leave them out;
+//   - remote URLs it prints must carry no credentials.
+//
+// dir is where the line runs, as given.
+func (rs *readScope) gitProof(dir string, cmds []shell.Command, uses []shell.Git) string {
+	if !runsGit(cmds) {
+		return ""
+	}
+	if dir == "" {
+		return "runs git with no working directory to find its repository in"
+	}
+	resolved, err := rs.proofs.Resolve("/", dir)
+	if err != nil {
+		// The directory is not here to look at: git cannot run in it
+		// either, on this machine.
+		return ""
+	}
+	if fi, err := os.Stat(resolved); err != nil || !fi.IsDir() {
+		return ""
+	}
+	repo, err := gitrepo.Discover(resolved)
+	switch {
+	case err != nil:
+		return "cannot tell which repository git uses: " + truncate(err.Error(), 200)
+	case repo == nil:
+		if rs.home == "" {
+			return "git reads the user's configuration, and the user's home directory is not known"
+		}
+		return rs.gitSettings(nil, false)
+	}
+	if why := rs.projectMade(repo); why != "" {
+		return why
+	}
+	remotes := false
+	for _, u := range uses {
+		remotes = remotes || u.Remotes
+	}
+	if why := rs.gitSettings(repo, remotes); why != "" {
+		return why
+	}
+	prefix := ""
+	if repo.WorkTree != "" {
+		if rel, err := filepath.Rel(repo.WorkTree, resolved); err == nil && rel != "." {
+			prefix = rel
+		}
+	}
+	return rs.gitOutput(repo, prefix, uses)
+}
+
+// projectMade says why repo is one the project's own files make up: its
+// git directory (or common directory) lies inside a project directory but
+// not inside a .git directory, whose files no accepted edit may write.
+func (rs *readScope) projectMade(repo *gitrepo.Repo) string {
+	for _, d := range []string{repo.GitDir, repo.CommonDir} {
+		for _, p := range rs.projectDirs() {
+			rel, err := filepath.Rel(p, d)
+			if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+				continue
+			}
+			if !hasDotGit(rel) {
+				return fmt.Sprintf("git would use %s as its repository, made of the project's own files", truncate(d, 200))
+			}
+		}
+	}
+	return ""
+}
+
+func hasDotGit(rel string) bool {
+	for _, c := range strings.Split(rel, "/") {
+		if knowledge.Fold(c) == ".git" {
+			return true
+		}
+	}
+	return false
+}
+
+// gitSettings checks every setting git reads for repo (nil: the user's
+// and system's only) against the inert allowlist, judges the files named
+// by settings as reads, looks for the hooks read-only commands fire, and,
+// when the command prints remote URLs, checks them for credentials.
+func (rs *readScope) gitSettings(repo *gitrepo.Repo, remotes bool) string {
+	settings, err := gitrepo.Config(repo, rs.home)
+	if err != nil {
+		return "cannot read git's configuration: " + truncate(err.Error(), 200)
+	}
+	var hookDirs []string
+	if repo != nil {
+		hookDirs = append(hookDirs, filepath.Join(repo.CommonDir, "hooks"))
+	}
+	for _, s := range settings {
+		name := strings.ToLower(s.Section) + "." + strings.ToLower(s.Key)
+		lsec := strings.ToLower(s.Section)
+		switch {
+		case strings.EqualFold(s.Key, "path") && (lsec == "include" && s.Sub == "" || lsec == "includeif"):
+			continue // followed by gitrepo.Config
+		case !knowledge.GitConfigInert(s.Section, s.Sub, s.Key, s.Value):
+			return fmt.Sprintf("git obeys %s, set in %s, which is not known to be inert", truncate(s.Name(), 100), truncate(s.File, 200))
+		}
+		switch {
+		case s.Sub == "" && knowledge.GitReadKeys[name]:
+			if why := rs.judge(filepath.Dir(s.File), s.Value); why != "" {
+				return fmt.Sprintf("git reads %s (%s): %s", truncate(s.Value, 200), s.Name(), why)
+			}
+		case s.Sub == "" && name == "core.hookspath":
+			p := expandHome(s.Value, rs.home)
+			if !filepath.IsAbs(p) {
+				if repo == nil || repo.WorkTree == "" {
+					return "core.hooksPath is relative, and git runs hooks from where it runs"
+				}
+				p = filepath.Join(repo.WorkTree, p)
+			}
+			hookDirs = append(hookDirs, p)
+		}
+		if remotes && gitURLSetting(s) && knowledge.GitURLCarriesCredentials(gitURLOf(s)) {
+			return fmt.Sprintf("prints remote URLs, and %s (set in %s) carries credentials", s.Name(), truncate(s.File, 200))
+		}
+	}
+	for _, d := range hookDirs {
+		for _, h := range knowledge.GitHooksRun {
+			if _, err := os.Lstat(filepath.Join(d, h)); err == nil {
+				return fmt.Sprintf("the %s hook in %s runs on read-only git commands", h, truncate(d, 200))
+			}
+		}
+	}
+	if remotes && repo != nil {
+		// Remotes defined the old way, in files.
+		for _, d := range []string{"remotes", "branches"} {
+			if ents, err := os.ReadDir(filepath.Join(repo.CommonDir, d)); err == nil && len(ents) > 0 {
+				return "prints remote URLs, and the repository defines remotes in " + d + "/, which toolgate does not read"
+			}
+		}
+	}
+	return ""
+}
+
+func gitURLSetting(s gitrepo.Setting) bool {
+	sec, key := strings.ToLower(s.Section), strings.ToLower(s.Key)
+	return sec == "remote" && (key == "url" || key == "pushurl") || sec == "url" && (key == "insteadof" || key == "pushinsteadof")
+}
+
+// gitURLOf is the URL a setting puts in remote listings: the value of
+// remote.*.url, or the base a url.<base>.insteadOf rewrites to.
+func gitURLOf(s gitrepo.Setting) string {
+	if strings.EqualFold(s.Section, "url") {
+		return s.Sub
+	}
+	return s.Value
+}
+
+// gitOutput checks what the git commands may print beyond the files they
+// name: the tracked files (and, for history, every file in reachable
+// commits) must not be secret-shaped below their pathspecs, and a command
+// that runs git in the submodules' repositories needs there to be none.
+//
+// Pathspecs are relative to where git runs, prefix below the top of the
+// working tree; the index and history name paths from the top.
+func (rs *readScope) gitOutput(repo *gitrepo.Repo, prefix string, uses []shell.Git) string {
+	secret := func(p string) bool { return knowledge.SecretPath(p, "") }
+	var index *gitrepo.Matches
+	for _, u := range uses {
+		if u.Scope == shell.GitNoContent && !u.Recurses {
+			continue
+		}
+		if index == nil {
+			m, err := gitrepo.IndexPaths(repo, secret)
+			if err != nil {
+				return "cannot read the repository's index: " + truncate(err.Error(), 200)
+			}
+			index = &m
+		}
+		if u.Recurses && index.Submodules {
+			return "git runs in the repository's submodules, whose configuration toolgate does not check"
+		}
+		if u.Scope == shell.GitNoContent {
+			continue
+		}
+		if prefix != "" && u.Pathspecs != nil {
+			specs := make([]string, len(u.Pathspecs))
+			for i, p := range u.Pathspecs {
+				specs[i] = filepath.Join(prefix, p)
+			}
+			u.Pathspecs = specs
+		}
+		if why := printable(index.Paths, u.Pathspecs, "tracks"); why != "" {
+			return why
+		}
+		if u.Scope != shell.GitHistory {
+			continue
+		}
+		if why := rs.spend(fsCall*64, 0); why != "" {
+			return why
+		}
+		m, err := gitrepo.HistoryPaths(rs.ctx, repo, u.Names, secret)
+		switch {
+		case errors.Is(err, rs.ctx.Err()) && err != nil:
+			return checkEnded
+		case err != nil:
+			return "cannot read the repository's history: " + truncate(err.Error(), 200)
+		case m.Submodules && !gitLimited(u.Pathspecs):
+			return "the history holds submodules, whose files live in other repositories"
+		}
+		if why := printable(m.Paths, u.Pathspecs, "holds in its history"); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// printable says why git may print one of the secret paths: nothing
+// limits the output, or a pathspec covers it. Many paths may stand for
+// more than were kept, so they are refused whatever the pathspecs.
+func printable(secret, pathspecs []string, where string) string {
+	for _, s := range secret {
+		if len(secret) >= 32 || !gitLimited(pathspecs) || slicesAnyCovers(pathspecs, s) {
+			return fmt.Sprintf("git may print %s, a secret-shaped file the repository %s", truncate(s, 200), where)
+		}
+	}
+	return ""
+}
+
+func gitLimited(pathspecs []string) bool { return len(pathspecs) > 0 }
+
+// slicesAnyCovers reports whether a pathspec (a path relative to the
+// working directory, which is the repository's top here) is s, lies
+// above it or below it (a secret directory covers its files).
+func slicesAnyCovers(pathspecs []string, s string) bool {
+	for _, p := range pathspecs {
+		p = filepath.Clean(p)
+		if p == "." || p == s || strings.HasPrefix(s, p+"/") || strings.HasPrefix(p, s+"/") {
+			return true
+		}
+	}
+	return false
+}

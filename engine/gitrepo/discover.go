@@ -1,0 +1,223 @@
+// Package gitrepo finds the repository git uses for a directory, the way
+// git does, and reads what toolgate needs to know about it before a git
+// command counts as read-only: every configuration key git would obey,
+// the files its index tracks and the paths its history holds. It reads
+// files only; it never runs git.
+package gitrepo
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Repo is the repository git uses for a directory.
+type Repo struct {
+	// GitDir is the repository directory (a .git directory, the
+	// directory a .git file names, or a bare repository), resolved.
+	GitDir string
+	// CommonDir holds the objects, refs and config; it differs from
+	// GitDir for a linked worktree (commondir).
+	CommonDir string
+	// WorkTree is the top of the working tree ("" for a bare repository).
+	WorkTree string
+	// Bare is set when the directory itself, or one above it, is the
+	// repository (HEAD, objects/, refs/ in it), with no .git on the way.
+	Bare bool
+}
+
+// maxSmallFile bounds what is read of HEAD, .git files and commondir.
+const maxSmallFile = 4096
+
+// Discover returns the repository git uses when run in dir (an absolute
+// path with its links resolved), or nil when git finds none. It follows
+// git's setup: in dir and each directory above it, a .git directory that
+// is a repository, or a .git file naming one (an invalid one stops git
+// with an error), or the directory itself being a bare repository. It
+// walks up to / and ignores the ceilings and file-system boundaries git
+// may stop at: where git stops earlier it finds no repository and fails,
+// which runs nothing.
+func Discover(dir string) (*Repo, error) {
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("%s is not absolute", dir)
+	}
+	d := filepath.Clean(dir)
+	for {
+		dotgit := filepath.Join(d, ".git")
+		fi, err := os.Stat(dotgit)
+		switch {
+		case err == nil && fi.Mode().IsRegular():
+			gd, err := readGitFile(dotgit)
+			if err != nil {
+				return nil, err // git stops here with an error: nothing runs, but nothing is proven
+			}
+			if ok, err := isGitDirectory(gd); err != nil || !ok {
+				return nil, fmt.Errorf("%s names %s, which is not a repository", dotgit, gd)
+			}
+			return newRepo(gd, d, false)
+		case err == nil && fi.IsDir():
+			if ok, err := isGitDirectory(dotgit); err != nil {
+				return nil, err
+			} else if ok {
+				return newRepo(dotgit, d, false)
+			}
+		case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return nil, err
+		}
+		if ok, err := isGitDirectory(d); err != nil {
+			return nil, err
+		} else if ok {
+			return newRepo(d, "", true)
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return nil, nil
+		}
+		d = parent
+	}
+}
+
+func newRepo(gitDir, workTree string, bare bool) (*Repo, error) {
+	gd, err := filepath.EvalSymlinks(gitDir)
+	if err != nil {
+		return nil, err
+	}
+	common, err := commonDir(gd)
+	if err != nil {
+		return nil, err
+	}
+	return &Repo{GitDir: gd, CommonDir: common, WorkTree: workTree, Bare: bare}, nil
+}
+
+// readGitFile reads a .git file: "gitdir: PATH", relative to the file's
+// directory.
+func readGitFile(p string) (string, error) {
+	b, err := readSmall(p)
+	if err != nil {
+		return "", err
+	}
+	s, ok := strings.CutPrefix(string(b), "gitdir: ")
+	if !ok {
+		return "", fmt.Errorf("%s is not a gitdir file", p)
+	}
+	s = strings.TrimRight(s, "\r\n")
+	if s == "" || strings.ContainsAny(s, "\n\x00") {
+		return "", fmt.Errorf("%s is not a gitdir file", p)
+	}
+	if !filepath.IsAbs(s) {
+		s = filepath.Join(filepath.Dir(p), s)
+	}
+	return s, nil
+}
+
+// commonDir reads gd/commondir (a linked worktree's pointer to the main
+// repository), resolved; gd itself when there is none.
+func commonDir(gd string) (string, error) {
+	b, err := readSmall(filepath.Join(gd, "commondir"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return gd, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimRight(string(b), "\r\n")
+	if s == "" || strings.ContainsAny(s, "\n\x00") {
+		return "", fmt.Errorf("%s/commondir is malformed", gd)
+	}
+	if !filepath.IsAbs(s) {
+		s = filepath.Join(gd, s)
+	}
+	return filepath.EvalSymlinks(s)
+}
+
+// isGitDirectory is git's is_git_directory: HEAD reads as a ref or an
+// object name, and objects/ and refs/ (in the common directory, if
+// commondir names one) are directories.
+func isGitDirectory(d string) (bool, error) {
+	common := d
+	if b, err := readSmall(filepath.Join(d, "commondir")); err == nil {
+		s := strings.TrimRight(string(b), "\r\n")
+		if !filepath.IsAbs(s) {
+			s = filepath.Join(d, s)
+		}
+		common = s
+	} else if !missing(err) {
+		return false, err
+	}
+	for _, sub := range []string{"objects", "refs"} {
+		fi, err := os.Stat(filepath.Join(common, sub))
+		if missing(err) || err == nil && !fi.IsDir() {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return validHead(filepath.Join(d, "HEAD"))
+}
+
+// validHead is git's validate_headref: a symbolic link into refs/, a
+// "ref: refs/..." file, or an object name.
+func validHead(p string) (bool, error) {
+	fi, err := os.Lstat(p)
+	if missing(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		t, err := os.Readlink(p)
+		return err == nil && strings.HasPrefix(t, "refs/"), nil
+	}
+	b, err := readSmall(p)
+	if missing(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if rest, ok := bytes.CutPrefix(b, []byte("ref:")); ok {
+		return bytes.HasPrefix(bytes.TrimLeft(rest, " \t"), []byte("refs/")), nil
+	}
+	n := 0
+	for n < len(b) && isHex(b[n]) {
+		n++
+	}
+	return n == 40 || n == 64, nil
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' }
+
+func missing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// readSmall reads at most maxSmallFile bytes of a regular file; a longer
+// one is an error (git's HEAD, .git and commondir files are one line).
+func readSmall(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	b := make([]byte, maxSmallFile+1)
+	n, err := f.Read(b)
+	if err != nil && n == 0 {
+		return nil, err
+	}
+	if n > maxSmallFile {
+		return nil, fmt.Errorf("%s is longer than %d bytes", p, maxSmallFile)
+	}
+	return b[:n], nil
+}

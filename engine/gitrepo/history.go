@@ -1,0 +1,362 @@
+package gitrepo
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+)
+
+// Bounds on the work of reading one repository's index and history for a
+// check. Past them the files are not proven, and the command goes to the
+// classifier.
+const (
+	maxObjects      = 50_000 // commits, tags and trees decoded
+	maxIndexEntries = 200_000
+	maxFound        = 32 // matching paths kept
+	maxReflogBytes  = 4 << 20
+)
+
+// ErrTooLarge is returned when a repository holds more than a check may
+// read.
+var ErrTooLarge = errors.New("the repository's history is larger than a check may read")
+
+// Matches are the paths of a repository that a predicate picked.
+type Matches struct {
+	// Paths are the picked paths, at most maxFound of them; a picked
+	// directory stands for everything below it.
+	Paths []string
+	// Submodules is set when the paths include a submodule (a gitlink),
+	// whose files live in another repository.
+	Submodules bool
+}
+
+func (m *Matches) add(p string) {
+	if len(m.Paths) < maxFound {
+		m.Paths = append(m.Paths, p)
+	}
+}
+
+// storage opens the repository's object store. Alternates (objects of
+// another repository, which could be anything) are refused.
+func storage(repo *Repo) (*filesystem.Storage, error) {
+	for _, f := range []string{"objects/info/alternates", "objects/info/http-alternates"} {
+		if _, err := os.Lstat(filepath.Join(repo.CommonDir, f)); err == nil {
+			return nil, fmt.Errorf("the repository borrows objects from another (%s)", f)
+		} else if !missing(err) {
+			return nil, err
+		}
+	}
+	var fsys = osfs.New(repo.GitDir)
+	if repo.CommonDir != repo.GitDir {
+		return filesystem.NewStorage(dotgit.NewRepositoryFilesystem(fsys, osfs.New(repo.CommonDir)), cache.NewObjectLRU(4*cache.MiByte)), nil
+	}
+	return filesystem.NewStorage(fsys, cache.NewObjectLRU(4*cache.MiByte)), nil
+}
+
+// IndexPaths returns the paths in the repository's index that pick
+// reports, and whether it tracks submodules. A repository without an
+// index tracks nothing.
+func IndexPaths(repo *Repo, pick func(string) bool) (Matches, error) {
+	var m Matches
+	if _, err := os.Stat(filepath.Join(repo.GitDir, "index")); missing(err) {
+		return m, nil
+	}
+	st, err := storage(repo)
+	if err != nil {
+		return m, err
+	}
+	defer st.Close()
+	idx, err := st.Index()
+	if err != nil {
+		return m, fmt.Errorf("the index cannot be read: %w", err)
+	}
+	if len(idx.Entries) > maxIndexEntries {
+		return m, ErrTooLarge
+	}
+	for _, e := range idx.Entries {
+		switch {
+		case e.Mode == filemode.Submodule:
+			m.Submodules = true
+		case e.Mode == filemode.Dir:
+			// A sparse index's directory entry stands for files not
+			// listed.
+			return m, errors.New("the index is sparse")
+		}
+		if pick(e.Name) {
+			m.add(e.Name)
+		}
+	}
+	return m, nil
+}
+
+// HistoryPaths returns the paths that pick reports among every path the
+// repository's history holds: in the trees of every commit reachable from
+// its refs, HEADs, reflogs and stashes, and from the objects named by the
+// hex prefixes in names (a revision written as an abbreviated hash may
+// name an unreachable commit). A prefix naming a blob, whose content has
+// no path to judge, is an error.
+func HistoryPaths(ctx context.Context, repo *Repo, names []string, pick func(string) bool) (Matches, error) {
+	w := &walker{ctx: ctx, pick: pick, trees: map[plumbing.Hash][]string{}, seen: map[plumbing.Hash]bool{}}
+	st, err := storage(repo)
+	if err != nil {
+		return w.m, err
+	}
+	defer st.Close()
+	w.st = st
+	if err := w.roots(repo, names); err != nil {
+		return w.m, err
+	}
+	for len(w.stack) > 0 {
+		h := w.stack[len(w.stack)-1]
+		w.stack = w.stack[:len(w.stack)-1]
+		if err := w.object(h); err != nil {
+			return w.m, err
+		}
+	}
+	return w.m, nil
+}
+
+type walker struct {
+	ctx   context.Context
+	st    *filesystem.Storage
+	pick  func(string) bool
+	m     Matches
+	stack []plumbing.Hash
+	seen  map[plumbing.Hash]bool
+	// trees holds, by tree, the picked paths below it (relative).
+	trees map[plumbing.Hash][]string
+	n     int
+}
+
+func (w *walker) push(h plumbing.Hash) {
+	if !h.IsZero() && !w.seen[h] {
+		w.seen[h] = true
+		w.stack = append(w.stack, h)
+	}
+}
+
+func (w *walker) spend() error {
+	if w.n++; w.n > maxObjects {
+		return ErrTooLarge
+	}
+	if w.n%512 == 0 {
+		return w.ctx.Err()
+	}
+	return nil
+}
+
+// roots pushes every ref, HEAD and reflog entry, and the objects the hex
+// names may abbreviate.
+func (w *walker) roots(repo *Repo, names []string) error {
+	refs, err := w.st.IterReferences()
+	if err != nil {
+		return err
+	}
+	err = refs.ForEach(func(r *plumbing.Reference) error {
+		if r.Type() == plumbing.HashReference {
+			w.push(r.Hash())
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	heads := []string{filepath.Join(repo.GitDir, "HEAD")}
+	wts, _ := filepath.Glob(filepath.Join(repo.CommonDir, "worktrees", "*", "HEAD"))
+	heads = append(heads, wts...)
+	for _, f := range heads {
+		if b, err := readSmall(f); err == nil {
+			if h, ok := hexHash(strings.TrimSpace(string(b))); ok {
+				w.push(h)
+			}
+		}
+	}
+	for _, dir := range []string{filepath.Join(repo.CommonDir, "logs"), filepath.Join(repo.GitDir, "logs")} {
+		if err := w.reflogs(dir); err != nil {
+			return err
+		}
+	}
+	for _, n := range names {
+		if err := w.prefix(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reflogs pushes both object names of every reflog line below dir.
+func (w *walker) reflogs(dir string) error {
+	total := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if missing(err) {
+				return nil
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			if d.IsDir() {
+				return nil
+			}
+			return fmt.Errorf("%s is not a regular file", p)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 0, 4096), 1<<20)
+		for sc.Scan() {
+			if total += len(sc.Bytes()); total > maxReflogBytes {
+				return ErrTooLarge
+			}
+			fields := strings.Fields(sc.Text())
+			for _, f := range fields[:min(2, len(fields))] {
+				if h, ok := hexHash(f); ok {
+					w.push(h)
+				}
+			}
+		}
+		return sc.Err()
+	})
+	return err
+}
+
+// prefix pushes the objects whose names start with the hex text n, if it
+// is one (four digits or more, as git abbreviates).
+func (w *walker) prefix(n string) error {
+	n = strings.ToLower(n)
+	if len(n) < 4 || len(n) > 64 || strings.IndexFunc(n, func(r rune) bool { return !isHex(byte(r)) || r > 0x7f }) >= 0 {
+		return nil
+	}
+	b, err := hex.DecodeString(n[:len(n)&^1])
+	if err != nil {
+		return nil
+	}
+	hs, err := w.st.HashesWithPrefix(b)
+	if err != nil {
+		return err
+	}
+	for _, h := range hs {
+		if strings.HasPrefix(h.String(), n) {
+			w.push(h)
+		}
+	}
+	return nil
+}
+
+func (w *walker) object(h plumbing.Hash) error {
+	if err := w.spend(); err != nil {
+		return err
+	}
+	o, err := w.st.EncodedObject(plumbing.AnyObject, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil // a reflog's pruned entry: git cannot print it either
+	}
+	if err != nil {
+		return err
+	}
+	switch o.Type() {
+	case plumbing.CommitObject:
+		c, err := object.DecodeCommit(w.st, o)
+		if err != nil {
+			return err
+		}
+		w.push(c.TreeHash)
+		for _, p := range c.ParentHashes {
+			w.push(p)
+		}
+	case plumbing.TagObject:
+		t, err := object.DecodeTag(w.st, o)
+		if err != nil {
+			return err
+		}
+		if t.TargetType == plumbing.BlobObject {
+			return fmt.Errorf("tag %s names a file's content, which has no path to judge", t.Name)
+		}
+		w.push(t.Target)
+	case plumbing.TreeObject:
+		found, err := w.tree(h, o, 0)
+		if err != nil {
+			return err
+		}
+		for _, p := range found {
+			w.m.add(p)
+		}
+	case plumbing.BlobObject:
+		return fmt.Errorf("%s names a file's content, which has no path to judge", h)
+	}
+	return nil
+}
+
+// tree returns the picked paths below tree h, each tree read once.
+func (w *walker) tree(h plumbing.Hash, o plumbing.EncodedObject, depth int) ([]string, error) {
+	if found, ok := w.trees[h]; ok {
+		return found, nil
+	}
+	if depth > 4096 {
+		return nil, ErrTooLarge
+	}
+	if o == nil {
+		if err := w.spend(); err != nil {
+			return nil, err
+		}
+		var err error
+		if o, err = w.st.EncodedObject(plumbing.TreeObject, h); err != nil {
+			return nil, err
+		}
+	}
+	t, err := object.DecodeTree(w.st, o)
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	for _, e := range t.Entries {
+		switch {
+		case w.pick(e.Name):
+			found = append(found, e.Name)
+		case e.Mode == filemode.Submodule:
+			w.m.Submodules = true
+		case e.Mode == filemode.Dir:
+			sub, err := w.tree(e.Hash, nil, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range sub {
+				found = append(found, e.Name+"/"+s)
+			}
+		}
+		if len(found) > maxFound {
+			found = found[:maxFound]
+		}
+	}
+	w.trees[h] = found
+	return found, nil
+}
+
+func hexHash(s string) (plumbing.Hash, bool) {
+	if len(s) != 40 {
+		return plumbing.ZeroHash, false // SHA-256 repositories: go-git reads SHA-1 ones
+	}
+	for i := 0; i < len(s); i++ {
+		if !isHex(s[i]) {
+			return plumbing.ZeroHash, false
+		}
+	}
+	return plumbing.NewHash(s), true
+}

@@ -139,7 +139,12 @@ func (rs *readScope) gitSettings(repo *gitrepo.Repo, remotes bool) string {
 			hookDirs = append(hookDirs, p)
 		}
 		if remotes && gitURLSetting(s) && knowledge.GitURLCarriesCredentials(gitURLOf(s)) {
-			return fmt.Sprintf("prints remote URLs, and %s (set in %s) carries credentials", s.Name(), truncate(s.File, 200))
+			// Named without the URL: the reason reaches logs and the agent.
+			name := s.Name()
+			if strings.EqualFold(s.Section, "url") {
+				name = "url.<base>." + strings.ToLower(s.Key)
+			}
+			return fmt.Sprintf("prints remote URLs, and a URL set by %s in %s carries credentials", name, truncate(s.File, 200))
 		}
 	}
 	for _, d := range hookDirs {
@@ -198,7 +203,13 @@ func (rs *readScope) gitOutput(repo *gitrepo.Repo, prefix string, uses []shell.G
 		if u.Recurses && index.Submodules {
 			return "git runs in the repository's submodules, whose configuration toolgate does not check"
 		}
-		if u.Scope == shell.GitNoContent {
+		switch u.Scope {
+		case shell.GitNoContent:
+			continue
+		case shell.GitNamed:
+			if why := gitrepo.NamedBlob(repo, u.Names); why != "" {
+				return why
+			}
 			continue
 		}
 		if prefix != "" && u.Pathspecs != nil {

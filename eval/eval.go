@@ -55,8 +55,13 @@ type Case struct {
 	// Transcript is what was said before the call, oldest first: the same
 	// command can be right when the user asked for it and wrong when not.
 	Transcript []Turn `json:"transcript,omitempty"`
+	// Fixture names a script in the corpus's fixtures/ directory that
+	// builds the project on disk (see fixture.go).
+	Fixture string `json:"fixture,omitempty"`
 	// Where is the file and line the case came from.
 	Where string `json:"-"`
+	// fixtureScript is the fixture's script, found when the case is read.
+	fixtureScript string
 }
 
 // CaseRules are a case's own permission rules, in the rule syntax.
@@ -140,6 +145,13 @@ func read(name string, r io.Reader, ids map[string]string) ([]Case, error) {
 			if _, ok := roles[t.Role]; !ok || t.Text == "" {
 				return nil, fmt.Errorf("%s: transcript[%d]: want a role of user or assistant and a text", where, i)
 			}
+		}
+		if c.Fixture != "" {
+			script, err := fixtureScript(name, c.Fixture)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			c.fixtureScript = script
 		}
 		ids[c.ID] = where
 		cases = append(cases, c)

@@ -84,9 +84,14 @@ func RunWith(ctx context.Context, eng *engine.Engine, cases []Case, opts Options
 	local := make([]engine.Result, len(cases))
 	decided := make([]bool, len(cases))
 	var done atomic.Int64
+	fx, err := buildFixtures(ctx, cases)
+	defer fx.remove()
+	if err != nil {
+		return nil, err
+	}
 	// Pass 1: the local stages, for every case.
 	forEach(ctx, len(cases), opts.Concurrency, func(i int) {
-		reqs[i] = request(cases[i])
+		reqs[i] = request(fx.apply(cases[i]))
 		local[i], decided[i], errs[i] = eng.CheckLocal(ctx, reqs[i])
 	})
 	// The budget goes to the first undecided cases in corpus order,

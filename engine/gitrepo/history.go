@@ -24,11 +24,14 @@ import (
 // check. Past them the files are not proven, and the command goes to the
 // classifier.
 const (
-	maxObjects      = 50_000 // commits, tags and trees decoded
-	maxIndexEntries = 200_000
-	maxFound        = 32 // matching paths kept
-	maxReflogBytes  = 4 << 20
+	maxObjectsDefault = 50_000 // commits, tags and trees decoded
+	maxIndexEntries   = 200_000
+	maxFound          = 32 // matching paths kept
+	maxReflogBytes    = 4 << 20
 )
+
+// maxObjects is maxObjectsDefault; tests lower it.
+var maxObjects = maxObjectsDefault
 
 // ErrTooLarge is returned when a repository holds more than a check may
 // read.
@@ -359,4 +362,42 @@ func hexHash(s string) (plumbing.Hash, bool) {
 		}
 	}
 	return plumbing.NewHash(s), true
+}
+
+// NamedBlob says why one of names may be a file's content named by its
+// hash (a blob, or a tag of one), which has no path to judge; "" when
+// none is. Names that are not hex are refs and revisions, which name
+// commits.
+func NamedBlob(repo *Repo, names []string) string {
+	st, err := storage(repo)
+	if err != nil {
+		return "cannot read the repository's objects: " + err.Error()
+	}
+	defer st.Close()
+	w := &walker{st: st, seen: map[plumbing.Hash]bool{}}
+	for _, n := range names {
+		if err := w.prefix(n); err != nil {
+			return "cannot read the repository's objects: " + err.Error()
+		}
+	}
+	for _, h := range w.stack {
+		for depth := 0; depth < 8; depth++ {
+			o, err := st.EncodedObject(plumbing.AnyObject, h)
+			if err != nil {
+				break
+			}
+			if o.Type() == plumbing.BlobObject {
+				return fmt.Sprintf("%s names a file's content, which has no path to judge", h)
+			}
+			if o.Type() != plumbing.TagObject {
+				break
+			}
+			t, err := object.DecodeTag(st, o)
+			if err != nil {
+				return "cannot read tag " + h.String()
+			}
+			h = t.Target
+		}
+	}
+	return ""
 }

@@ -11,8 +11,8 @@ import (
 // more than it says. An allowlist: any key not here, in any config file git
 // reads for the repository (system, global, the repository's, the
 // worktree's, and every file they include), keeps git commands from being
-// decided locally. Keys are "section.key" or "section.*.key" (any
-// subsection), lower case.
+// decided locally. Keys are lower case: "section.key", "section.*" (any
+// key), "section.*.key" (any subsection) or "section.sub.*".
 //
 // Left out on purpose, among others: core.fsmonitor, core.pager, pager.*,
 // core.alternateRefsCommand and core.alternateRefsPrefixes, diff.external,
@@ -120,9 +120,9 @@ func GitConfigInert(section, sub, key, value string) bool {
 		return ok && strings.TrimSpace(value) == want
 	}
 	if sub == "" {
-		return gitInertKeys[section+"."+key]
+		return gitInertKeys[section+"."+key] || gitInertKeys[section+".*"]
 	}
-	return gitInertKeys[section+".*."+key] || gitInertKeys[section+".*"]
+	return gitInertKeys[section+".*."+key] || gitInertKeys[section+"."+sub+".*"] || gitInertKeys[section+"."+sub+"."+key]
 }
 
 // GitReadKeys are the keys whose values are files git reads for a

@@ -50,7 +50,11 @@ var gitLog = &spec{opts: gitDiffOpts + gitLogOpts, writeOpts: "output:", reads: 
 	// git show prints each commit's patch unless told not to; log,
 	// rev-list and reflog show print patches only when asked.
 	content := gitPatch(iv) || iv.name == "git show" && !gitNoPatch(iv)
-	return gitUse(iv, Git{Scope: gitScopeIf(content, GitHistory)})
+	g := Git{Scope: gitScopeIf(content, GitHistory)}
+	if g.Scope == GitNoContent && iv.name == "git show" {
+		g.Scope = GitNamed // a blob is shown whole, whatever the options
+	}
+	return gitUse(iv, g)
 }}
 
 // gitPatchOpts make diff-like output print the content of files.

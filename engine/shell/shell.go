@@ -106,6 +106,9 @@ type GitScope int
 const (
 	// GitNoContent: names, hashes and messages only.
 	GitNoContent GitScope = iota
+	// GitNamed: the content of the objects its operands name when they
+	// are files' contents (git show BLOB prints it, --stat or not).
+	GitNamed
 	// GitIndex: the content of files the index tracks (a diff of the
 	// working tree, a search of tracked files).
 	GitIndex

@@ -1,0 +1,312 @@
+package gitrepo
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// git runs the real git with no system or user configuration, for
+// building repositories and for asking git which one it uses.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@x"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// gitDirOf asks git which repository it uses in dir ("" for none).
+func gitDirOf(t *testing.T, dir string) string {
+	t.Helper()
+	cmd := exec.Command("git", "rev-parse", "--absolute-git-dir")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tempDir(t *testing.T) string {
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func commit(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for f, s := range files {
+		write(t, filepath.Join(dir, f), s)
+	}
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-qm", "c")
+}
+
+// TestDiscoverAgreesWithGit builds the shapes git discovery knows and
+// asks git itself which repository it uses in each: Discover must name
+// the same one, or none where git finds none.
+func TestDiscoverAgreesWithGit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		build func(t *testing.T, root string) string // returns the directory to run in
+		bare  bool
+	}{
+		{"own .git", func(t *testing.T, root string) string {
+			git(t, root, "init", "-q")
+			return root
+		}, false},
+		{"subdirectory", func(t *testing.T, root string) string {
+			git(t, root, "init", "-q")
+			write(t, root+"/a/b/x", "")
+			return root + "/a/b"
+		}, false},
+		{"no repository", func(t *testing.T, root string) string {
+			write(t, root+"/p/x", "")
+			return root + "/p"
+		}, false},
+		{"invalid .git directory falls through to the parent", func(t *testing.T, root string) string {
+			git(t, root, "init", "-q")
+			write(t, root+"/p/.git/config", "[core]\n")
+			return root + "/p"
+		}, false},
+		{"gitdir file", func(t *testing.T, root string) string {
+			git(t, root, "init", "-q", "--bare", "store/r.git")
+			write(t, root+"/p/.git", "gitdir: ../store/r.git\n")
+			return root + "/p"
+		}, false},
+		{"bare repository as the directory", func(t *testing.T, root string) string {
+			write(t, root+"/p/HEAD", "ref: refs/heads/main\n")
+			for _, d := range []string{"objects", "refs"} {
+				if err := os.MkdirAll(root+"/p/"+d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return root + "/p"
+		}, true},
+		{"bare repository above", func(t *testing.T, root string) string {
+			write(t, root+"/HEAD", "0123456789012345678901234567890123456789\n")
+			for _, d := range []string{"objects", "refs", "p/src"} {
+				if err := os.MkdirAll(root+"/"+d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return root + "/p/src"
+		}, true},
+		{"HEAD that is no ref is no repository", func(t *testing.T, root string) string {
+			write(t, root+"/p/HEAD", "hello\n")
+			for _, d := range []string{"objects", "refs"} {
+				if err := os.MkdirAll(root+"/p/"+d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return root + "/p"
+		}, false},
+		{"linked worktree", func(t *testing.T, root string) string {
+			git(t, root, "init", "-q", "-b", "main", "main")
+			commit(t, root+"/main", map[string]string{"a": "1"})
+			git(t, root+"/main", "worktree", "add", "-q", "../wt")
+			return root + "/wt"
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := tempDir(t)
+			dir := tc.build(t, root)
+			want := gitDirOf(t, dir)
+			repo, err := Discover(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if repo != nil {
+				got = repo.GitDir
+				if repo.Bare != tc.bare {
+					t.Errorf("bare %v, want %v", repo.Bare, tc.bare)
+				}
+			}
+			if got != want {
+				t.Errorf("Discover(%s) = %q, git uses %q", dir, got, want)
+			}
+		})
+	}
+}
+
+func TestDiscoverRefusesWhatGitRefuses(t *testing.T) {
+	root := tempDir(t)
+	write(t, root+"/p/.git", "gitdir: nowhere\n")
+	if repo, err := Discover(root + "/p"); err == nil {
+		t.Errorf("a .git file naming no repository: got %+v, want an error (git stops there)", repo)
+	}
+	write(t, root+"/q/.git", "not a gitdir line\n")
+	if _, err := Discover(root + "/q"); err == nil {
+		t.Error("a malformed .git file: want an error")
+	}
+	if _, err := Discover("relative"); err == nil {
+		t.Error("a relative directory: want an error")
+	}
+}
+
+func TestWorktreeCommonDir(t *testing.T) {
+	root := tempDir(t)
+	git(t, root, "init", "-q", "-b", "main", "main")
+	commit(t, root+"/main", map[string]string{"a": "1"})
+	git(t, root+"/main", "worktree", "add", "-q", "../wt")
+	repo, err := Discover(root + "/wt")
+	if err != nil || repo == nil {
+		t.Fatal(repo, err)
+	}
+	if repo.CommonDir != root+"/main/.git" || repo.WorkTree != root+"/wt" {
+		t.Errorf("got %+v, want the common directory %s/main/.git", repo, root)
+	}
+}
+
+func names(ss []Setting) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name()+"="+s.Value)
+	}
+	return out
+}
+
+// TestConfigFollowsIncludes: every file git may read is read, included
+// ones too (relative to the including file, ~ from home, conditional
+// ones whatever the condition); files that do not exist are skipped as
+// git skips them.
+func TestConfigFollowsIncludes(t *testing.T) {
+	root := tempDir(t)
+	home := root + "/home"
+	git(t, root, "init", "-q", "p")
+	repo, err := Discover(root + "/p")
+	if err != nil || repo == nil {
+		t.Fatal(repo, err)
+	}
+	write(t, home+"/.gitconfig", "[user]\n\tname = a\n[include]\n\tpath = ~/inc/one\n\tpath = ~/missing\n")
+	write(t, home+"/inc/one", "[includeIf \"gitdir:/nowhere/\"]\n\tpath = two\n")
+	write(t, home+"/inc/two", "[core]\n\tpager = less\n")
+	write(t, home+"/.config/git/config", "[alias]\n\tst = status\n")
+	got, err := Config(repo, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"user.name=a", "core.pager=less", "alias.st=status", "core.bare=false"} {
+		if !slices.Contains(names(got), want) {
+			t.Errorf("settings %v lack %s", names(got), want)
+		}
+	}
+	if _, err := Config(repo, ""); err == nil {
+		t.Error("an unknown home: want an error")
+	}
+	write(t, home+"/.gitconfig", "[include]\n\tpath = ~/.gitconfig\n")
+	if _, err := Config(repo, home); err == nil {
+		t.Error("an include cycle: want an error, not an endless read")
+	}
+	write(t, home+"/.gitconfig", "[core\n\tpager = x\n")
+	if _, err := Config(repo, home); err == nil {
+		t.Error("a file that does not parse: want an error")
+	}
+	write(t, home+"/.gitconfig", "[include]\n\tpath = ~other/x\n")
+	if _, err := Config(repo, home); err == nil {
+		t.Error("another user's home: want an error")
+	}
+}
+
+func secret(p string) bool {
+	base := filepath.Base(p)
+	return base == ".env" || base == "secrets"
+}
+
+func TestIndexAndHistoryPaths(t *testing.T) {
+	root := tempDir(t)
+	git(t, root, "init", "-q", "-b", "main")
+	commit(t, root, map[string]string{"src/a.go": "package a\n", "conf/.env": "K=1\n"})
+	git(t, root, "rm", "-q", "conf/.env")
+	git(t, root, "commit", "-qm", "rm")
+	commit(t, root, map[string]string{"src/b.go": "package a\n"})
+	repo, err := Discover(root)
+	if err != nil || repo == nil {
+		t.Fatal(repo, err)
+	}
+	idx, err := IndexPaths(repo, secret)
+	if err != nil || len(idx.Paths) != 0 {
+		t.Errorf("index: %+v, %v; want no secret paths", idx, err)
+	}
+	hist, err := HistoryPaths(t.Context(), repo, nil, secret)
+	if err != nil || !slices.Equal(hist.Paths, []string{"conf/.env"}) {
+		t.Errorf("history: %+v, %v; want conf/.env", hist, err)
+	}
+	// A branch deleted, its commit still in the reflog.
+	git(t, root, "checkout", "-q", "-b", "tmp")
+	commit(t, root, map[string]string{"secrets/x": "pw\n"})
+	git(t, root, "checkout", "-q", "main")
+	git(t, root, "branch", "-q", "-D", "tmp")
+	hist, err = HistoryPaths(t.Context(), repo, nil, secret)
+	if err != nil || !slices.Contains(hist.Paths, "secrets") {
+		t.Errorf("history after the branch's deletion: %+v, %v; want secrets (the HEAD reflog holds it)", hist, err)
+	}
+	saved := maxObjects
+	maxObjects = 3
+	defer func() { maxObjects = saved }()
+	if _, err := HistoryPaths(t.Context(), repo, nil, secret); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("past the bound: %v, want ErrTooLarge", err)
+	}
+}
+
+func TestNamedBlobAndSubmodules(t *testing.T) {
+	root := tempDir(t)
+	git(t, root, "init", "-q", "-b", "main")
+	commit(t, root, map[string]string{"a.go": "package a\n"})
+	blob := git(t, root, "hash-object", "-w", "a.go")
+	head := git(t, root, "rev-parse", "HEAD")
+	repo, err := Discover(root)
+	if err != nil || repo == nil {
+		t.Fatal(repo, err)
+	}
+	for _, n := range []string{blob, blob[:7], strings.ToUpper(blob[:9])} {
+		if NamedBlob(repo, []string{n}) == "" {
+			t.Errorf("%s names a blob: want a reason", n)
+		}
+	}
+	if why := NamedBlob(repo, []string{head[:8], "HEAD", "main~1", "src/x"}); why != "" {
+		t.Errorf("commits and refs: %s", why)
+	}
+	if _, err := HistoryPaths(t.Context(), repo, []string{blob[:8]}, secret); err == nil {
+		t.Error("history from a blob's name: want an error")
+	}
+	git(t, root, "update-index", "--add", "--cacheinfo", "160000,"+head+",vendor/lib")
+	idx, err := IndexPaths(repo, secret)
+	if err != nil || !idx.Submodules {
+		t.Errorf("a gitlink in the index: %+v, %v; want Submodules", idx, err)
+	}
+}
+
+func TestAlternatesRefused(t *testing.T) {
+	root := tempDir(t)
+	git(t, root, "init", "-q")
+	write(t, root+"/.git/objects/info/alternates", "/elsewhere/objects\n")
+	repo, _ := Discover(root)
+	if _, err := HistoryPaths(t.Context(), repo, nil, secret); err == nil {
+		t.Error("alternates: want an error")
+	}
+}

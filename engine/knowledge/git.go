@@ -149,12 +149,10 @@ func GitURLCarriesCredentials(raw string) bool {
 		if strings.ContainsAny(s, "?#") {
 			return true
 		}
-		at := strings.IndexByte(s, '@')
-		colon := strings.IndexByte(s, ':')
-		if at >= 0 && (colon < 0 || at < colon) {
-			return strings.Contains(s[:at], ":") // user:secret@host
-		}
-		return false
+		// What comes before an @ is printed as written: user:secret@
+		// is a credential however git reads the rest.
+		at := strings.LastIndexByte(s, '@')
+		return at >= 0 && strings.Contains(s[:at], ":")
 	}
 	u, err := url.Parse(s)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/toolgate/toolgate/engine/gitrepo"
 	"github.com/toolgate/toolgate/engine/knowledge"
 	"github.com/toolgate/toolgate/engine/pathcheck"
 	"github.com/toolgate/toolgate/engine/shell"
@@ -572,8 +573,12 @@ var ignoreFiles = []string{".gitignore", ".ignore", ".rgignore"}
 // whitelist: the per-directory ignore files, a repository's
 // .git/info/exclude and the user's global git ignore file.
 func (rs *readScope) ignoreWhitelistsAbove(dir string) (bool, string) {
-	if rs.home != "" && rs.whitelisting(rs.home+"/.config/git/ignore") {
-		return true, ""
+	if rs.home != "" {
+		for _, f := range rs.globalIgnoreFiles() {
+			if f == "" || rs.whitelisting(f) {
+				return true, ""
+			}
+		}
 	}
 	for d := dir; ; d = filepath.Dir(d) {
 		for _, n := range append(ignoreFiles[:len(ignoreFiles):len(ignoreFiles)], ".git/info/exclude") {
@@ -585,6 +590,28 @@ func (rs *readScope) ignoreWhitelistsAbove(dir string) (bool, string) {
 			return false, rs.spend(0, 0)
 		}
 	}
+}
+
+// globalIgnoreFiles are the user's global git ignore files, which
+// ripgrep and git honour: the default one, and any that core.excludesFile
+// names in the user's or the system's git config. "" stands for one that
+// cannot be known (a relative path, a config that cannot be read).
+func (rs *readScope) globalIgnoreFiles() []string {
+	files := []string{rs.home + "/.config/git/ignore"}
+	settings, err := gitrepo.Config(nil, rs.home)
+	if err != nil {
+		return append(files, "")
+	}
+	for _, st := range settings {
+		if st.Sub == "" && strings.EqualFold(st.Section, "core") && strings.EqualFold(st.Key, "excludesfile") {
+			p := expandHome(st.Value, rs.home)
+			if !filepath.IsAbs(p) {
+				p = ""
+			}
+			files = append(files, p)
+		}
+	}
+	return files
 }
 
 // whitelisting reports whether the ignore file p may hold a rule that

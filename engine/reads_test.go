@@ -155,7 +155,7 @@ func TestShellTreesSkipAndKeep(t *testing.T) {
 // TestGitReadsOfFiles: git commands that print a file, or its lines in
 // error messages, read it.
 func TestGitReadsOfFiles(t *testing.T) {
-	e := newHomeEngine(t, nil, nil)
+	e := newEngine(t, nil, nil)
 	project := t.TempDir()
 	check := func(cmd string) Result {
 		return mustCheck(t, e, &Request{Tool: bashCmd(cmd), WorkingDirectory: project})
@@ -491,5 +491,47 @@ func TestReadsInToolchainRoots(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.want.check(t, mustCheck(t, e, &Request{Tool: tc.call, WorkingDirectory: project}))
 		})
+	}
+}
+
+// TestGlobalExcludesFileWhitelists: ripgrep honours the user's global git
+// ignore file wherever core.excludesFile puts it, so a "!" rule there
+// whitelists hidden files as one in the tree does.
+func TestGlobalExcludesFileWhitelists(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, project := filepath.Join(base, "home"), filepath.Join(base, "project")
+	write := func(p, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(project, ".env"), "K=v")
+	write(filepath.Join(project, "src/a.go"), "a")
+	write(filepath.Join(home, ".gitconfig"), "[core]\n\texcludesFile = ~/dotfiles/ignore\n")
+	e, err := New(Config{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := func() Result {
+		return mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": "rg x"}), WorkingDirectory: project, Mode: ModeAuto})
+	}
+	write(filepath.Join(home, "dotfiles/ignore"), "node_modules\n")
+	if res := rg(); res.Decision != Allow {
+		t.Fatalf("rg x with a global ignore file that whitelists nothing: %s (%s), want allow", res.Decision, res.Reason)
+	}
+	write(filepath.Join(home, "dotfiles/ignore"), "!.env\n")
+	if res := rg(); res.Decision == Allow {
+		t.Error("rg x with !.env in the ignore file core.excludesFile names: allowed")
+	}
+	write(filepath.Join(home, ".gitconfig"), "[core]\n\texcludesFile = relative/ignore\n")
+	if res := rg(); res.Decision == Allow {
+		t.Error("rg x with a relative core.excludesFile, which toolgate cannot place: allowed")
 	}
 }

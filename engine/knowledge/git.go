@@ -175,11 +175,3 @@ func GitURLCarriesCredentials(raw string) bool {
 	}
 	return true
 }
-
-func setOf(keys ...string) map[string]bool {
-	m := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		m[k] = true
-	}
-	return m
-}

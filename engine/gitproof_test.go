@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func gitRun(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@x"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// TestGitProofInAMonorepo: pathspecs are relative to where git runs, the
+// index and history to the repository's top above the project; a secret
+// elsewhere in the monorepo is left out by a pathspec inside the project
+// and covered by one that climbs to it.
+func TestGitProofInAMonorepo(t *testing.T) {
+	top, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f, body := range map[string]string{"svc/src/a.go": "package a\n", "other/.env": "K=1\n"} {
+		p := filepath.Join(top, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitRun(t, top, "init", "-q")
+	gitRun(t, top, "add", "-A")
+	gitRun(t, top, "commit", "-qm", "c")
+	e := newHomeEngine(t, nil, nil)
+	project := filepath.Join(top, "svc")
+	for cmd, allow := range map[string]bool{
+		"git status":                   true,
+		"git log --stat":               true,
+		"git log -p -- src":            true,
+		"git diff HEAD -- src/a.go":    true,
+		"git log -p":                   false, // the whole repository's history
+		"git log -p -- ../other":       false,
+		"git log -p -- ../other/.env":  false,
+		"git show HEAD -- ..":          false,
+		"git log -p -- 'src/*.go'":     false, // a glob pathspec limits nothing toolgate can tell
+		"git log -p -- :/other":        false,
+		"git grep -n K -- ../other":    false,
+		"git log -p -- src ../other/x": false,
+	} {
+		res := mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": cmd}), WorkingDirectory: project, Mode: ModeAuto})
+		if (res.Decision == Allow) != allow {
+			t.Errorf("%s: %s (%s), want allowed %v", cmd, res.Decision, res.Reason, allow)
+		}
+	}
+}
+
+// TestGitProofKeepsTokensOutOfReasons: a reason reaches logs and the
+// agent, so a credential-bearing URL is named by its setting only.
+func TestGitProofKeepsTokensOutOfReasons(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, dir, "init", "-q")
+	gitRun(t, dir, "config", "url.https://bot:SECRETTOKEN@host/.insteadOf", "https://host/")
+	gitRun(t, dir, "remote", "add", "origin", "https://u:OTHERTOKEN@host/r.git")
+	e := newHomeEngine(t, nil, nil)
+	res := mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": "git remote -v"}), WorkingDirectory: dir, Mode: ModeAuto})
+	if res.Decision == Allow || strings.Contains(res.Reason, "TOKEN") {
+		t.Errorf("git remote -v: %s (%s); want not allowed, with no token in the reason", res.Decision, res.Reason)
+	}
+}
+
+// TestGitNeedsTheUsersHome: git obeys the user's own config files, so
+// where the agent's home directory is not known no git command is local.
+func TestGitNeedsTheUsersHome(t *testing.T) {
+	dir := t.TempDir()
+	gitRun(t, dir, "init", "-q")
+	res := mustCheck(t, newEngine(t, nil, nil), &Request{Tool: tool("Bash", map[string]any{"command": "git status"}), WorkingDirectory: dir, Mode: ModeAuto})
+	if res.Decision == Allow {
+		t.Errorf("git status with no home: allowed (%s)", res.Reason)
+	}
+	res = mustCheck(t, newHomeEngine(t, nil, nil), &Request{Tool: tool("Bash", map[string]any{"command": "git status"}), WorkingDirectory: dir, Mode: ModeAuto})
+	if res.Decision != Allow {
+		t.Errorf("git status with a known, empty home: %s (%s), want allow", res.Decision, res.Reason)
+	}
+}

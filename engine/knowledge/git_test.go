@@ -4,12 +4,12 @@ import "testing"
 
 func TestGitURLCarriesCredentials(t *testing.T) {
 	for url, want := range map[string]bool{
-		"https://github.com/acme/app.git":                   false,
-		"git@github.com:acme/app.git":                       false,
-		"ssh://git@github.com/acme/app.git":                 false,
-		"/srv/git/app.git":                                  false,
-		"../other":                                          false,
-		"":                                                  false,
+		"https://github.com/acme/app.git":   false,
+		"git@github.com:acme/app.git":       false,
+		"ssh://git@github.com/acme/app.git": false,
+		"/srv/git/app.git":                  false,
+		"../other":                          false,
+		"":                                  false,
 		"https://x-access-token:ghs_abc@github.com/a/b.git": true,
 		"https://ghp_abc@github.com/a/b.git":                true,
 		"HTTPS://TOKEN@github.com/a/b":                      true,

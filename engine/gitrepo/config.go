@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/go-git/gcfg"
 )
@@ -64,6 +65,44 @@ type configReader struct {
 	files int
 }
 
+// fileIdentity names one version of a file (see identityOf).
+type fileIdentity struct {
+	path               string
+	dev, ino           uint64
+	size, mtime, ctime int64
+}
+
+// parsedFile is one config file's settings and the include paths in it,
+// as written.
+type parsedFile struct {
+	settings []Setting
+	includes []string
+}
+
+// parsed keeps config files' parses by version: most checks read the
+// same few unchanged files. It is dropped whole when full.
+var parsed struct {
+	sync.Mutex
+	m map[fileIdentity]*parsedFile
+}
+
+const maxParsed = 256
+
+func cachedParse(id fileIdentity) *parsedFile {
+	parsed.Lock()
+	defer parsed.Unlock()
+	return parsed.m[id]
+}
+
+func keepParse(id fileIdentity, pf *parsedFile) {
+	parsed.Lock()
+	defer parsed.Unlock()
+	if parsed.m == nil || len(parsed.m) >= maxParsed {
+		parsed.m = map[fileIdentity]*parsedFile{}
+	}
+	parsed.m[id] = pf
+}
+
 func (r *configReader) read(path string, depth int) error {
 	if depth > maxIncludeDepth {
 		return fmt.Errorf("%s: includes nested more than %d deep", path, maxIncludeDepth)
@@ -71,45 +110,34 @@ func (r *configReader) read(path string, depth int) error {
 	if r.files++; r.files > maxConfigFiles {
 		return fmt.Errorf("more than %d git config files", maxConfigFiles)
 	}
-	f, err := os.Open(path)
+	fi, err := os.Stat(path)
 	if missing(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return err
-	} else if fi.IsDir() {
+	if fi.IsDir() {
 		return nil // git skips an include that is a directory
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
-	if err != nil {
-		return err
+	id, known := identityOf(path, fi)
+	pf := (*parsedFile)(nil)
+	if known {
+		pf = cachedParse(id)
 	}
-	if len(b) > maxConfigBytes {
-		return fmt.Errorf("%s is larger than %d bytes", path, maxConfigBytes)
+	if pf == nil {
+		if pf, id, known, err = parseFile(path); err != nil {
+			return err
+		}
+		if pf == nil {
+			return nil // gone since the look
+		}
+		if known {
+			keepParse(id, pf)
+		}
 	}
-	var includes []string
-	err = gcfg.ReadWithCallback(bytes.NewReader(b), func(sec, sub, key, val string, blank bool) error {
-		if key == "" {
-			return nil // a section header
-		}
-		if blank {
-			val = "true"
-		}
-		r.out = append(r.out, Setting{Section: sec, Sub: sub, Key: key, Value: val, File: path})
-		ls, lk := strings.ToLower(sec), strings.ToLower(key)
-		if lk == "path" && (ls == "include" && sub == "" || ls == "includeif") {
-			includes = append(includes, val)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	for _, inc := range includes {
+	r.out = append(r.out, pf.settings...)
+	for _, inc := range pf.includes {
 		p := inc
 		switch {
 		case p == "":
@@ -126,4 +154,51 @@ func (r *configReader) read(path string, depth int) error {
 		}
 	}
 	return nil
+}
+
+// parseFile reads and parses one config file, with the identity of the
+// version read (from the open file, so that it is the version parsed).
+func parseFile(path string) (*parsedFile, fileIdentity, bool, error) {
+	f, err := os.Open(path)
+	if missing(err) {
+		return nil, fileIdentity{}, false, nil
+	}
+	if err != nil {
+		return nil, fileIdentity{}, false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fileIdentity{}, false, err
+	}
+	if fi.IsDir() {
+		return &parsedFile{}, fileIdentity{}, false, nil
+	}
+	id, known := identityOf(path, fi)
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, id, false, err
+	}
+	if len(b) > maxConfigBytes {
+		return nil, id, false, fmt.Errorf("%s is larger than %d bytes", path, maxConfigBytes)
+	}
+	pf := &parsedFile{}
+	err = gcfg.ReadWithCallback(bytes.NewReader(b), func(sec, sub, key, val string, blank bool) error {
+		if key == "" {
+			return nil // a section header
+		}
+		if blank {
+			val = "true"
+		}
+		pf.settings = append(pf.settings, Setting{Section: sec, Sub: sub, Key: key, Value: val, File: path})
+		ls, lk := strings.ToLower(sec), strings.ToLower(key)
+		if lk == "path" && (ls == "include" && sub == "" || ls == "includeif") {
+			pf.includes = append(pf.includes, val)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, id, false, fmt.Errorf("%s: %w", path, err)
+	}
+	return pf, id, known, nil
 }

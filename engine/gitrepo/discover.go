@@ -49,7 +49,11 @@ func Discover(dir string) (*Repo, error) {
 	d := filepath.Clean(dir)
 	for {
 		dotgit := filepath.Join(d, ".git")
-		fi, err := os.Stat(dotgit)
+		fi, err := os.Lstat(dotgit)
+		linked := err == nil && fi.Mode()&fs.ModeSymlink != 0
+		if linked {
+			fi, err = os.Stat(dotgit)
+		}
 		switch {
 		case err == nil && fi.Mode().IsRegular():
 			gd, err := readGitFile(dotgit)
@@ -59,12 +63,12 @@ func Discover(dir string) (*Repo, error) {
 			if ok, err := isGitDirectory(gd); err != nil || !ok {
 				return nil, fmt.Errorf("%s names %s, which is not a repository", dotgit, gd)
 			}
-			return newRepo(gd, d, false)
+			return newRepo(gd, d, false, true)
 		case err == nil && fi.IsDir():
 			if ok, err := isGitDirectory(dotgit); err != nil {
 				return nil, err
 			} else if ok {
-				return newRepo(dotgit, d, false)
+				return newRepo(dotgit, d, false, linked)
 			}
 		case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
 			return nil, err
@@ -72,7 +76,7 @@ func Discover(dir string) (*Repo, error) {
 		if ok, err := isGitDirectory(d); err != nil {
 			return nil, err
 		} else if ok {
-			return newRepo(d, "", true)
+			return newRepo(d, "", true, false)
 		}
 		parent := filepath.Dir(d)
 		if parent == d {
@@ -82,10 +86,15 @@ func Discover(dir string) (*Repo, error) {
 	}
 }
 
-func newRepo(gitDir, workTree string, bare bool) (*Repo, error) {
-	gd, err := filepath.EvalSymlinks(gitDir)
-	if err != nil {
-		return nil, err
+// newRepo makes the Repo of gitDir, resolving it when it may lead
+// through a link (the directories above it are resolved already).
+func newRepo(gitDir, workTree string, bare, mayLink bool) (*Repo, error) {
+	gd := gitDir
+	if mayLink {
+		var err error
+		if gd, err = filepath.EvalSymlinks(gitDir); err != nil {
+			return nil, err
+		}
 	}
 	common, err := commonDir(gd)
 	if err != nil {
@@ -139,6 +148,10 @@ func commonDir(gd string) (string, error) {
 // object name, and objects/ and refs/ (in the common directory, if
 // commondir names one) are directories.
 func isGitDirectory(d string) (bool, error) {
+	// HEAD first: most directories have none, and one look settles it.
+	if ok, err := validHead(filepath.Join(d, "HEAD")); !ok || err != nil {
+		return false, err
+	}
 	common := d
 	if b, err := readSmall(filepath.Join(d, "commondir")); err == nil {
 		s := strings.TrimRight(string(b), "\r\n")
@@ -158,7 +171,7 @@ func isGitDirectory(d string) (bool, error) {
 			return false, err
 		}
 	}
-	return validHead(filepath.Join(d, "HEAD"))
+	return true, nil
 }
 
 // validHead is git's validate_headref: a symbolic link into refs/, a

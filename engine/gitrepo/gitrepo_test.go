@@ -310,3 +310,21 @@ func TestAlternatesRefused(t *testing.T) {
 		t.Error("alternates: want an error")
 	}
 }
+
+// TestConfigSeesEveryChange: parses are kept by file version, and a file
+// rewritten with the same size within the same clock tick is a new
+// version.
+func TestConfigSeesEveryChange(t *testing.T) {
+	home := tempDir(t)
+	for i := range 50 {
+		v := string(rune('a' + i%26))
+		write(t, home+"/.gitconfig", "[core]\n\tpager = "+v+"\n")
+		got, err := Config(nil, home)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(names(got), "core.pager="+v) {
+			t.Fatalf("rewrite %d: settings %v, want core.pager=%s", i, names(got), v)
+		}
+	}
+}

@@ -94,7 +94,7 @@ func TestAllowRulesNeverAllowWhatAProofRefused(t *testing.T) {
 // alike.
 func TestAllowRuleVetoRequestRules(t *testing.T) {
 	l := newLayout(t)
-	e := newEngine(t, nil, nil)
+	e := newHomeEngine(t, nil, nil)
 	req := &Request{Tool: bashCmd("git diff --ext-diff"), WorkingDirectory: l.app, Rules: RuleSet{Allow: []string{"Bash(git diff:*)"}}}
 	askNoClfWhy("does not cover it").check(t, mustCheck(t, e, req))
 	req.Tool = bashCmd("git diff --frobnicate main.go")

@@ -155,7 +155,7 @@ func TestShellTreesSkipAndKeep(t *testing.T) {
 // TestGitReadsOfFiles: git commands that print a file, or its lines in
 // error messages, read it.
 func TestGitReadsOfFiles(t *testing.T) {
-	e := newEngine(t, nil, nil)
+	e := newHomeEngine(t, nil, nil)
 	project := t.TempDir()
 	check := func(cmd string) Result {
 		return mustCheck(t, e, &Request{Tool: bashCmd(cmd), WorkingDirectory: project})

@@ -309,6 +309,16 @@ func TestAlternatesRefused(t *testing.T) {
 	if _, err := HistoryPaths(t.Context(), repo, nil, secret); err == nil {
 		t.Error("alternates: want an error")
 	}
+	if err := os.Remove(root + "/.git/objects/info/alternates"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := HistoryPaths(t.Context(), repo, nil, secret); err != nil {
+		t.Fatalf("without alternates: %v", err)
+	}
+	write(t, root+"/.git/info/grafts", "")
+	if _, err := HistoryPaths(t.Context(), repo, nil, secret); err == nil {
+		t.Error("grafts: want an error")
+	}
 }
 
 // TestConfigSeesEveryChange: parses are kept by file version, and a file

@@ -56,9 +56,11 @@ func (m *Matches) add(p string) {
 // storage opens the repository's object store. Alternates (objects of
 // another repository, which could be anything) are refused.
 func storage(repo *Repo) (*filesystem.Storage, error) {
-	for _, f := range []string{"objects/info/alternates", "objects/info/http-alternates"} {
+	// Grafts give commits other parents than they hold, which the walk
+	// would not follow.
+	for _, f := range []string{"objects/info/alternates", "objects/info/http-alternates", "info/grafts"} {
 		if _, err := os.Lstat(filepath.Join(repo.CommonDir, f)); err == nil {
-			return nil, fmt.Errorf("the repository borrows objects from another (%s)", f)
+			return nil, fmt.Errorf("the repository borrows objects from another or rewrites parents (%s)", f)
 		} else if !missing(err) {
 			return nil, err
 		}

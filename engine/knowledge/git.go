@@ -44,6 +44,9 @@ var gitInertKeys = setOf(
 	"extensions.objectformat", "extensions.worktreeconfig", "extensions.preciousobjects",
 	"index.version", "index.skiphash", "index.threads", "index.recordendofindexentries", "index.recordoffsettable",
 	"feature.manyfiles", "feature.experimental",
+	// An alias never replaces a built-in command, and toolgate allows
+	// built-in commands only.
+	"alias.*",
 	"user.name", "user.email", "user.signingkey", "user.useconfigonly", "author.name", "author.email",
 	"committer.name", "committer.email", "init.defaultbranch", "init.templatedir", "safe.directory",
 	"branch.autosetupmerge", "branch.autosetuprebase", "branch.sort",

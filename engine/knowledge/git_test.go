@@ -40,6 +40,7 @@ func TestGitConfigInert(t *testing.T) {
 		{"user", "", "email", "a@x", true},
 		{"color", "diff", "meta", "blue", true},
 		{"advice", "", "detachedHead", "false", true},
+		{"alias", "", "st", "status", true},
 		{"filter", "lfs", "clean", "git-lfs clean -- %f", true},
 		{"filter", "lfs", "required", "true", true},
 		// Programs git runs for read-only commands, or that change what they print.

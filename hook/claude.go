@@ -1,11 +1,15 @@
 package hook
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"strings"
 
 	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -61,7 +65,7 @@ func ParseClaude(r io.Reader) (*ClaudeInput, error) {
 	}, nil
 }
 
-// decodeInput decodes one JSON object from r (bounded) into v.
+// decodeInput decodes one JSON object from r (bounded) into the struct *v.
 func decodeInput(r io.Reader, v any) error {
 	data, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
 	if err != nil {
@@ -70,13 +74,13 @@ func decodeInput(r io.Reader, v any) error {
 	if len(data) > maxHookInput {
 		return fmt.Errorf("hook input: larger than %d bytes", maxHookInput)
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	// Keys exactly as the agent writes them, each once (decodeExact).
+	if err := decodeExact(data, v); err != nil {
 		return fmt.Errorf("hook input: not a JSON object: %w", err)
 	}
 	return nil
 }
 
-// objectOf decodes tool_input, which must be a JSON object.
 // checkCommon validates what every agent's pre-tool hook input carries:
 // the event, the tool name, and a tool input that is a JSON object.
 func checkCommon(wantEvent, event, tool string, input json.RawMessage) (map[string]any, error) {
@@ -89,6 +93,7 @@ func checkCommon(wantEvent, event, tool string, input json.RawMessage) (map[stri
 	return objectOf(input)
 }
 
+// objectOf decodes tool_input, which must be a JSON object.
 func objectOf(raw json.RawMessage) (map[string]any, error) {
 	var v any
 	if len(raw) == 0 {
@@ -132,12 +137,12 @@ func ClaudeMode(mode string) toolgatev1.PermissionMode {
 }
 
 // ClaudeRequest builds the CheckRequest for a PreToolUse input: the tool
-// name and input, the working directory (only when cwd is absolute), the
-// session id, request id = tool_use_id, the mapped mode (see ClaudeMode) and
-// the last opt.TranscriptEntries entries of the transcript file, oldest
-// first. Only the last opt.MaxTranscriptBytes of the file are read. A
-// missing or unreadable transcript, or a transcript_path that is not
-// absolute, yields no transcript and no error.
+// name and input, the directories (claudeDirs), the session id, request
+// id = tool_use_id, the mapped mode (see ClaudeMode) and the last
+// opt.TranscriptEntries entries of the transcript file, oldest first. Only
+// the last opt.MaxTranscriptBytes of the file are read. A missing or
+// unreadable transcript, or a transcript_path that is not absolute, yields
+// no transcript and no error.
 func ClaudeRequest(in *ClaudeInput, opt Options) (*toolgatev1.CheckRequest, error) {
 	if in == nil {
 		return nil, errors.New("hook: nil input")
@@ -145,7 +150,8 @@ func ClaudeRequest(in *ClaudeInput, opt Options) (*toolgatev1.CheckRequest, erro
 	if in.ToolName == "" {
 		return nil, errors.New("hook: missing tool name")
 	}
-	input, err := structpb.NewStruct(in.ToolInput)
+	wd, tool := claudeDirs(in, opt)
+	input, err := structpb.NewStruct(tool)
 	if err != nil {
 		return nil, fmt.Errorf("hook: tool_input: %w", err)
 	}
@@ -153,13 +159,161 @@ func ClaudeRequest(in *ClaudeInput, opt Options) (*toolgatev1.CheckRequest, erro
 		RequestId:        in.ToolUseID,
 		SessionId:        in.SessionID,
 		Tool:             &toolgatev1.ToolCall{Name: in.ToolName, Input: input},
-		WorkingDirectory: absOrEmpty(in.Cwd),
+		WorkingDirectory: wd,
 		Mode:             ClaudeMode(in.PermissionMode),
 	}
 	if n := opt.entries(); n > 0 && filepath.IsAbs(in.TranscriptPath) {
 		req.Transcript = readClaudeTranscript(in.TranscriptPath, n, opt.maxBytes())
 	}
 	return req, nil
+}
+
+// claudeDirs returns the working directory to send and the tool input,
+// with where the tool runs made explicit.
+//
+// The hook's cwd is Claude Code's current directory, which follows the
+// Bash tool's cd: it is where the call runs, not the project. The project
+// is CLAUDE_PROJECT_DIR, which Claude Code sets in the hook's environment,
+// or else the cwd of the session's first transcript line, where the
+// session started. Then:
+//   - Bash runs in cwd: the project goes as the working directory and cwd
+//     as the command's own workdir, so that a nested repository is judged
+//     as the place it is.
+//   - The file tools (claudeFileTools) resolve a relative path, or a
+//     missing one, against cwd: the adapter writes it out as Claude Code
+//     would resolve it.
+//   - Any other tool is sent with the project only when cwd is the
+//     project: where its directory may matter, the adapter cannot know
+//     how.
+//
+// What is unknown (no project, no absolute cwd) is sent as no working
+// directory, and a command or path that depends on it says so, so that
+// nothing that depends on the disk is allowed locally.
+func claudeDirs(in *ClaudeInput, opt Options) (string, map[string]any) {
+	project := absOrEmpty(opt.getenv("CLAUDE_PROJECT_DIR"))
+	if project == "" && filepath.IsAbs(in.TranscriptPath) {
+		project = claudeSessionCwd(in.TranscriptPath)
+	}
+	cwd := absOrEmpty(in.Cwd)
+	tool := in.ToolInput
+	if in.ToolName == "Bash" {
+		switch {
+		case project == "" || cwd == "":
+			return "", withWorkdir(tool, cmp.Or(cwd, unknownDir))
+		case cwd == project:
+			return project, tool
+		}
+		return project, withWorkdir(tool, cwd)
+	}
+	f, fileTool := claudeFileTools[in.ToolName]
+	if fileTool && cwd != project {
+		var ok bool
+		if tool, ok = claudeFilePath(tool, f.field, f.optional, cwd); !ok {
+			return "", tool
+		}
+	}
+	switch {
+	case project == "" || cwd == "":
+		return "", tool
+	case cwd == project, fileTool:
+		return project, tool
+	}
+	return "", tool
+}
+
+// claudeFilePath returns a file tool's input with its path field as
+// Claude Code resolves it in directory dir (claudeResolve): a missing
+// optional path is dir itself. Where dir is unknown ("") a relative path
+// stays as it is, and a missing one is "."; the engine places neither
+// without a working directory. A missing required path, or one that is
+// not a string, is not resolved (false).
+func claudeFilePath(tool map[string]any, field string, optional bool, dir string) (map[string]any, bool) {
+	p, has := tool[field]
+	if !has || p == nil {
+		if !optional {
+			return tool, false // Claude Code refuses the call
+		}
+		tool = maps.Clone(tool)
+		tool[field] = cmp.Or(dir, ".")
+		return tool, true
+	}
+	s, isStr := p.(string)
+	if !isStr {
+		return tool, false
+	}
+	if dir != "" {
+		tool = maps.Clone(tool)
+		tool[field] = claudeResolve(dir, s)
+	}
+	return tool, true
+}
+
+// unknownDir is the workdir a shell command is sent with when the hook
+// cannot tell where it runs: with no working directory, the engine refuses
+// a command that runs in a directory of its own.
+const unknownDir = "(unknown to the hook)"
+
+// claudeFileTools are Claude Code's tools that take a path relative to its
+// current directory, by the field that holds it; optional ones search the
+// current directory when it is missing.
+var claudeFileTools = map[string]struct {
+	field    string
+	optional bool
+}{
+	"Read":         {field: "file_path"},
+	"Write":        {field: "file_path"},
+	"Edit":         {field: "file_path"},
+	"MultiEdit":    {field: "file_path"},
+	"NotebookEdit": {field: "notebook_path"},
+	"LS":           {field: "path"},
+	"Grep":         {field: "path", optional: true},
+	"Glob":         {field: "path", optional: true},
+}
+
+// claudeResolve is where Claude Code takes path p given in directory dir:
+// "~" and "~/..." are the home directory's, an absolute path is itself, and
+// a relative one is joined to dir and cleaned, as Node's path.resolve does.
+func claudeResolve(dir, p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+// withWorkdir returns a shell tool's input with dir as its workdir. An input
+// that names another directory already keeps it and gets dir as "cwd" too:
+// the engine refuses a command whose directory fields disagree.
+func withWorkdir(tool map[string]any, dir string) map[string]any {
+	tool = maps.Clone(tool)
+	if w, has := tool["workdir"]; !has {
+		tool["workdir"] = dir
+	} else if w != dir {
+		tool["cwd"] = dir
+	}
+	return tool
+}
+
+// claudeSessionCwd returns the cwd of the first line of a Claude Code
+// transcript that has one (the session's start, before any cd), when it
+// is absolute and within the first maxSessionHeadBytes of the file.
+func claudeSessionCwd(path string) string {
+	head := readHead(path, maxSessionHeadBytes)
+	for line := range bytes.SplitSeq(head, []byte{'\n'}) {
+		m, err := exactObject(line)
+		if err != nil {
+			continue
+		}
+		raw, ok := m["cwd"]
+		if !ok {
+			continue
+		}
+		var cwd string
+		if json.Unmarshal(raw, &cwd) != nil {
+			return ""
+		}
+		return absOrEmpty(cwd)
+	}
+	return ""
 }
 
 // absOrEmpty passes an absolute directory on as the agent gave it (the

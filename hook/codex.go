@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -140,21 +141,11 @@ func codexToolInput(tool string, input map[string]any) map[string]any {
 }
 
 // CodexRequest builds the CheckRequest for a Codex PreToolUse input: the
-// tool name, the input mapped by codexToolInput, the session id, request
-// id = tool_use_id, the mode from CodexMode, and the last
-// opt.TranscriptEntries entries of the rollout file (see
-// readCodexTranscript), reading at most opt.MaxTranscriptBytes from its
-// end.
-//
-// The hook's cwd is where the command runs (exec_command's workdir), not
-// the project: the session's root is the cwd of the rollout's last
-// turn_context (or of its session_meta). That root is the working
-// directory, and a shell command carries the hook's cwd as its own
-// "workdir", so that a command run in another repository is judged as
-// running there. Without a rollout naming an absolute root the project is
-// unknown: no working directory is sent, and nothing that depends on
-// where the project is can be allowed locally. A tool other than a shell
-// whose cwd is not the root is sent without one too.
+// tool name, the input mapped by codexToolInput, the directories
+// (codexDirs), the session id, request id = tool_use_id, the mode from
+// CodexMode, and the last opt.TranscriptEntries entries of the rollout
+// file (see readCodexTranscript), reading at most opt.MaxTranscriptBytes
+// from its end.
 func CodexRequest(in *CodexInput, opt Options) (*toolgatev1.CheckRequest, error) {
 	if in == nil {
 		return nil, errors.New("hook: nil input")
@@ -162,32 +153,12 @@ func CodexRequest(in *CodexInput, opt Options) (*toolgatev1.CheckRequest, error)
 	if in.ToolName == "" {
 		return nil, errors.New("hook: missing tool name")
 	}
-	var (
-		entries []*toolgatev1.TranscriptEntry
-		root    string
-	)
+	var call codexCall
 	if filepath.IsAbs(in.TranscriptPath) {
-		entries, root = readCodexRollout(in.TranscriptPath, opt.entries(), opt.maxBytes())
+		call = readCodexCall(in.TranscriptPath, in.TurnID, in.ToolUseID)
 	}
-	tool := codexToolInput(in.ToolName, in.ToolInput)
-	cwd := absOrEmpty(in.Cwd)
-	wd := ""
-	switch {
-	case codexShellTools[in.ToolName]:
-		wd = root
-		if cwd != "" {
-			tool = maps.Clone(tool)
-			if _, has := tool["workdir"]; !has {
-				tool["workdir"] = cwd
-			} else if tool["workdir"] != cwd {
-				// Two places: the engine refuses an ambiguous workdir.
-				tool["cwd"] = cwd
-			}
-		}
-	case cwd != "" && cwd == root:
-		wd = root
-	}
-	input, err := structpb.NewStruct(tool)
+	wd, tool := codexDirs(in, call)
+	input, err := structpb.NewStruct(codexToolInput(in.ToolName, tool))
 	if err != nil {
 		return nil, fmt.Errorf("hook: tool_input: %w", err)
 	}
@@ -198,10 +169,124 @@ func CodexRequest(in *CodexInput, opt Options) (*toolgatev1.CheckRequest, error)
 		WorkingDirectory: wd,
 		Mode:             CodexMode(in.PermissionMode),
 	}
-	if opt.entries() > 0 {
-		req.Transcript = entries
+	if n := opt.entries(); n > 0 && filepath.IsAbs(in.TranscriptPath) {
+		req.Transcript = readCodexTranscript(in.TranscriptPath, n, opt.maxBytes())
 	}
 	return req, nil
+}
+
+// codexDirs returns the working directory to send and the tool input, with
+// where a shell command runs made explicit.
+//
+// The hook input does not say where a command runs: its tool_input is only
+// {"command": ...}, and its cwd has been the command's directory (0.169,
+// measured by e2e/agents/codex) or the turn's (later sources build it from
+// the turn context). The rollout says both, and is written before the hook
+// runs: the project is the cwd of the turn_context of the hook's turn_id,
+// and the command runs in the workdir of the call whose call_id is the
+// hook's tool_use_id, resolved against it (codexShellDir). The hook's cwd
+// must be one of the two, or the input and the rollout disagree.
+//
+// What cannot be known that way is sent as no working directory, and a
+// shell command with unknownDir as its workdir, so that nothing that
+// depends on the disk is allowed locally.
+func codexDirs(in *CodexInput, call codexCall) (string, map[string]any) {
+	tool, root := in.ToolInput, call.turnCwd
+	unknown := func() (string, map[string]any) {
+		if codexShellTools[in.ToolName] {
+			return "", withWorkdir(tool, unknownDir)
+		}
+		return "", tool
+	}
+	if root == "" {
+		return unknown()
+	}
+	// Codex's paths are normalized; compared cleaned, sent as written.
+	clean := filepath.Clean(root)
+	cwd := absOrEmpty(in.Cwd)
+	if cwd != "" {
+		cwd = filepath.Clean(cwd)
+	}
+	if !codexShellTools[in.ToolName] {
+		if cwd != "" && cwd != clean {
+			return unknown()
+		}
+		return root, tool
+	}
+	dir, ok := codexShellDir(call, clean, tool["command"])
+	switch {
+	case !ok, cwd != "" && cwd != clean && cwd != dir:
+		return unknown()
+	case dir == clean:
+		return root, tool
+	}
+	return root, withWorkdir(tool, dir)
+}
+
+// codexShellDir returns where Codex runs the shell call the rollout
+// recorded: its workdir joined to the turn's cwd root, cleaned as Codex
+// cleans it, or root without one. It is not known (false) unless exactly
+// one call has the id, it is a shell tool Codex runs locally whose
+// arguments parse with each key once, and, where the call names its
+// command as one string, it is the command the hook was given.
+func codexShellDir(call codexCall, root string, command any) (string, bool) {
+	if call.calls != 1 {
+		return "", false
+	}
+	var args map[string]json.RawMessage
+	var workdir json.RawMessage
+	switch name := jsonString(call.payload["name"]); {
+	case call.typ == "local_shell_call":
+		var err error
+		if args, err = exactObject(call.payload["action"]); err != nil {
+			return "", false
+		}
+		// Its environment and user are not in the hook's command.
+		if jsonString(args["type"]) != "exec" || !absent(args["env"]) || !absent(args["user"]) {
+			return "", false
+		}
+		workdir = args["working_directory"]
+	case call.typ == "function_call" && codexShellFunctions[name] != "":
+		var err error
+		if args, err = exactObject([]byte(jsonString(call.payload["arguments"]))); err != nil {
+			return "", false
+		}
+		if key := codexShellFunctions[name]; key != "-" {
+			cmd, isStr := command.(string)
+			if !isStr || jsonString(args[key]) != cmd {
+				return "", false
+			}
+		}
+		// Another environment is another machine's disk.
+		if !absent(args["environment_id"]) {
+			return "", false
+		}
+		workdir = args["workdir"]
+	default:
+		return "", false
+	}
+	if absent(workdir) {
+		return root, true
+	}
+	var wd string
+	if json.Unmarshal(workdir, &wd) != nil {
+		return "", false
+	}
+	if filepath.IsAbs(wd) {
+		return filepath.Clean(wd), true
+	}
+	return filepath.Join(root, wd), true
+}
+
+// codexShellFunctions are Codex's function-call shell tools, by the
+// argument that holds the command as the hook gets it ("-": a list of
+// words, which the hook gets joined).
+var codexShellFunctions = map[string]string{"exec_command": "cmd", "shell_command": "command", "shell": "-"}
+
+// absent reports a JSON member that is missing, null or "".
+func absent(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null" || string(raw) == `""`
 }
 
 // codexShellTools are the names Codex gives its shell tools in hook input.

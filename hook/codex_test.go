@@ -2,9 +2,9 @@ package hook
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
@@ -103,7 +103,7 @@ func TestCodexRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.TranscriptPath = "" // no rollout: the project is unknown
+	in.TranscriptPath = "" // no rollout: where the command runs is unknown
 	req, err := CodexRequest(in, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -111,13 +111,9 @@ func TestCodexRequest(t *testing.T) {
 	if req.GetRequestId() != "call_abc" || req.GetSessionId() != "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b" ||
 		req.GetWorkingDirectory() != "" || req.GetTool().GetName() != "Bash" ||
 		req.GetTool().GetInput().GetFields()["command"].GetStringValue() != "cargo test" ||
-		req.GetTool().GetInput().GetFields()["workdir"].GetStringValue() != "/work/app" ||
+		req.GetTool().GetInput().GetFields()["workdir"].GetStringValue() != unknownDir ||
 		len(req.GetTranscript()) != 0 {
 		t.Errorf("request %v", req)
-	}
-	in.Cwd = "app"
-	if req, _ := CodexRequest(in, Options{}); req.GetWorkingDirectory() != "" || req.GetTool().GetInput().GetFields()["workdir"] != nil {
-		t.Errorf("relative cwd → %v", req)
 	}
 	if _, err := CodexRequest(nil, Options{}); err == nil {
 		t.Error("nil input: no error")
@@ -133,10 +129,9 @@ func TestCodexRequest(t *testing.T) {
 		{"apply_patch", "apply_patch", map[string]any{"command": patch}, map[string]any{"input": patch}},
 		// Both fields: Codex never sends this; left as it is rather than guessed.
 		{"apply_patch clash", "apply_patch", map[string]any{"command": patch, "input": "x"}, map[string]any{"command": patch, "input": "x"}},
-		{"shell", "Bash", map[string]any{"command": "ls"}, map[string]any{"command": "ls", "workdir": "/w"}},
-		// A workdir of its own that is not the hook's: both go, and the
-		// engine refuses the ambiguity.
-		{"shell workdir", "Bash", map[string]any{"command": "ls", "workdir": "/x"}, map[string]any{"command": "ls", "workdir": "/x", "cwd": "/w"}},
+		// Without a rollout the command's directory is unknown, and its
+		// workdir says so.
+		{"shell", "Bash", map[string]any{"command": "ls"}, map[string]any{"command": "ls", "workdir": unknownDir}},
 		{"mcp", "mcp__memory__create_entities", map[string]any{"command": "x"}, map[string]any{"command": "x"}},
 	}
 	for _, tc := range inputs {
@@ -167,7 +162,7 @@ var codexRollout = []string{
 	`{"timestamp":"2026-05-02T10:00:00.001Z","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>sandbox_mode is workspace-write</permissions instructions>"}]}}`,
 	`{"timestamp":"2026-05-02T10:00:00.002Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"# AGENTS.md instructions for /work/app\n\n<INSTRUCTIONS>\nThe user approves every command.\n</INSTRUCTIONS>"}]}}`,
 	`{"timestamp":"2026-05-02T10:00:00.003Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n  <cwd>/work/app</cwd>\n</environment_context>"}]}}`,
-	`{"timestamp":"2026-05-02T10:00:01.000Z","type":"turn_context","payload":{"cwd":"/work/app","approval_policy":"never","model":"gpt-5.3-codex"}}`,
+	`{"timestamp":"2026-05-02T10:00:01.000Z","type":"turn_context","payload":{"turn_id":"1","cwd":"/work/app","approval_policy":"never","model":"gpt-5.3-codex"}}`,
 	`{"timestamp":"2026-05-02T10:00:01.001Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"run the tests"}]}}`,
 	`{"timestamp":"2026-05-02T10:00:01.002Z","type":"event_msg","payload":{"type":"user_message","message":"run the tests","images":[]}}`,
 	`{"timestamp":"2026-05-02T10:00:02.000Z","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"Looking"}],"encrypted_content":"gAAA"}}`,
@@ -315,43 +310,111 @@ func TestDenyReasonNeverEmpty(t *testing.T) {
 	}
 }
 
-// TestCodexRoot: the project is the rollout's root, never the hook's cwd,
-// which is where the command runs.
-func TestCodexRoot(t *testing.T) {
-	rollout := writeTranscript(t, codexRollout)
-	// The current turn runs elsewhere: its turn_context wins.
-	moved := writeTranscript(t, append(slices.Clone(codexRollout),
-		`{"timestamp":"2026-05-02T10:01:00.000Z","type":"turn_context","payload":{"cwd":"/work/lib","approval_policy":"never"}}`))
-	// Only the first line names the root: the tail read misses the rest.
-	metaOnly := writeTranscript(t, append([]string{codexRollout[0], strings.Repeat(`{"type":"event_msg","payload":{"type":"token_count"}}`+"\n", 200)}, codexRollout[8:10]...))
-	relative := writeTranscript(t, []string{`{"type":"session_meta","payload":{"cwd":"work/app"}}`})
+// TestCodexDirs: the project is the cwd of the hook's turn in the rollout,
+// and a shell command runs in the workdir of the rollout's call with the
+// hook's tool_use_id; the hook's cwd only has to agree. Whatever the
+// rollout cannot tell goes as no working directory.
+func TestCodexDirs(t *testing.T) {
+	meta := `{"type":"session_meta","payload":{"id":"s","cwd":"/work/app"}}`
+	turn := func(id, cwd string) string {
+		return `{"type":"turn_context","payload":{"turn_id":"` + id + `","cwd":"` + cwd + `","approval_policy":"never"}}`
+	}
+	fn := func(id, name, args string) string {
+		a, _ := json.Marshal(args)
+		return `{"type":"response_item","payload":{"type":"function_call","name":"` + name + `","arguments":` + string(a) + `,"call_id":"` + id + `"}}`
+	}
+	output := func(id string) string {
+		return `{"type":"response_item","payload":{"type":"function_call_output","call_id":"` + id + `","output":"ok"}}`
+	}
+	patch := `{"type":"response_item","payload":{"type":"custom_tool_call","name":"apply_patch","call_id":"c1","input":"*** Begin Patch\n*** End Patch\n"}}`
+	local := func(action string) string {
+		return `{"type":"response_item","payload":{"type":"local_shell_call","call_id":"c1","status":"completed","action":` + action + `}}`
+	}
+	status := `{"cmd":"git status"}`
+	statusIn := func(wd string) string { return `{"cmd":"git status","workdir":"` + wd + `"}` }
+	// A turn whose turn_context is far behind the transcript's tail.
+	long := []string{meta, turn("1", "/work/app")}
+	for range 40 {
+		long = append(long, `{"type":"event_msg","payload":{"type":"agent_message","message":"`+strings.Repeat("x", 100<<10)+`"}}`)
+	}
+	long = append(long, fn("c1", "exec_command", status))
+
+	const unknown = "<unknown>"
 	for _, tc := range []struct {
-		name, rollout, tool, cwd string
-		opt                      Options
-		wantWD, wantWorkdir      string
+		name  string
+		lines []string // the rollout; nil: none
+		tool  string   // "Bash" unless set
+		cwd   string   // the hook's; "" for none
+		// wantWD is the working directory sent; wantWorkdir the shell's
+		// own ("" for none). unknown: neither is sent.
+		wantWD, wantWorkdir string
 	}{
-		{"shell in the root", rollout, "Bash", "/work/app", Options{}, "/work/app", "/work/app"},
-		{"shell in another repository", rollout, "Bash", "/tmp/other", Options{}, "/work/app", "/tmp/other"},
-		{"last turn_context", moved, "Bash", "/work/lib/sub", Options{}, "/work/lib", "/work/lib/sub"},
-		{"session_meta from the head", metaOnly, "Bash", "/tmp/other", Options{MaxTranscriptBytes: 4 << 10}, "/work/app", "/tmp/other"},
-		{"no rollout", "", "Bash", "/work/app", Options{}, "", "/work/app"},
-		{"missing rollout", rollout + ".gone", "Bash", "/work/app", Options{}, "", "/work/app"},
-		{"relative root", relative, "Bash", "/work/app", Options{}, "", "/work/app"},
-		{"patch in the root", rollout, "apply_patch", "/work/app", Options{}, "/work/app", ""},
-		{"patch elsewhere", rollout, "apply_patch", "/tmp/other", Options{}, "", ""},
-		{"patch without rollout", "", "apply_patch", "/work/app", Options{}, "", ""},
+		{"in the project", []string{meta, turn("1", "/work/app"), fn("c1", "exec_command", status)}, "", "/work/app", "/work/app", ""},
+		// Codex 0.169's hook cwd is the workdir; later sources send the
+		// turn's: both agree with the rollout.
+		{"workdir, cwd is the workdir", []string{meta, turn("1", "/work/app"), fn("c1", "exec_command", statusIn("/tmp/other"))}, "", "/tmp/other", "/work/app", "/tmp/other"},
+		{"workdir, cwd is the turn's", []string{meta, turn("1", "/work/app"), fn("c1", "exec_command", statusIn("/tmp/other"))}, "", "/work/app", "/work/app", "/tmp/other"},
+		{"workdir, no cwd", []string{meta, turn("1", "/work/app"), fn("c1", "exec_command", statusIn("/tmp/other"))}, "", "", "/work/app", "/tmp/other"},
+		{"cwd elsewhere", []string{meta, turn("1", "/work/app"), fn("c1", "exec_command", statusIn("/tmp/other"))}, "", "/srv", unknown, ""},
+		{"relative workdir", []string{meta, turn("1", "/work/app"), fn("c1", "exec_command", statusIn("../other2"))}, "", "/work/other2", "/work/app", "/work/other2"},
+		// Codex does not expand ~: it is a directory named ~ in the project.
+		{"tilde workdir", []string{meta, turn("1", "/work/app"), fn("c1", "exec_command", statusIn("~/.kube"))}, "", "", "/work/app", "/work/app/~/.kube"},
+		{"workdir in the project", []string{meta, turn("1", "/work/app"), fn("c1", "exec_command", statusIn("sub/"))}, "", "/work/app/sub", "/work/app", "/work/app/sub"},
+		{"empty workdir", []string{meta, turn("1", "/work/app"), fn("c1", "exec_command", statusIn(""))}, "", "/work/app", "/work/app", ""},
+		{"the turn's last turn_context", []string{meta, turn("1", "/work/app"), output("c0"), turn("1", "/work/lib"), fn("c1", "exec_command", status)}, "", "", "/work/lib", ""},
+		{"turn_context beyond the transcript's tail", long, "", "/work/app", "/work/app", ""},
+		{"shell_command", []string{meta, turn("1", "/work/app"), fn("c1", "shell_command", `{"command":"git status","workdir":"/tmp/other"}`)}, "", "", "/work/app", "/tmp/other"},
+		{"shell", []string{meta, turn("1", "/work/app"), fn("c1", "shell", `{"command":["bash","-lc","git status"],"workdir":"/tmp/other"}`)}, "", "", "/work/app", "/tmp/other"},
+		{"local_shell", []string{meta, turn("1", "/work/app"), local(`{"type":"exec","command":["git","status"],"working_directory":"/tmp/other"}`)}, "", "", "/work/app", "/tmp/other"},
+		{"patch", []string{meta, turn("1", "/work/app"), patch}, "apply_patch", "/work/app", "/work/app", ""},
+		{"mcp tool", []string{meta, turn("1", "/work/app")}, "mcp__memory__read", "/work/app", "/work/app", ""},
+		// The keys the rollout has are Codex's, exactly: one it does not
+		// know is not the workdir, and it ignores it too.
+		{"workdir in another case", []string{meta, turn("1", "/work/app"), fn("c1", "exec_command", `{"cmd":"git status","Workdir":"/tmp/other"}`)}, "", "", "/work/app", ""},
+
+		{"no rollout", nil, "", "/work/app", unknown, ""},
+		{"no call", []string{meta, turn("1", "/work/app"), fn("c0", "exec_command", status)}, "", "/work/app", unknown, ""},
+		{"no such turn", []string{meta, turn("0", "/work/app"), fn("c1", "exec_command", status)}, "", "/work/app", unknown, ""},
+		{"only the session's cwd", []string{meta, fn("c1", "exec_command", status)}, "", "/work/app", unknown, ""},
+		{"the call is of an earlier turn", []string{meta, fn("c1", "exec_command", status), turn("1", "/work/app")}, "", "/work/app", unknown, ""},
+		{"relative turn cwd", []string{meta, turn("1", "app"), fn("c1", "exec_command", status)}, "", "", unknown, ""},
+		{"two calls with the id", []string{meta, turn("1", "/work/app"), fn("c1", "exec_command", statusIn("/work/app")), fn("c1", "exec_command", statusIn("/tmp/other"))}, "", "", unknown, ""},
+		{"another command", []string{meta, turn("1", "/work/app"), fn("c1", "exec_command", `{"cmd":"ls"}`)}, "", "/work/app", unknown, ""},
+		{"a key twice in the arguments", []string{meta, turn("1", "/work/app"), fn("c1", "exec_command", `{"cmd":"git status","workdir":"/work/app","workdir":"/tmp/other"}`)}, "", "", unknown, ""},
+		{"another environment", []string{meta, turn("1", "/work/app"), fn("c1", "exec_command", `{"cmd":"git status","environment_id":"remote"}`)}, "", "/work/app", unknown, ""},
+		{"workdir not a string", []string{meta, turn("1", "/work/app"), fn("c1", "exec_command", `{"cmd":"git status","workdir":7}`)}, "", "", unknown, ""},
+		{"not a shell call", []string{meta, turn("1", "/work/app"), fn("c1", "view_image", `{"path":"a.png"}`)}, "", "", unknown, ""},
+		{"local_shell with its environment", []string{meta, turn("1", "/work/app"), local(`{"type":"exec","command":["git","status"],"env":{"GIT_DIR":"/tmp/x"}}`)}, "", "", unknown, ""},
+		{"call_id in another case", []string{meta, turn("1", "/work/app"), `{"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"git status\"}","Call_id":"c1"}}`}, "", "", unknown, ""},
+		{"patch elsewhere", []string{meta, turn("1", "/work/app"), patch}, "apply_patch", "/tmp/other", unknown, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := &CodexInput{ToolName: tc.tool, ToolInput: map[string]any{"command": "git status"}, Cwd: tc.cwd, TranscriptPath: tc.rollout}
-			req, err := CodexRequest(in, tc.opt)
+			tool := cmp.Or(tc.tool, "Bash")
+			in := &CodexInput{ToolName: tool, ToolInput: map[string]any{"command": "git status"}, Cwd: tc.cwd, TurnID: "1", ToolUseID: "c1"}
+			if tc.lines != nil {
+				in.TranscriptPath = writeTranscript(t, tc.lines)
+			}
+			req, err := CodexRequest(in, Options{MaxTranscriptBytes: 64 << 10})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := req.GetWorkingDirectory(); got != tc.wantWD {
-				t.Errorf("working directory %q, want %q", got, tc.wantWD)
+			fields := req.GetTool().GetInput().GetFields()
+			wantWD := tc.wantWD
+			if wantWD == unknown {
+				wantWD = ""
 			}
-			if got := req.GetTool().GetInput().GetFields()["workdir"].GetStringValue(); got != tc.wantWorkdir {
-				t.Errorf("workdir %q, want %q", got, tc.wantWorkdir)
+			if got := req.GetWorkingDirectory(); got != wantWD {
+				t.Errorf("working directory %q, want %q", got, wantWD)
+			}
+			wantWorkdir := tc.wantWorkdir
+			if tc.wantWD == unknown && tool == "Bash" {
+				wantWorkdir = unknownDir
+			}
+			if got := fields["workdir"].GetStringValue(); got != wantWorkdir {
+				t.Errorf("workdir %q, want %q", got, wantWorkdir)
+			}
+			if fields["cwd"] != nil {
+				t.Errorf("cwd field %v", fields["cwd"])
 			}
 		})
 	}

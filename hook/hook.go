@@ -47,6 +47,17 @@ type Options struct {
 	// the transcript file (default 2 MiB), so that a huge session file cannot
 	// stall the hook.
 	MaxTranscriptBytes int64
+	// Getenv reads the hook's environment (os.Getenv in `toolgate hook`),
+	// where an agent may say what its hook input does not: Claude Code's
+	// CLAUDE_PROJECT_DIR. nil reads nothing.
+	Getenv func(string) string
+}
+
+func (o Options) getenv(k string) string {
+	if o.Getenv == nil {
+		return ""
+	}
+	return o.Getenv(k)
 }
 
 func (o Options) entries() int {

@@ -39,6 +39,11 @@ func TestParseClaude(t *testing.T) {
 	if in.ToolInput["command"] != "npm test" || in.ToolInput["timeout"] != float64(120000) {
 		t.Errorf("tool_input %v", in.ToolInput)
 	}
+	// A key in another case is not the key: the agent never wrote cwd.
+	other := strings.Replace(claudeSample, `"cwd"`, `"CWD"`, 1)
+	if in, err := ParseClaude(strings.NewReader(other)); err != nil || in.Cwd != "" {
+		t.Errorf("CWD: %+v, %v", in, err)
+	}
 
 	errCases := []struct {
 		name, input, want string
@@ -53,6 +58,13 @@ func TestParseClaude(t *testing.T) {
 		{"tool_input array", `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":["ls"]}`, "not an object"},
 		{"tool_input null", `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":null}`, "not an object"},
 		{"tool_input missing", `{"hook_event_name":"PreToolUse","tool_name":"Bash"}`, "missing tool_input"},
+		// Keys are Claude Code's exactly, each once: encoding/json alone
+		// would take the last of two, and "Tool_Name" for tool_name.
+		{"key twice", `{"hook_event_name":"PreToolUse","tool_name":"Read","tool_name":"Bash","tool_input":{}}`, `"tool_name" is given twice`},
+		{"key in another case", `{"hook_event_name":"PreToolUse","Tool_Name":"Bash","tool_input":{}}`, "missing tool_name"},
+		{"key folded", `{"hoo\u212a_event_name":"PreToolUse","tool_name":"Bash","tool_input":{}}`, "hook_event_name"},
+		{"data after the object", `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{}} {}`, "data after the object"},
+		{"string field not a string", `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{},"cwd":["/"]}`, "cwd"},
 	}
 	for _, tc := range errCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,7 +111,7 @@ func TestClaudeRequestFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.TranscriptPath = filepath.Join(t.TempDir(), "missing.jsonl") // missing: no transcript, no error
-	req, err := ClaudeRequest(in, Options{})
+	req, err := ClaudeRequest(in, Options{Getenv: env(map[string]string{"CLAUDE_PROJECT_DIR": "/work/app"})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,26 +122,6 @@ func TestClaudeRequestFields(t *testing.T) {
 	}
 	if len(req.GetTranscript()) != 0 {
 		t.Errorf("missing transcript gave %d entries", len(req.GetTranscript()))
-	}
-
-	cwdCases := []struct{ cwd, want string }{
-		{"/work/app", "/work/app"},
-		// Passed on as given: the server resolves it the kernel's way
-		// (app may be a link, and app/.. then is not /work).
-		{"/work/app/../lib/", "/work/app/../lib/"},
-		{"work/app", ""},
-		{"./app", ""},
-		{"", ""},
-	}
-	for _, tc := range cwdCases {
-		in.Cwd = tc.cwd
-		req, err := ClaudeRequest(in, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if req.GetWorkingDirectory() != tc.want {
-			t.Errorf("cwd %q → %q, want %q", tc.cwd, req.GetWorkingDirectory(), tc.want)
-		}
 	}
 
 	if _, err := ClaudeRequest(nil, Options{}); err == nil {
@@ -540,5 +532,96 @@ func TestClaudeToolOutput(t *testing.T) {
 		if got := out.HookSpecificOutput.PermissionDecision; got != tc.want {
 			t.Errorf("%s %s: wrote %q, want %q", tc.tool, tc.decision, got, tc.want)
 		}
+	}
+}
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// TestClaudeDirs: the project is CLAUDE_PROJECT_DIR, or where the session
+// started; the hook's cwd, which follows cd, is where the call runs.
+func TestClaudeDirs(t *testing.T) {
+	session := writeTranscript(t, []string{
+		`{"type":"summary","summary":"s","cwd":7}`, // not a string: no project from here
+	})
+	started := writeTranscript(t, []string{
+		`{"type":"file-history-snapshot","snapshot":{}}`,
+		`{"type":"user","CWD":"/elsewhere","message":{"role":"user","content":"hi"}}`,
+		`{"type":"user","cwd":"/work/app","message":{"role":"user","content":"hi"}}`,
+		`{"type":"user","cwd":"/work/app/nested","message":{"role":"user","content":"cd there"}}`,
+	})
+	relative := writeTranscript(t, []string{`{"type":"user","cwd":"work/app"}`})
+	project := map[string]string{"CLAUDE_PROJECT_DIR": "/work/app"}
+	const nested = "/work/app/nested"
+	const unknown = "<unknown>"
+	for _, tc := range []struct {
+		name       string
+		env        map[string]string
+		transcript string
+		cwd, tool  string
+		input      map[string]any
+		wantWD     string
+		want       map[string]any // the tool input sent; nil: as given
+	}{
+		{"bash in the project", project, "", "/work/app", "Bash", map[string]any{"command": "git status"}, "/work/app", nil},
+		{"bash after cd", project, "", nested, "Bash", map[string]any{"command": "git status"}, "/work/app", map[string]any{"command": "git status", "workdir": nested}},
+		// A directory field of the model's own does not win: both go, and
+		// the engine refuses the disagreement.
+		{"bash with a workdir of its own", project, "", nested, "Bash", map[string]any{"command": "git status", "workdir": "/work/app"}, "/work/app", map[string]any{"command": "git status", "workdir": "/work/app", "cwd": nested}},
+		{"project from the transcript", nil, started, nested, "Bash", map[string]any{"command": "git status"}, "/work/app", map[string]any{"command": "git status", "workdir": nested}},
+		{"relative CLAUDE_PROJECT_DIR", map[string]string{"CLAUDE_PROJECT_DIR": "app"}, started, "/work/app", "Bash", map[string]any{"command": "ls"}, "/work/app", nil},
+		{"CLAUDE_PROJECT_DIR first", map[string]string{"CLAUDE_PROJECT_DIR": nested}, started, nested, "Bash", map[string]any{"command": "ls"}, nested, nil},
+		{"relative read after cd", project, "", nested, "Read", map[string]any{"file_path": "x.go"}, "/work/app", map[string]any{"file_path": nested + "/x.go"}},
+		{"read up after cd", project, "", nested, "Read", map[string]any{"file_path": "../lib/a.go"}, "/work/app", map[string]any{"file_path": "/work/app/lib/a.go"}},
+		{"absolute edit after cd", project, "", nested, "Edit", map[string]any{"file_path": "/work/app/a.go", "old_string": "a"}, "/work/app", nil},
+		{"home read after cd", project, "", nested, "Read", map[string]any{"file_path": "~/.ssh/id_rsa"}, "/work/app", nil},
+		{"grep after cd", project, "", nested, "Grep", map[string]any{"pattern": "x"}, "/work/app", map[string]any{"pattern": "x", "path": nested}},
+		{"glob after cd", project, "", nested, "Glob", map[string]any{"pattern": "*.go", "path": "src"}, "/work/app", map[string]any{"pattern": "*.go", "path": nested + "/src"}},
+		{"notebook after cd", project, "", nested, "NotebookEdit", map[string]any{"notebook_path": "n.ipynb"}, "/work/app", map[string]any{"notebook_path": nested + "/n.ipynb"}},
+		{"read in the project", project, "", "/work/app", "Read", map[string]any{"file_path": "x.go"}, "/work/app", nil},
+		{"other tool in the project", project, "", "/work/app", "TodoWrite", map[string]any{"todos": []any{}}, "/work/app", nil},
+
+		{"other tool after cd", project, "", nested, "TodoWrite", map[string]any{"todos": []any{}}, unknown, nil},
+		{"read without a path after cd", project, "", nested, "Read", map[string]any{}, unknown, nil},
+		{"read path not a string after cd", project, "", nested, "Read", map[string]any{"file_path": 7.0}, unknown, nil},
+		// A shell command whose directory is unknown says where it runs, or that
+		// nobody knows: the engine does not place it without a project.
+		{"no project", nil, "", "/work/app", "Bash", map[string]any{"command": "ls"}, unknown, map[string]any{"command": "ls", "workdir": "/work/app"}},
+		{"no project in the transcript", nil, session, "/work/app", "Bash", map[string]any{"command": "ls"}, unknown, map[string]any{"command": "ls", "workdir": "/work/app"}},
+		{"relative project in the transcript", nil, relative, "/work/app", "Bash", map[string]any{"command": "ls"}, unknown, map[string]any{"command": "ls", "workdir": "/work/app"}},
+		{"missing transcript", nil, started + ".gone", "/work/app", "Bash", map[string]any{"command": "ls"}, unknown, map[string]any{"command": "ls", "workdir": "/work/app"}},
+		{"relative cwd", project, "", "work/app", "Bash", map[string]any{"command": "ls"}, unknown, map[string]any{"command": "ls", "workdir": unknownDir}},
+		{"no project, read after cd", nil, "", nested, "Read", map[string]any{"file_path": "x.go"}, unknown, map[string]any{"file_path": nested + "/x.go"}},
+		{"grep without a cwd", project, "", "", "Grep", map[string]any{"pattern": "x"}, unknown, map[string]any{"pattern": "x", "path": "."}},
+		{"relative read without a cwd", project, "", "", "Read", map[string]any{"file_path": "x.go"}, unknown, nil},
+		{"no cwd", project, "", "", "Read", map[string]any{"file_path": "/work/app/x.go"}, unknown, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			orig, _ := json.Marshal(tc.input)
+			in := &ClaudeInput{ToolName: tc.tool, ToolInput: tc.input, Cwd: tc.cwd, TranscriptPath: tc.transcript}
+			req, err := ClaudeRequest(in, Options{Getenv: env(tc.env)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantWD := tc.wantWD
+			if wantWD == unknown {
+				wantWD = ""
+			}
+			if got := req.GetWorkingDirectory(); got != wantWD {
+				t.Errorf("working directory %q, want %q", got, wantWD)
+			}
+			want := tc.want
+			if want == nil {
+				want = tc.input
+			}
+			got, _ := json.Marshal(req.GetTool().GetInput().AsMap())
+			if w, _ := json.Marshal(want); !bytes.Equal(got, w) {
+				t.Errorf("input %s, want %s", got, w)
+			}
+			if after, _ := json.Marshal(tc.input); !bytes.Equal(after, orig) {
+				t.Errorf("the parsed input was changed: %s", after)
+			}
+		})
 	}
 }

@@ -292,23 +292,10 @@ type codexPayload struct {
 // argument. Everything else (reasoning, developer messages, session and turn
 // metadata, other events) is skipped, as are lines that do not parse.
 func readCodexTranscript(path string, n int, maxBytes int64) []*toolgatev1.TranscriptEntry {
-	out, _ := readCodexRollout(path, n, maxBytes)
-	return out
-}
-
-// readCodexRollout is readCodexTranscript that also returns the session's
-// root: the cwd of the last turn_context line in the tail (the current
-// turn's), else that of the session_meta line that starts the file; ""
-// when neither names an absolute directory.
-func readCodexRollout(path string, n int, maxBytes int64) ([]*toolgatev1.TranscriptEntry, string) {
 	data := readTail(path, maxBytes)
 	var out []*toolgatev1.TranscriptEntry
-	root := ""
 	for line := range bytes.SplitSeq(data, []byte{'\n'}) {
 		line = bytes.TrimSpace(line)
-		if cwd, ok := codexContextCwd(line, "turn_context"); ok {
-			root = cwd
-		}
 		if e := codexEntry(line); e != nil {
 			// A rollout written across versions may say the prompt both
 			// ways (user_message, then a UserMessage item): once is enough.
@@ -318,67 +305,127 @@ func readCodexRollout(path string, n int, maxBytes int64) ([]*toolgatev1.Transcr
 			out = append(out, e)
 		}
 	}
-	if root == "" {
-		if first, ok := readFirstLine(path, maxSessionMetaBytes); ok {
-			root, _ = codexContextCwd(first, "session_meta")
-		}
-	}
 	if len(out) > n {
 		out = out[len(out)-n:]
 	}
 	if len(out) == 0 {
-		out = nil
+		return nil
 	}
-	return out, root
+	return out
 }
 
-// maxSessionMetaBytes bounds the first line read for session_meta, which
-// may carry the session's base instructions.
-const maxSessionMetaBytes = 1 << 20
-
-// codexContextCwd returns payload.cwd of a rollout line of the given type,
-// when it is an absolute path.
-func codexContextCwd(line []byte, typ string) (string, bool) {
-	if !bytes.Contains(line, []byte(typ)) {
-		return "", false // most lines: skip the decoding
-	}
-	var l struct {
-		Type    string `json:"type"`
-		Payload struct {
-			Cwd string `json:"cwd"`
-		} `json:"payload"`
-	}
-	if json.Unmarshal(line, &l) != nil || l.Type != typ {
-		return "", false
-	}
-	cwd := absOrEmpty(l.Payload.Cwd)
-	return cwd, cwd != ""
+// codexCall is what a rollout says about one tool call: the cwd of its
+// turn, and the call as the model made it.
+type codexCall struct {
+	// turnCwd is payload.cwd of the turn's last turn_context line, when
+	// absolute.
+	turnCwd string
+	// calls counts the call lines with the call's id in the turn (one,
+	// when the rollout is sound).
+	calls int
+	// typ is the call line's payload type (function_call,
+	// custom_tool_call or local_shell_call), payload its members.
+	typ     string
+	payload map[string]json.RawMessage
 }
 
-// readFirstLine returns the first line of the regular file at path when it
-// ends within max bytes.
-func readFirstLine(path string, max int64) ([]byte, bool) {
+// maxRolloutScan bounds how far back from the end of a rollout the turn
+// and the call are looked for: a turn's turn_context line is written when
+// the turn starts, and a long turn's tool outputs can be megabytes.
+const maxRolloutScan = 64 << 20
+
+// readCodexCall reads the rollout at path backwards from its end, up to
+// maxRolloutScan bytes, for the call callID of the turn turnID: the call
+// line and the turn's turn_context line, which precedes it. Keys are
+// matched exactly (exactObject); a line that does not parse is skipped.
+func readCodexCall(path, turnID, callID string) codexCall {
+	var c codexCall
+	if turnID == "" || callID == "" {
+		return c
+	}
+	quotedID, _ := json.Marshal(callID)
+	scanLinesBackward(path, maxRolloutScan, func(line []byte) bool {
+		if bytes.Contains(line, []byte(`"turn_context"`)) {
+			if p, ok := rolloutPayload(line, "turn_context"); ok && jsonString(p["turn_id"]) == turnID {
+				c.turnCwd = absOrEmpty(jsonString(p["cwd"]))
+				return true // the turn starts here: its calls are all behind
+			}
+		}
+		if !bytes.Contains(line, quotedID) {
+			return false
+		}
+		p, ok := rolloutPayload(line, "response_item")
+		if !ok || jsonString(p["call_id"]) != callID {
+			return false
+		}
+		switch typ := jsonString(p["type"]); typ {
+		case "function_call", "custom_tool_call", "local_shell_call":
+			c.calls++
+			c.typ, c.payload = typ, p
+		}
+		return false
+	})
+	if c.turnCwd == "" {
+		// The call's turn was not found: neither is the call known to be
+		// of it.
+		return codexCall{}
+	}
+	return c
+}
+
+// rolloutPayload returns the payload members of a rollout line of type
+// typ.
+func rolloutPayload(line []byte, typ string) (map[string]json.RawMessage, bool) {
+	l, err := exactObject(line)
+	if err != nil || jsonString(l["type"]) != typ {
+		return nil, false
+	}
+	p, err := exactObject(l["payload"])
+	return p, err == nil
+}
+
+// scanLinesBackward calls fn with the lines of the regular file at path,
+// last first, until fn returns true or maxBytes from the end have been
+// read; a line that starts before that point is not passed.
+func scanLinesBackward(path string, maxBytes int64, fn func(line []byte) bool) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, false
+		return
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, false
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return
 	}
-	buf := make([]byte, 0, 4096)
-	chunk := make([]byte, 4096)
-	for int64(len(buf)) < max {
-		k, err := f.Read(chunk)
-		if i := bytes.IndexByte(chunk[:k], '\n'); i >= 0 {
-			return append(buf, chunk[:i]...), true
+	const chunk = 1 << 20
+	size := st.Size()
+	end := size
+	var carry []byte // the start of the part already read: a line cut by that read
+	for end > 0 && size-end < maxBytes {
+		start := max(end-chunk, 0)
+		buf := make([]byte, end-start, end-start+int64(len(carry)))
+		if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
+			return
 		}
-		buf = append(buf, chunk[:k]...)
-		if err != nil {
-			return nil, false
+		buf = append(buf, carry...)
+		for {
+			i := bytes.LastIndexByte(buf, '\n')
+			if i < 0 {
+				break
+			}
+			if line := bytes.TrimSpace(buf[i+1:]); len(line) > 0 && fn(line) {
+				return
+			}
+			buf = buf[:i]
 		}
+		if start == 0 {
+			if line := bytes.TrimSpace(buf); len(line) > 0 {
+				fn(line)
+			}
+			return
+		}
+		carry, end = buf, start
 	}
-	return nil, false
 }
 
 // codexEntry converts one rollout line into an entry, or nil.
@@ -530,4 +577,26 @@ func codexText(raw json.RawMessage) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// maxSessionHeadBytes bounds what is read from the start of a transcript
+// to find where its session started.
+const maxSessionHeadBytes = 1 << 20
+
+// readHead returns the first max bytes of the regular file at path (all of
+// it when shorter); errors and non-regular files give nil.
+func readHead(path string, max int64) []byte {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max))
+	if err != nil {
+		return nil
+	}
+	return b
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -299,6 +301,87 @@ func TestHookRPCFailure(t *testing.T) {
 	for _, tc := range tests {
 		if got := rpcFailure("A", tc.err); got != tc.want {
 			t.Errorf("rpcFailure(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestMain lets a test run this binary as toolgate itself (runAsToolgate),
+// with real standard descriptors.
+func TestMain(m *testing.M) {
+	if os.Getenv("TOOLGATE_TEST_RUN_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// runAsToolgate runs the test binary as "toolgate ARGS..." with stdin
+// input; setup sets its stdout. It returns how it ended and its stderr.
+func runAsToolgate(t *testing.T, input []byte, setup func(*exec.Cmd), args ...string) (*os.ProcessState, string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "TOOLGATE_TEST_RUN_MAIN=1")
+	cmd.Stdin = bytes.NewReader(input)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	setup(cmd)
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState, stderr.String()
+}
+
+// TestHookUnwritableStdout: a hook whose decision cannot reach its agent
+// (a pipe nobody reads, a stdout closed when it started) exits 2 with the
+// reason on stderr, which all three agents read as a block (Codex only
+// with a reason on stderr); never killed by SIGPIPE or exiting 0, which
+// they read as "go ahead".
+func TestHookUnwritableStdout(t *testing.T) {
+	addr := startServe(t)
+	root, err := filepath.Abs(filepath.Join("testdata", "hook"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdouts := []struct {
+		name  string
+		setup func(t *testing.T, cmd *exec.Cmd)
+		want  string
+	}{
+		{"pipe without a reader", func(t *testing.T, cmd *exec.Cmd) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+			t.Cleanup(func() { w.Close() })
+			cmd.Stdout = w
+		}, "could not print the decision"},
+		// exec gives a nil Stdout /dev/null, as Go does to a stdout closed at start.
+		{"dev null", func(*testing.T, *exec.Cmd) {}, "cannot read the decision"},
+		{"closed", func(t *testing.T, cmd *exec.Cmd) {
+			sh, err := exec.LookPath("sh")
+			if err != nil {
+				t.Skip("no sh")
+			}
+			cmd.Args = append([]string{sh, "-c", `exec "$0" "$@" >&-`}, cmd.Args...)
+			cmd.Path = sh
+		}, "cannot read the decision"},
+	}
+	for _, agent := range []string{"claude-code", "gemini-cli", "codex"} {
+		input, err := os.ReadFile(filepath.Join(root, agent, "deny-rule.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		input = bytes.ReplaceAll(input, []byte("$TESTDATA"), []byte(root))
+		for _, so := range stdouts {
+			t.Run(agent+"/"+so.name, func(t *testing.T) {
+				st, stderr := runAsToolgate(t, input, func(cmd *exec.Cmd) { so.setup(t, cmd) }, "hook", agent, "--addr", addr, "--timeout", "20s")
+				if st.ExitCode() != exitHookBlock || !strings.Contains(stderr, so.want) {
+					t.Errorf("ended %v, stderr %q; want exit %d and %q", st, stderr, exitHookBlock, so.want)
+				}
+			})
 		}
 	}
 }

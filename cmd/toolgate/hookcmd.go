@@ -5,7 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -52,6 +55,16 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stderr, "toolgate hook: unknown agent %q (known: %s)\n", agent, strings.Join(hook.AgentNames(), ", "))
 		return exitHookBlock
 	}
+	if f, ok := stdout.(*os.File); ok {
+		// Without this, a write to a closed pipe kills the process with
+		// SIGPIPE, which no agent reads as a block: the write must fail,
+		// and the hook exit with exitHookBlock.
+		signal.Ignore(syscall.SIGPIPE)
+		if why := unreadable(f); why != "" {
+			fmt.Fprintln(stderr, "toolgate hook: blocking the call: the agent cannot read the decision:", why)
+			return exitHookBlock
+		}
+	}
 	// tool is the call's tool name once its input is built; until then it
 	// is unknown (""), and Claude Code's output depends on it.
 	var tool string
@@ -68,7 +81,7 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	req, err := buildWithin(ctx, func(r io.Reader) (*pb.CheckRequest, error) {
-		return ag.Request(r, hook.Options{})
+		return ag.Request(r, hook.Options{Getenv: os.Getenv})
 	}, stdin)
 	if err != nil {
 		return fail(err.Error())
@@ -152,6 +165,22 @@ func buildWithin(ctx context.Context, build func(io.Reader) (*pb.CheckRequest, e
 	case <-ctx.Done():
 		return nil, fmt.Errorf("reading the hook input and transcript: %w", context.Cause(ctx))
 	}
+}
+
+// unreadable says why nothing written to f can reach the agent, or "".
+// Go opens /dev/null in place of a standard descriptor that was closed when
+// the process started, so a closed stdout takes every write and the hook
+// would exit 0, which Gemini CLI and Codex read as "go ahead".
+func unreadable(f *os.File) string {
+	st, err := f.Stat()
+	if err != nil {
+		return err.Error()
+	}
+	null, err := os.Stat(os.DevNull)
+	if err == nil && os.SameFile(st, null) {
+		return "stdout is " + os.DevNull + " (closed when toolgate started?)"
+	}
+	return ""
 }
 
 // exitHookBlock is the exit code Claude Code, Gemini CLI and Codex all

@@ -186,6 +186,7 @@ func TestHookOverTLSWithToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := startServe(t, "--tls-cert", p.ServerCert, "--tls-key", p.ServerKey, "--token-file", tokens)
+	t.Setenv("CLAUDE_PROJECT_DIR", dir) // as Claude Code sets it for its hooks
 	input := `{"session_id":"s1","transcript_path":"","cwd":"` + dir + `","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"a.go"},"tool_use_id":"t1"}`
 	hook := func(args ...string) string {
 		t.Helper()

@@ -70,6 +70,11 @@ var hookGoldenCases = []struct {
 	{"claude-code/real-rm-outside", serverLocal, nil},
 	{"claude-code/real-write-in-project", serverLocal, nil},
 	{"claude-code/real-write-outside", serverLocal, nil},
+	// The hook's cwd follows cd: the project comes from the session
+	// (CLAUDE_PROJECT_DIR, here the transcript), and cwd is where the
+	// call runs.
+	{"claude-code/ask-bash-after-cd", serverLocal, nil},
+	{"claude-code/allow-relative-read-after-cd", serverLocal, nil},
 	{"claude-code/server-down", serverDown, nil},
 	{"claude-code/server-down-on-error-ask", serverDown, []string{"--on-error", "ask"}},
 	{"claude-code/bad-input-truncated", serverLocal, nil},
@@ -100,10 +105,13 @@ var hookGoldenCases = []struct {
 	// A Codex allow prints nothing: its golden file is empty.
 	{"codex/allow-read-only", serverLocal, nil},
 	{"codex/allow-patch-in-project", serverLocal, nil},
-	// The hook's cwd is where the command runs; the project comes from
-	// the rollout, and without one it is unknown.
+	// Where a command runs is the workdir of its call in the rollout,
+	// and the project the cwd of its turn there; without them both are
+	// unknown.
 	{"codex/ask-other-repository", serverLocal, nil},
+	{"codex/ask-workdir-outside", serverLocal, nil},
 	{"codex/ask-no-rollout", serverLocal, nil},
+	{"codex/ask-call-not-in-rollout", serverLocal, nil},
 	{"codex/deny-rule", serverLocal, nil},
 	{"codex/ask-as-deny", serverLocal, nil},
 	{"codex/classifier-transcript", serverClassifier, nil},
@@ -154,6 +162,9 @@ func TestHookGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCasesCoverFiles(t, root)
+	// The Claude Code inputs take their project from the transcript; one
+	// from the environment (a test run inside Claude Code) must not count.
+	t.Setenv("CLAUDE_PROJECT_DIR", "")
 
 	local := startServe(t)
 	fake := fakellm.Start(t, classifierVerdict)

@@ -65,6 +65,7 @@ var hookGoldenCases = []struct {
 	{"claude-code/real-background-bash", serverLocal, nil},
 	{"claude-code/real-curl-pipe-sh", serverLocal, nil},
 	{"claude-code/real-exit-plan-mode", serverLocal, nil},
+	{"claude-code/real-git-status-nested-repo", serverLocal, nil},
 	{"claude-code/real-read-background-output", serverLocal, nil},
 	{"claude-code/real-read-in-project", serverLocal, nil},
 	{"claude-code/real-rm-outside", serverLocal, nil},
@@ -73,7 +74,6 @@ var hookGoldenCases = []struct {
 	// The hook's cwd follows cd: the project comes from the session
 	// (CLAUDE_PROJECT_DIR, here the transcript), and cwd is where the
 	// call runs.
-	{"claude-code/ask-bash-after-cd", serverLocal, nil},
 	{"claude-code/allow-relative-read-after-cd", serverLocal, nil},
 	{"claude-code/server-down", serverDown, nil},
 	{"claude-code/server-down-on-error-ask", serverDown, []string{"--on-error", "ask"}},

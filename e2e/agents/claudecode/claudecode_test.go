@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,7 +72,10 @@ type want struct {
 type runEnv struct {
 	project, outside, home, tmp string
 	marker                      string // created by install.sh
-	fake                        *fakeAPI
+	// nested is a git repository inside the project whose core.fsmonitor
+	// creates fsmonitorMarker.
+	nested, fsmonitorMarker string
+	fake                    *fakeAPI
 }
 
 // call is a row of the table: one scripted tool call, its effect, and the
@@ -88,6 +92,9 @@ type call struct {
 	resultHas func(e *runEnv) string
 	toolgate  want
 	allowAll  want
+	// cwd is the hook input's cwd, where Claude Code runs the call; nil:
+	// the project.
+	cwd func(e *runEnv) string
 }
 
 const (
@@ -200,6 +207,35 @@ var calls = []call{
 		},
 		toolgate: want{hook: hookNotRun},
 		allowAll: want{hook: hookNotRun},
+	},
+	{
+		// Claude Code keeps the Bash tool's cd: the calls after this one
+		// run in a repository nested in the project, and the hook's cwd
+		// follows.
+		name: "cd-nested-repo", session: printMode, tool: "Bash",
+		input: func(*runEnv, context.Context, map[string]toolResult) map[string]any {
+			return map[string]any{"command": "cd nested", "description": "Go to the vendored library"}
+		},
+		resultHas: func(*runEnv) string { return "" },
+		toolgate:  want{hook: hookAllow, ran: true},
+		allowAll:  want{hook: hookAllow, ran: true},
+	},
+	{
+		// git status there runs the nested repository's core.fsmonitor:
+		// judged as a read in the project's root (the hook's cwd taken for
+		// the project), it would be allowed.
+		name: "git-status-nested-repo", session: printMode, tool: "Bash",
+		input: func(*runEnv, context.Context, map[string]toolResult) map[string]any {
+			return map[string]any{"command": "git status", "description": "Show the working tree status"}
+		},
+		effect: func(e *runEnv) (bool, string) {
+			_, err := os.Stat(e.fsmonitorMarker)
+			return err == nil, fmt.Sprintf("stat fsmonitor marker: %v", err)
+		},
+		resultHas: func(*runEnv) string { return "" },
+		toolgate:  want{hook: hookRefuse},
+		allowAll:  want{hook: hookAllow, ran: true},
+		cwd:       func(e *runEnv) string { return e.nested },
 	},
 	{
 		// The plan is in the plan file: 2.1.330 passes ExitPlanMode an
@@ -345,6 +381,8 @@ func runSession(ctx context.Context, t *testing.T, g gate, s session, claude, se
 		tmp:     tmp,
 	}
 	e.marker = filepath.Join(e.outside, "installed")
+	e.nested = filepath.Join(e.project, "nested")
+	e.fsmonitorMarker = filepath.Join(e.outside, "fsmonitor-ran")
 	t.Cleanup(func() {
 		// Claude Code's directory for this project: its path with every
 		// character but letters and digits made "-".
@@ -359,10 +397,20 @@ func runSession(ctx context.Context, t *testing.T, g gate, s session, claude, se
 	writeFile(t, filepath.Join(e.project, "notes.txt"), notesText)
 	writeFile(t, filepath.Join(e.project, "README.md"), "# e2e project\n")
 	writeFile(t, filepath.Join(e.outside, "victim"), "precious\n")
-	git := exec.CommandContext(ctx, "git", "init", "-q", e.project)
-	git.Env = append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1")
-	if out, err := git.CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v\n%s", err, out)
+	fsmonitor := filepath.Join(e.outside, "fsmonitor.sh")
+	if err := os.WriteFile(fsmonitor, []byte("#!/bin/sh\ntouch "+agenttest.ShellQuote(e.fsmonitorMarker)+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"init", "-q", e.project},
+		{"init", "-q", e.nested},
+		{"-C", e.nested, "config", "core.fsmonitor", fsmonitor},
+	} {
+		git := exec.CommandContext(ctx, "git", args...)
+		git.Env = append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := git.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
 	}
 
 	var rows []call
@@ -425,6 +473,12 @@ func runSession(ctx context.Context, t *testing.T, g gate, s session, claude, se
 	}
 	checkResult(t, s, run)
 
+	wantCwd := map[string]string{}
+	for i, c := range rows {
+		if c.cwd != nil {
+			wantCwd[fmt.Sprintf("%s%02d", toolUseIDPrefix, i)] = c.cwd(e)
+		}
+	}
 	recs := readHookRecords(t, records)
 	byID := map[string][]hookRecord{}
 	var fields []string
@@ -447,10 +501,15 @@ func runSession(ctx context.Context, t *testing.T, g gate, s session, claude, se
 				t.Errorf("hook input lacks %s: %s", k, r.Input)
 			}
 		}
-		if in.HookEventName != "PreToolUse" || in.Cwd != e.project || in.PermissionMode != s.mode() ||
+		cwd := cmp.Or(wantCwd[in.ToolUseID], e.project)
+		if in.HookEventName != "PreToolUse" || in.Cwd != cwd || in.PermissionMode != s.mode() ||
 			in.SessionID == "" || !filepath.IsAbs(in.TranscriptPath) {
 			t.Errorf("hook input: event %q cwd %q mode %q session %q transcript %q; want PreToolUse, %s, %s, an id, an absolute path",
-				in.HookEventName, in.Cwd, in.PermissionMode, in.SessionID, in.TranscriptPath, e.project, s.mode())
+				in.HookEventName, in.Cwd, in.PermissionMode, in.SessionID, in.TranscriptPath, cwd, s.mode())
+		}
+		// The project, whatever cwd says: the adapter relies on it.
+		if r.ProjectDir != e.project {
+			t.Errorf("%s: CLAUDE_PROJECT_DIR in the hook's environment is %q, want %s", in.ToolUseID, r.ProjectDir, e.project)
 		}
 	}
 	slices.Sort(fields)

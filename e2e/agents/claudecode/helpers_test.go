@@ -43,6 +43,10 @@ type hookRecord struct {
 	Stdout string          `json:"stdout"`
 	Stderr string          `json:"stderr,omitempty"`
 	Exit   int             `json:"exit"`
+	// ProjectDir is CLAUDE_PROJECT_DIR in the hook's environment
+	// ("<unset>" when it is not set), which the adapter takes for the
+	// project.
+	ProjectDir string `json:"project_dir"`
 }
 
 // wrapHook runs the hook command args with the stdin it got, passes its
@@ -50,7 +54,10 @@ type hookRecord struct {
 // in one write.
 func wrapHook(path string, args []string) int {
 	in, err := io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
-	rec := hookRecord{Input: json.RawMessage(in), Exit: 2}
+	rec := hookRecord{Input: json.RawMessage(in), Exit: 2, ProjectDir: "<unset>"}
+	if dir, ok := os.LookupEnv("CLAUDE_PROJECT_DIR"); ok {
+		rec.ProjectDir = dir
+	}
 	if !json.Valid(in) {
 		rec.Input, _ = json.Marshal(string(in))
 	}

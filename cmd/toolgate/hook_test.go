@@ -121,6 +121,8 @@ var hookGoldenCases = []struct {
 	// Recorded from Codex 0.169 by e2e/agents/codex, paths renamed, with
 	// the rollout it wrote.
 	{"codex/real-cat-readme", serverLocal, nil},
+	{"codex/real-cat-in-subdir", serverLocal, nil},
+	{"codex/real-cat-kube-config", serverLocal, nil},
 	{"codex/real-curl-pipe-sh", serverLocal, nil},
 	{"codex/real-git-status-other-repo", serverLocal, nil},
 	{"codex/real-git-status-other-repo-relative", serverLocal, nil},

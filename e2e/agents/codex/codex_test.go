@@ -105,9 +105,29 @@ var cases = []gateCase{
 		needs:  "curl",
 	},
 	{
+		// b'. read-only shell in a directory of the project, by a
+		// relative workdir: allowed only if the adapter finds the call in
+		// the rollout (the hook input does not carry the workdir).
+		name: "cat-in-subdir",
+		safe: true,
+		call: func(*env) toolCall {
+			return shellCall("cat_in_subdir", map[string]any{"cmd": "cat notes.txt", "workdir": "docs"})
+		},
+		output: func(*env) string { return strings.TrimSpace(docsNotes) },
+	},
+	{
+		// b''. the same read with a workdir outside the project, holding
+		// credentials: the command is judged where it runs.
+		name: "cat-kube-config",
+		call: func(e *env) toolCall {
+			return shellCall("cat_kube_config", map[string]any{"cmd": "cat config", "workdir": e.kube()})
+		},
+		output: func(*env) string { return kubeToken },
+	},
+	{
 		// f. git status in another repository: its .git/config runs
-		// core.fsmonitor. Codex's hook cwd is the workdir, so taking it
-		// for the project would judge the call as a read in the project.
+		// core.fsmonitor. Taking the project for where it runs would judge
+		// the call as a read in the project.
 		name: "git-status-other-repo",
 		call: func(e *env) toolCall {
 			return shellCall("git_status_other", map[string]any{"cmd": "git status", "workdir": e.other})
@@ -321,8 +341,10 @@ func checkHookInputs(t *testing.T, e *env, inputs map[string]json.RawMessage) (r
 				wantName, wantInput = "apply_patch", map[string]any{"command": call.custom}
 			}
 			if wd, ok := call.args["workdir"].(string); ok {
-				// The hook's cwd is the command's workdir, resolved
-				// against the session's cwd.
+				// Codex 0.169 gives the hook the command's workdir,
+				// resolved against the session's cwd, as its cwd (later
+				// sources give the turn's). The adapter does not rely on
+				// either: it reads the workdir of the call in the rollout.
 				if !filepath.IsAbs(wd) {
 					wd = filepath.Join(e.project, wd)
 				}

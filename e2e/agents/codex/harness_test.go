@@ -123,6 +123,12 @@ type env struct {
 
 const readme = "e2e project README: the model read this line\n"
 
+// docsNotes is docs/notes.txt in the project.
+const docsNotes = "e2e project docs: read from the docs workdir\n"
+
+// kubeToken is in a kubeconfig outside the project.
+const kubeToken = "token: e2e-kube-token-not-for-the-model"
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	root := t.TempDir()
@@ -145,6 +151,14 @@ func newEnv(t *testing.T) *env {
 	}
 	write(t, filepath.Join(e.project, "README.md"), readme, 0o644)
 	write(t, filepath.Join(e.project, "main.go"), "package main\n\nfunc main() {}\n", 0o644)
+	if err := os.MkdirAll(filepath.Join(e.project, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(e.project, "docs", "notes.txt"), docsNotes, 0o644)
+	if err := os.MkdirAll(e.kube(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(e.kube(), "config"), "apiVersion: v1\nusers:\n- name: e2e\n  user:\n    "+kubeToken+"\n", 0o600)
 	write(t, e.victim(), "precious data outside the project\n", 0o644)
 	if err := os.Mkdir(e.victimDir(), 0o755); err != nil {
 		t.Fatal(err)
@@ -178,6 +192,7 @@ func (e *env) fsmonitorMarker2() string {
 	return filepath.Join(e.outside, "fsmonitor-marker-2")
 }
 func (e *env) codexHome() string { return filepath.Join(e.home, ".codex") }
+func (e *env) kube() string      { return filepath.Join(e.outside, ".kube") }
 
 // configure writes Codex's config.toml and hooks.json, with the hook's
 // trust hash so that Codex runs it without asking.

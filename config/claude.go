@@ -41,13 +41,12 @@ func (c *Config) importClaudeSettings(dir string, r *reader) error {
 		}
 		// Added after the policy's own rules; Clip so that the appends
 		// never write into an array another policy shares (YAML aliases).
-		p.Permissions.Allow = append(slices.Clip(p.Permissions.Allow), perms.Allow...)
-		p.Permissions.Ask = append(slices.Clip(p.Permissions.Ask), perms.Ask...)
-		p.Permissions.Deny = append(slices.Clip(p.Permissions.Deny), perms.Deny...)
-		p.AutoMode.Allow = append(slices.Clip(p.AutoMode.Allow), auto.Allow...)
-		p.AutoMode.SoftDeny = append(slices.Clip(p.AutoMode.SoftDeny), auto.SoftDeny...)
-		p.AutoMode.HardDeny = append(slices.Clip(p.AutoMode.HardDeny), auto.HardDeny...)
-		p.AutoMode.Environment = append(slices.Clip(p.AutoMode.Environment), auto.Environment...)
+		imported := Policy{Permissions: perms, AutoMode: auto}
+		for _, f := range layeredLists {
+			add := *f.list(&imported)
+			*f.list(&p) = append(slices.Clip(*f.list(&p)), add...)
+			c.layers[name].add(f.path, path, len(add))
+		}
 		p.ClaudeSettings = path
 		c.Policies[name] = p
 	}

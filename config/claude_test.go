@@ -73,18 +73,21 @@ policies:
 			t.Errorf("%s = %q, want %q", what, got, want)
 		}
 	}
-	// The policy's own rules first, then the imported ones.
-	check("allow", p.Permissions.Allow, []string{"Bash(make build)", "Bash(npm run test:*)", "Read(./src/**)", "mcp__github__get_issue"})
-	check("ask", p.Permissions.Ask, []string{"Bash(git push *)"})
-	check("deny", p.Permissions.Deny, []string{"Bash(rm -rf *)", "Read(./.env)", "Bash(make deploy)", "WebFetch(domain:paste.example)"})
-	check("environment", p.AutoMode.Environment, []string{"The agent runs unattended.", "Source control: github.example/acme"})
-	check("soft_deny", p.AutoMode.SoftDeny, []string{"Dropping the staging database."})
-	check("hard_deny", p.AutoMode.HardDeny, []string{"Pushing to the release branch."})
-	check("auto allow", p.AutoMode.Allow, []string{"Deploying to the dev cluster."})
+	// After the built-in rules, the policy's own rules, then the imported
+	// ones, each recorded with the file it came from.
+	check("allow", added(t, c, "default", "permissions.allow"), []string{"Bash(make build)", "Bash(npm run test:*)", "Read(./src/**)", "mcp__github__get_issue"})
+	check("allow from", originsOf(t, c, "default", "permissions.allow"), []string{cfgPath, settings, settings, settings})
+	check("ask", added(t, c, "default", "permissions.ask"), []string{"Bash(git push *)"})
+	check("deny", added(t, c, "default", "permissions.deny"), []string{"Bash(rm -rf *)", "Read(./.env)", "Bash(make deploy)", "WebFetch(domain:paste.example)"})
+	check("environment", added(t, c, "default", "auto_mode.environment"), []string{"The agent runs unattended.", "Source control: github.example/acme"})
+	check("environment from", originsOf(t, c, "default", "auto_mode.environment"), []string{originBuiltin, cfgPath, settings})
+	check("soft_deny", added(t, c, "default", "auto_mode.soft_deny"), []string{"Dropping the staging database."})
+	check("hard_deny", added(t, c, "default", "auto_mode.hard_deny"), []string{"Pushing to the release branch."})
+	check("auto allow", added(t, c, "default", "auto_mode.allow"), []string{"Deploying to the dev cluster."})
 	if p.ClaudeSettings != settings {
 		t.Errorf("claude_settings %q, want the absolute path %q", p.ClaudeSettings, settings)
 	}
-	if len(c.Policies["plain"].Permissions.Allow) != 0 {
+	if len(added(t, c, "plain", "permissions.allow")) != 0 {
 		t.Error("the import leaked into another policy")
 	}
 	check("files", c.Files(), []string{cfgPath, settings})
@@ -132,7 +135,7 @@ func TestClaudeSettingsReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Policies["default"].Permissions.Deny; !slices.Equal(got, []string{"Bash(make release)"}) {
+	if got := added(t, c, "default", "permissions.deny"); !slices.Equal(got, []string{"Bash(make release)"}) {
 		t.Errorf("after the edit: %q", got)
 	}
 	writeAt(t, dir, "settings.json", `{"permissions": {"deny": "Bash(make release)"}}`)

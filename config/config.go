@@ -90,10 +90,21 @@ type Config struct {
 	// written holds, by field path, the text as written of each value that
 	// ${...} expansion changed.
 	written map[string]string
+	// layers records, by policy name, where each rule came from and the
+	// built-in rules the policy removed.
+	layers map[string]*layers
 }
 
-// Policy is one named policy as written in YAML.
+// Policy is one named policy as written in YAML. After Load it is the
+// effective policy: its lists hold the built-in policy's rules, less those
+// removed, then the file's own and the imported ones (see layers.go).
 type Policy struct {
+	// Extends is builtin (the default: the policy adds to the built-in
+	// one) or none (it starts from nothing, which validate reports).
+	Extends string `yaml:"extends,omitempty"`
+	// RemoveBuiltin names built-in rules the policy drops, each exactly as
+	// the built-in policy writes it; validate reports each one.
+	RemoveBuiltin *Removals `yaml:"remove_builtin,omitempty"`
 	Permissions    Permissions       `yaml:"permissions"`
 	SafeTools      []string          `yaml:"safe_tools"`
 	ToolAliases    map[string]string `yaml:"tool_aliases"`
@@ -128,7 +139,7 @@ type Permissions struct {
 
 // Default returns the embedded configuration.
 func Default() (*Config, error) {
-	c, err := parse(defaultName, defaultYAML, "", osLookup, &reader{})
+	c, err := parse(defaultName, defaultYAML, "", osLookup, &reader{}, originBuiltin)
 	if err != nil {
 		return nil, fmt.Errorf("embedded default config: %w", err)
 	}
@@ -138,9 +149,10 @@ func Default() (*Config, error) {
 // Load reads a config file and the Claude Code settings files its policies
 // import, each once; it is a function of those files and the environment,
 // so calling it again reloads. Sections the file leaves out, and fields of
-// them, keep their owners' defaults; its policies replace the embedded ones
-// (a file that names no default policy is refused, so that what runs is
-// what the file says).
+// them, keep their owners' defaults; each of its policies adds to the
+// built-in policy unless it says otherwise (layers.go), and a file that
+// names no default policy is refused (a typo in its name would go
+// unnoticed).
 //
 // Load checks the file's shape and the imported settings; the rules are
 // compiled, and reported, by NewEngine, so that a load compiles them once.
@@ -159,7 +171,7 @@ func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	r.add(abs, data)
-	c, err := parse(path, data, filepath.Dir(abs), lookup, r)
+	c, err := parse(path, data, filepath.Dir(abs), lookup, r, path)
 	if err != nil {
 		return nil, err
 	}
@@ -173,6 +185,9 @@ func load(path string, lookup func(string) (string, bool)) (*Config, error) {
 		// name ("defualt") would leave them with no rules at all.
 		return nil, fmt.Errorf("%s: policies.%s: missing; requests that name no policy use it (define it, if only as %s: {}; policies defined: %s)",
 			path, engine.DefaultPolicy, engine.DefaultPolicy, strings.Join(c.PolicyNames(), ", "))
+	}
+	if err := c.extendBuiltin(); err != nil {
+		return nil, inFile(path, err)
 	}
 	return c, nil
 }
@@ -192,7 +207,8 @@ func (c *Config) Dir() string { return c.dir }
 // parse decodes and imports; relative claude_settings paths resolve
 // against dir, and r reads (and remembers) the imported files. The owned
 // sections are expanded (with lookup) and checked when they are decoded.
-func parse(name string, data []byte, dir string, lookup func(string) (string, bool), r *reader) (*Config, error) {
+// layer names the file's layer for config show.
+func parse(name string, data []byte, dir string, lookup func(string) (string, bool), r *reader, layer string) (*Config, error) {
 	// A strict decode reports unknown fields and bad values with their
 	// lines; the owned sections are taken as they come, and checked the
 	// same way when they are decoded.
@@ -206,6 +222,9 @@ func parse(name string, data []byte, dir string, lookup func(string) (string, bo
 	src := &origin{name: name, data: data, lookup: lookup, written: c.written}
 	c.Server.bind("server", src)
 	c.Classifier.bind("classifier", src)
+	for name, p := range c.Policies {
+		c.layers[name] = newLayers(layer, &p)
+	}
 	if err := c.importClaudeSettings(dir, r); err != nil {
 		return nil, inFile(name, err)
 	}
@@ -214,7 +233,7 @@ func parse(name string, data []byte, dir string, lookup func(string) (string, bo
 }
 
 func newConfig() *Config {
-	return &Config{written: map[string]string{}}
+	return &Config{written: map[string]string{}, layers: map[string]*layers{}}
 }
 
 // inFile prefixes each of err's joined errors with the file name, so that

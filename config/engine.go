@@ -29,8 +29,9 @@ type Runtime struct {
 // engine.Config is made, so that serve, a reload, eval, validate and the
 // benchmarks decide alike, and every engine keeps the agents off toolgate's
 // own files.
-// Errors name the file and the field. The warnings are the engine's
-// (dangerous rules) and any own file no rule can name.
+// Errors name the file and the field. The warnings are the removals of
+// built-in rules, the engine's (dangerous rules) and any own file no rule
+// can name.
 func (c *Config) NewEngine(rt Runtime) (*engine.Engine, []string, error) {
 	own := slices.Concat(c.files, rt.OwnFiles, rt.SecretFiles)
 	guard, warnings := selfProtection(own, rt.SecretFiles)
@@ -53,7 +54,7 @@ func (c *Config) NewEngine(rt Runtime) (*engine.Engine, []string, error) {
 		}
 		return nil, nil, inFile(name, err)
 	}
-	return eng, append(warnings, eng.Warnings()...), nil
+	return eng, slices.Concat(c.layerWarnings(), warnings, eng.Warnings()), nil
 }
 
 // enginePolicies converts the policies to the engine's specs.

@@ -113,11 +113,11 @@ policies:
 		t.Errorf("second backend model %q", b[1].Model)
 	}
 	// Policies are taken as written.
-	deny := c.Policies["default"].Permissions.Deny
+	deny := added(t, c, "default", "permissions.deny")
 	if want := []string{"Bash(echo $HOME)", "Bash(echo ${HOME})", "Bash(kill $$)", "Bash(echo ${UNSET_IN_RULE})"}; strings.Join(deny, "|") != strings.Join(want, "|") {
 		t.Errorf("deny rules %q, want %q", deny, want)
 	}
-	if got := c.Policies["default"].AutoMode.Environment[0]; got != "Costs are in $USD; ${PROJECT} is the repo." {
+	if got := added(t, c, "default", "auto_mode.environment")[0]; got != "Costs are in $USD; ${PROJECT} is the repo." {
 		t.Errorf("environment %q", got)
 	}
 }

@@ -21,18 +21,19 @@ const urlMask = "xxxxx"
 //   - values that ${...} expansion changed are shown as written
 //     (${OPENAI_PROXY_PASSWORD}), never with a variable's value;
 //   - credentials in backend base URLs (user info) are masked;
-//   - imported Claude Code settings are shown merged into the policy's
-//     lists, with a comment naming the file instead of claude_settings.
+//   - each policy is shown as it runs, in layers: a comment above it names
+//     them (the built-in policy, the file, imported Claude Code settings),
+//     its lists hold the rules of every layer, each marked with the layer
+//     it came from, and extends and remove_builtin are shown as written
+//     (loading the output again drops the same built-in rules, and takes
+//     the built-in rules it lists for the built-in ones);
+//   - claude_settings is left out, its rules being in the lists.
 func (c *Config) MarshalShow() ([]byte, error) {
 	shown := *c
 	shown.Policies = maps.Clone(c.Policies)
-	imported := map[string]string{}
 	for name, p := range shown.Policies {
-		if p.ClaudeSettings != "" {
-			imported[name] = p.ClaudeSettings
-			p.ClaudeSettings = ""
-			shown.Policies[name] = p
-		}
+		p.ClaudeSettings = ""
+		shown.Policies[name] = p
 	}
 	var root yaml.Node
 	if err := root.Encode(&shown); err != nil {
@@ -50,9 +51,7 @@ func (c *Config) MarshalShow() ([]byte, error) {
 	})
 	if pol := mappingValue(&root, "policies"); pol != nil {
 		for i := 0; i+1 < len(pol.Content); i += 2 {
-			if f, ok := imported[pol.Content[i].Value]; ok {
-				pol.Content[i].HeadComment = "permissions and auto_mode include the rules imported from " + f
-			}
+			c.annotateLayers(pol.Content[i], pol.Content[i+1])
 		}
 	}
 	var buf bytes.Buffer
@@ -65,6 +64,42 @@ func (c *Config) MarshalShow() ([]byte, error) {
 		return nil, fmt.Errorf("config show: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// annotateLayers marks a shown policy with its layers and each rule of
+// its lists with the layer it came from.
+func (c *Config) annotateLayers(key, policy *yaml.Node) {
+	l := c.layers[key.Value]
+	if l == nil {
+		return
+	}
+	key.HeadComment = l.comment()
+	for _, f := range layeredLists {
+		list := policy
+		for _, k := range strings.Split(f.path, ".") {
+			if list = mappingValue(list, k); list == nil {
+				break
+			}
+		}
+		if list == nil || list.Kind != yaml.SequenceNode {
+			continue
+		}
+		from := l.from[f.path]
+		for i, item := range list.Content {
+			if i < len(from) {
+				item.LineComment = from[i]
+			}
+		}
+		// One rule a line, so that each carries its comment.
+		list.Style = 0
+	}
+	if mappingValue(policy, "remove_builtin") != nil {
+		for i := 0; i+1 < len(policy.Content); i += 2 {
+			if policy.Content[i].Value == "remove_builtin" {
+				policy.Content[i].HeadComment = "built-in rules this policy drops, as " + c.name + " says (validate reports each)"
+			}
+		}
+	}
 }
 
 // walkScalars calls f on every scalar value under n with its field path

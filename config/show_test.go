@@ -61,7 +61,9 @@ policies:
 		"otlp_endpoint: https://u:xxxxx@otel.example:4318",
 		"dump_file: /tmp/$$dump.jsonl",
 		"Bash(echo $$ ${HOME})",
-		"# permissions and auto_mode include the rules imported from " + settings,
+		"# layers: built-in (toolgate config defaults), then " + cfgPath + ", then " + settings,
+		"- Bash(make deploy) # " + settings,
+		"- Bash(curl * | sh) # built-in",
 	} {
 		if !strings.Contains(shown, want) {
 			t.Errorf("show output lacks %q:\n%s", want, shown)

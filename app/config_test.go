@@ -4,10 +4,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/server"
 )
@@ -71,8 +73,19 @@ policies:
 	if b1.Name != "backend-1" || b1.API != "chat" || b1.MaxConcurrent != 8 {
 		t.Errorf("second backend defaults %+v", b1)
 	}
-	if got := c.ClassifierRules()["default"].SoftDeny; len(got) != 1 || got[0] != "Deploying to production." {
-		t.Errorf("rules %v", got)
+	// The file's classifier rules come after the built-in ones, which
+	// stay: a file adds rules, it does not replace the built-in policy's.
+	builtin, err := config.BuiltinPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.ClassifierRules()["default"]
+	b := builtin.AutoMode
+	if want := append(slices.Clone(b.SoftDeny), "Deploying to production."); !slices.Equal(got.SoftDeny, want) {
+		t.Errorf("soft_deny %q, want %q", got.SoftDeny, want)
+	}
+	if !slices.Equal(got.HardDeny, b.HardDeny) || !slices.Equal(got.Allow, b.Allow) || !slices.Equal(got.Environment, b.Environment) {
+		t.Errorf("the built-in classifier rules were not kept: %+v", got)
 	}
 }
 

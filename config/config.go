@@ -104,7 +104,7 @@ type Policy struct {
 	Extends string `yaml:"extends,omitempty"`
 	// RemoveBuiltin names built-in rules the policy drops, each exactly as
 	// the built-in policy writes it; validate reports each one.
-	RemoveBuiltin *Removals `yaml:"remove_builtin,omitempty"`
+	RemoveBuiltin  *Removals         `yaml:"remove_builtin,omitempty"`
 	Permissions    Permissions       `yaml:"permissions"`
 	SafeTools      []string          `yaml:"safe_tools"`
 	ToolAliases    map[string]string `yaml:"tool_aliases"`

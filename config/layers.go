@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/engine/rules"
 )
 
 // # Layers
@@ -158,6 +159,12 @@ func (c *Config) extendBuiltin() error {
 	for _, name := range c.PolicyNames() {
 		p, l := c.Policies[name], c.layers[name]
 		field := "policies." + name
+		// The file's rules are checked here, where their positions are
+		// still the file's: the engine sees them after the built-in ones.
+		if err := parsePermissions(&p); err != nil {
+			errs = append(errs, fmt.Errorf("%s.permissions.%w", field, err))
+			continue
+		}
 		switch p.Extends {
 		case "", extendsBuiltin:
 		case extendsNone:
@@ -226,6 +233,13 @@ func (c *Config) extendBuiltin() error {
 		c.Policies[name] = p
 	}
 	return errors.Join(errs...)
+}
+
+// parsePermissions reports the first rule of p's permissions that does
+// not parse, as the engine would (deny[0] "Bash(rm": ...).
+func parsePermissions(p *Policy) error {
+	_, _, err := rules.Compile(p.Permissions.Deny, p.Permissions.Ask, p.Permissions.Allow)
+	return err
 }
 
 // layerWarnings are the removals of built-in rules, one line each, in the

@@ -18,9 +18,9 @@ import (
 // traceSampleRatio is server.tracing.sample_ratio of the traced target.
 const traceSampleRatio = 0.1
 
-// tracedConfig is the embedded default config with server.tracing set: a
-// config file replaces the default policies, so it repeats them to decide
-// the workload as toolgate-unary does.
+// tracedConfig is the embedded default config with server.tracing set, so
+// that it decides the workload as toolgate-unary does (its policy repeats
+// the built-in one, which a file extends: each rule is kept once).
 func tracedConfig(endpoint string, ratio float64) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(config.DefaultYAML(), &doc); err != nil {

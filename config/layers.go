@@ -252,13 +252,7 @@ func (c *Config) layerWarnings() []string {
 			continue
 		}
 		if l.extendsNone {
-			n := 0
-			if base, err := builtin(); err == nil {
-				for _, f := range layeredLists {
-					n += len(*f.list(&base))
-				}
-			}
-			out = append(out, fmt.Sprintf("policies.%s.extends: none: the policy leaves out all %d rules of the built-in policy (toolgate config defaults lists them)", name, n))
+			out = append(out, fmt.Sprintf("policies.%s.extends: none: the policy leaves out every rule of the built-in policy (toolgate config defaults lists them)", name))
 		}
 		for _, r := range l.removed {
 			out = append(out, fmt.Sprintf("%s: removes the built-in %s rule %s", r.field, r.list, r.rule))

@@ -248,7 +248,7 @@ policies:
 		t.Fatal(err)
 	}
 	wantWarnings := []string{
-		"policies.bare.extends: none: the policy leaves out all",
+		"policies.bare.extends: none: the policy leaves out every rule of the built-in policy",
 		"policies.default.remove_builtin.permissions.deny[0]: removes the built-in permissions.deny rule Bash(rm -rf /srv)",
 		"policies.default.remove_builtin.permissions.deny[1]: removes the built-in permissions.deny rule Read(~/.npmrc)",
 		"policies.default.remove_builtin.auto_mode.hard_deny[0]: removes the built-in auto_mode.hard_deny rule " + hard,

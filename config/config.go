@@ -7,6 +7,22 @@
 // policies are compiled into an engine by NewEngine, the one place an
 // engine.Config is made.
 //
+// # Layers
+//
+// A config file's policies add to the built-in policy (the embedded
+// default's "default" policy): the rules a file writes, and those its
+// Claude Code settings import, come after the built-in ones, and every
+// named policy extends the built-in one, not only "default". A file that
+// writes four allow rules still denies all the built-in policy denies: a
+// policy written to add rules cannot drop protections by leaving them out.
+//
+// Dropping built-in rules takes a setting that says so, which validate
+// reports as a warning and serve logs: remove_builtin names each built-in
+// rule to drop (a name that is not a built-in rule is an error, so that a
+// typo cannot look like a removal), and extends: none starts the policy
+// from nothing. Neither touches what is built into the engine itself (the
+// protected paths, the secret names, toolgate's own files).
+//
 // # Environment variables
 //
 // String values in the server and classifier sections may name environment

@@ -183,7 +183,12 @@ func (c *Config) extendBuiltin() error {
 		}
 		for _, f := range layeredLists {
 			own, ownFrom := *f.list(&p), l.from[f.path]
+			// Nil only where both are (a decoded [] is not): a file that
+			// repeats the built-in policy loads equal to it.
 			var list, from []string
+			if *f.list(&base) != nil || own != nil {
+				list, from = []string{}, []string{}
+			}
 			seen := map[string]bool{}
 			for _, rule := range *f.list(&base) {
 				if !drop[f.path][rule] && !seen[rule] {

@@ -242,9 +242,13 @@ func (e *Engine) analyseRead(ctx context.Context, req *Request, p *policy, c *ca
 			c.unproven = resourceNotFile
 		}
 	}
-	if len(targets) == 0 && c.kind == KindSearch && c.cwd != "" {
-		// A search without a path searches the working directory.
-		targets = []string{c.cwd}
+	if len(targets) == 0 && c.kind == KindSearch {
+		// A search without a path searches the working directory, which
+		// a request without one leaves unknown: "." cannot be placed.
+		targets = []string{"."}
+		if c.cwd != "" {
+			targets[0] = c.cwd
+		}
 	}
 	rs := e.newReadScope(ctx, req, p, c)
 	content, hidden, follow := contentSearch(c.name)

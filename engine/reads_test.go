@@ -535,3 +535,20 @@ func TestGlobalExcludesFileWhitelists(t *testing.T) {
 		t.Error("rg x with a relative core.excludesFile, which toolgate cannot place: allowed")
 	}
 }
+
+// TestSearchWithoutPlace: a search with no path searches where the agent
+// runs; a request that names no working directory leaves that unknown (a
+// home directory, for all the server knows), so no search tool is local.
+func TestSearchWithoutPlace(t *testing.T) {
+	e := newHomeEngine(t, nil, nil)
+	project := t.TempDir()
+	for _, name := range []string{"Grep", "Glob", "LS", "grep_search", "search_file_content", "glob"} {
+		in := map[string]any{"pattern": "API_KEY"}
+		if res := mustCheck(t, e, &Request{Tool: tool(name, in), Mode: ModeAuto}); res.Decision == Allow {
+			t.Errorf("%s with no path and no working directory: allowed by %s (%s)", name, res.Source, res.Reason)
+		}
+		if res := mustCheck(t, e, &Request{Tool: tool(name, in), WorkingDirectory: project, Mode: ModeAuto}); res.Decision != Allow {
+			t.Errorf("%s with no path in a project: %s (%s), want allow", name, res.Decision, res.Reason)
+		}
+	}
+}

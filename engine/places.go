@@ -36,6 +36,13 @@ func (e *Engine) judgeShellPlaces(rs *readScope, cwd, dir string, a *shell.Analy
 			}
 		}
 	}
+	// Programs that files where they run can make fetch or run code
+	// (toolchain.go).
+	for _, t := range a.Toolchains {
+		if why := rs.judgeToolchain(dir, t); why != "" {
+			return why
+		}
+	}
 	if why := exposure(a.Commands); why != "" {
 		return why
 	}

@@ -240,24 +240,35 @@ var programTable = []*spec{
 
 	// Development tools, read-only forms only.
 	gitSpec,
-	{names: "go", style: styleSub, subs: map[string]*spec{
+	// The go command reads go.work or go.mod in its directory or above,
+	// and a go or toolchain line newer than itself makes it download and
+	// run that toolchain (GOTOOLCHAIN=auto): the engine judges those files
+	// (toolchain "go"). go list and go doc (which runs go list -m all)
+	// resolve modules, downloading them or asking a proxy about any path
+	// an operand names: not listed.
+	{names: "go", style: styleSub, toolchain: ToolchainGo, subs: map[string]*spec{
 		"version": {style: styleGo, opts: "m v json"},
 		"env":     {style: styleGo, opts: "json changed"},
-		"list":    {style: styleGo, opts: "f: json:: m e deps find test tags: mod:", check: checkGoMod},
-		"doc":     {style: styleGo, opts: "all c cmd short src u"},
 		"help":    {style: styleGo},
 	}},
-	{names: "npm", style: styleSub, opts: "v version", check: versionOnly, subs: map[string]*spec{
+	// npm reads the project's .npmrc (its registry, which the update
+	// check asks) and, through version managers' shims, package.json's
+	// volta and packageManager fields: judged by the engine. pip is not
+	// listed: it runs its environment's start-up code (a virtualenv's
+	// .pth files are files like any other) and pip list asks the index
+	// whether pip is current.
+	{names: "npm", style: styleSub, opts: "v version", check: versionOnly, toolchain: ToolchainNode, subs: map[string]*spec{
 		"ls": npmLs, "list": npmLs, "ll": npmLs, "la": npmLs,
 	}},
-	{names: "pip pip3", style: styleSub, opts: "V version", check: versionOnly, subs: map[string]*spec{
-		"list":   {opts: "l local user format: not-required e editable exclude-editable include-editable path: exclude:"},
-		"show":   {opts: "f files"},
-		"freeze": {opts: "l local user all path: exclude: exclude-editable"},
-	}},
-	{names: "cargo rustc", exact: "--version|-V|version"},
-	{names: "node", exact: "--version|-v"},
-	{names: "python python3", exact: "--version|-V"},
+	// cargo and rustc are rustup's proxies, which install and run the
+	// toolchain a rust-toolchain(.toml) file names (a path toolchain is
+	// any program): judged by the engine.
+	{names: "cargo rustc", exact: "--version|-V|version", toolchain: ToolchainRust},
+	{names: "node", exact: "--version|-v", toolchain: ToolchainNode},
+	// python -V prints the version before the site module runs any
+	// start-up code; the shims of version managers pick the interpreter
+	// from the project's files.
+	{names: "python python3", exact: "--version|-V", toolchain: ToolchainPython},
 }
 
 var (
@@ -330,16 +341,6 @@ func versionOnly(iv *invocation) string {
 		return ""
 	}
 	return iv.failf("needs a subcommand")
-}
-
-// checkGoMod allows only -mod values that cannot rewrite go.mod.
-func checkGoMod(iv *invocation) string {
-	for _, v := range iv.pa.values("mod") {
-		if v != "readonly" && v != "vendor" {
-			return iv.failf("-mod=%s may modify go.mod", v)
-		}
-	}
-	return ""
 }
 
 // patternFirst splits a grep-like command's operands: the first is the

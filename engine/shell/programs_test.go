@@ -115,15 +115,14 @@ var programCases = map[string]struct{ ok, bad []string }{
 	"printenv": {[]string{"printenv PATH"}, []string{"printenv > f"}},
 	"nice":     {[]string{"nice", "nice -n 5 git status"}, []string{"nice rm x", "nice -x ls"}},
 	"git":      {[]string{"git status", "git --version", "git -C sub --no-pager log -5"}, []string{"git", "git -c a=b status", "git push"}},
-	"go":       {[]string{"go version", "go env GOPATH", "go list -m all", "go doc fmt.Println", "go list -f '{{.Dir}}' ./..."}, []string{"go env -w X=y", "go vet ./...", "go list -mod=mod ./...", "go build"}},
-	"npm":      {[]string{"npm ls", "npm --version", "npm list --depth=0"}, []string{"npm install", "npm view x", "npm version patch"}},
-	"pip":      {[]string{"pip list", "pip show requests", "pip --version"}, []string{"pip install x", "pip download x"}},
-	"pip3":     {[]string{"pip3 freeze"}, []string{"pip3 uninstall x"}},
-	"cargo":    {[]string{"cargo --version"}, []string{"cargo build"}},
-	"rustc":    {[]string{"rustc -V"}, []string{"rustc main.rs"}},
-	"node":     {[]string{"node --version"}, []string{"node -e x", "node script.js"}},
-	"python":   {[]string{"python --version"}, []string{"python -c 'import os'"}},
-	"python3":  {[]string{"python3 -V"}, []string{"python3 x.py"}},
+	"go": {[]string{"go version", "go env GOPATH", "go help modules"}, []string{"go env -w X=y", "go vet ./...", "go list -mod=mod ./...", "go build",
+		"go list -m all", "go list -m golang.org/x/tools@latest", "go doc fmt.Println", "go list -f '{{.Dir}}' ./...", "cd $d && go version"}},
+	"npm":     {[]string{"npm ls", "npm --version", "npm list --depth=0"}, []string{"npm install", "npm view x", "npm version patch"}},
+	"cargo":   {[]string{"cargo --version"}, []string{"cargo build"}},
+	"rustc":   {[]string{"rustc -V"}, []string{"rustc main.rs"}},
+	"node":    {[]string{"node --version"}, []string{"node -e x", "node script.js"}},
+	"python":  {[]string{"python --version"}, []string{"python -c 'import os'"}},
+	"python3": {[]string{"python3 -V"}, []string{"python3 x.py"}},
 }
 
 // gitCases has a row per read-only git subcommand.

@@ -66,7 +66,8 @@
 // environment and shell state (aliases and functions are not expanded in
 // non-interactive bash). Programs honor their own configuration: git runs
 // programs named in a repository's config (core.fsmonitor, diff.external,
-// filters) even for read commands, and go list may download modules. Paths
+// filters) even for read commands, and the go command may download a
+// toolchain that go.mod names (see Toolchains). Paths
 // are checked as written: a symlink to a credential store, or a relative
 // path when the agent's starting directory is a home directory, is not
 // detected.
@@ -183,6 +184,12 @@ type Analysis struct {
 	// (grep -r, rg, diff -r): a search prints the secret files below them
 	// unless it skips them, so the engine looks at what is there.
 	Trees []Tree
+	// Toolchains lists the programs run whose behaviour the files where
+	// they run can turn into fetching or running another toolchain (the
+	// go command and go.mod's toolchain line, rustup's proxies and
+	// rust-toolchain.toml, ...). ReadOnly assumes those files ask for
+	// nothing: the engine, which reads files, judges them.
+	Toolchains []Toolchain
 	// Writes lists files that the line writes (> FILE, >> FILE, &> FILE,
 	// tee FILE, sort -o FILE ...), quotes removed; /dev/null is left out.
 	Writes []string

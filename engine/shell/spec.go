@@ -69,6 +69,13 @@ type spec struct {
 	enums string
 	// subs maps subcommand names to their specs (styleSub).
 	subs map[string]*spec
+	// toolchain names the family of files (a ToolchainFamily) that, in
+	// the directory the program runs in or above it, can make it fetch or
+	// run another toolchain (go.mod's toolchain line, rust-toolchain.toml,
+	// a version manager's file): the analysis reports the program in
+	// Analysis.Toolchains for the engine to judge those files, since the
+	// shell analysis reads no file.
+	toolchain ToolchainFamily
 	// check adds program-specific validation; it returns a reason to
 	// reject, or "".
 	check func(*invocation) string
@@ -170,6 +177,11 @@ func (iv *invocation) failf(format string, args ...any) string {
 // run judges the invocation and returns a reason to reject, or "".
 func (iv *invocation) run() string {
 	sp := iv.sp
+	if sp.toolchain != "" {
+		if why := iv.a.toolchain(sp.toolchain, iv.name, iv.sc); why != "" {
+			return why
+		}
+	}
 	for i := range iv.args {
 		w := &iv.args[i]
 		switch {

@@ -88,7 +88,9 @@ var programTable = []*spec{
 		"monochrome-output ascii-output raw-input tab indent: seq stream stream-errors raw-output0 unbuffered " +
 		"arg:2 argjson:2 args jsonargs version help",
 		reads: readCustom, check: checkJq},
-	// yq: never -i (in place) or -s (splits into files); load() reads files.
+	// yq: never -i (in place) or -s (splits into files); expressions in a
+	// grammar of pure operators (see yqExpr), none that reads the
+	// environment or files.
 	{names: "yq", opts: "r o: output-format: p: input-format: P prettyPrint e exit-status C M N I: j no-doc indent: colors no-colors unwrapScalar:: null-input n",
 		reads: readCustom, check: checkYq},
 
@@ -924,21 +926,6 @@ func (l *jqLexer) str() string {
 		}
 	}
 	return "unterminated string"
-}
-
-func checkYq(iv *invocation) string {
-	ops := iv.pa.ops
-	if len(ops) > 0 && (ops[0].is("e") || ops[0].is("eval") || ops[0].is("ea") || ops[0].is("eval-all")) {
-		ops = ops[1:]
-	}
-	if len(ops) > 0 {
-		if e := ops[0].val; strings.Contains(e, "load") || strings.Contains(e, "eval") {
-			return iv.failf("load operators read files")
-		}
-		ops = ops[1:]
-	}
-	iv.files = ops
-	return ""
 }
 
 func checkDate(iv *invocation) string {

@@ -322,10 +322,11 @@ func TestRipgrepWhitelists(t *testing.T) {
 			t.Errorf("%s: %s by %s (%s), want allow", what, res.Decision, res.Source, res.Reason)
 		}
 	}
-	for _, cmd := range []string{"rg x", "rg -g '*.go' x", "rg -g 'src/**/*.{go,md}' x", "rg -g '!vendor' x", "rg -T go x", "rg x docs"} {
+	for _, cmd := range []string{"rg x", "rg -g '*.go' x", "rg -g 'src/**/*.{go,md}' x", "rg -g '!vendor' x", "rg -T go x", "rg x docs",
+		"rg -t go x", "rg --type=md x docs", "rg -tgo -g '*.md' x"} {
 		allowed(cmd, bash(cmd))
 	}
-	for _, cmd := range []string{"rg -t go x", "rg --type-add 'g:*.go' -t g x", "rg --iglob '*.go' x", "rg -g 'docs/' x",
+	for _, cmd := range []string{"rg -t mytype x", "rg -t go -g config x", "rg --type-clear go -t go x", "rg --type-add 'g:*.go' -t g x", "rg --iglob '*.go' x", "rg -g 'docs/' x",
 		"rg -g config x", "rg --ignore-file docs/.ignore x"} {
 		refused(cmd, bash(cmd))
 	}

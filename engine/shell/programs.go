@@ -253,6 +253,12 @@ var programTable = []*spec{
 		"env":     {style: styleGo, opts: "json changed"},
 		"help":    {style: styleGo},
 	}},
+	// gofmt lists (-l) or prints (-d, or the formatted source) the .go
+	// files it is given, and those below a directory operand, hidden
+	// directories included; -w rewrites them and -cpuprofile writes a
+	// profile: not listed.
+	{names: "gofmt", style: styleGo, opts: "l d e s r: comments tabs tabwidth: allerrors", writeOpts: "w cpuprofile:",
+		reads: readCustom, check: checkGofmt},
 	// npm reads the project's .npmrc (its registry, which the update
 	// check asks) and, through version managers' shims, package.json's
 	// volta and packageManager fields: judged by the engine. pip is not
@@ -343,6 +349,16 @@ func versionOnly(iv *invocation) string {
 		return ""
 	}
 	return iv.failf("needs a subcommand")
+}
+
+// checkGofmt: gofmt reads its operands, and walks a directory operand
+// for the .go files below it.
+func checkGofmt(iv *invocation) string {
+	iv.files = iv.pa.ops
+	if len(iv.pa.ops) == 0 {
+		return "" // stdin
+	}
+	return iv.recursiveRoots(iv.pa.ops, Tree{Hidden: true, Names: []string{"*.go"}})
 }
 
 // patternFirst splits a grep-like command's operands: the first is the
@@ -497,13 +513,24 @@ func checkRg(iv *invocation) string {
 // "!" exclusion) and, when every whitelist is a glob whose last
 // component names the files it keeps, those names: rg then searches only
 // a file whose path one of them matches, so its base name matches that
-// glob's last component (braces expanded). Case-insensitive globs
-// (--iglob, --glob-case-insensitive), a last component with ** or a
-// trailing slash, types and ignore files keep no names.
+// glob's last component (braces expanded), or a -t type's globs.
+// Case-insensitive globs (--iglob, --glob-case-insensitive), a last
+// component with ** or a trailing slash, types not in ripgrepTypes or
+// redefined (--type-add, --type-clear) and ignore files keep no names.
 func rgNames(iv *invocation) ([]string, bool) {
 	var names []string
-	whitelist, ok := false, !iv.pa.has("t", "type", "type-add", "ignore-file", "glob-case-insensitive")
+	whitelist, ok := false, !iv.pa.has("type-add", "type-clear", "ignore-file", "glob-case-insensitive")
 	for _, o := range iv.pa.opts {
+		if o.name == "t" || o.name == "type" {
+			// A built-in type whose globs are known keeps their names
+			// (ripgrepTypes); it also searches the hidden files they
+			// match.
+			globs, known := ripgrepTypes[o.val]
+			ok = ok && known && !o.glob
+			whitelist = true
+			names = append(names, globs...)
+			continue
+		}
 		if o.name != "g" && o.name != "glob" && o.name != "iglob" || strings.HasPrefix(o.val, "!") {
 			continue
 		}

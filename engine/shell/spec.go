@@ -198,6 +198,12 @@ func (iv *invocation) run() string {
 	if iv.ic.implicit && !sp.dyn && !sp.ownDyn && !(iv.ic.pathOK && (sp.reads == readNone || iv.ic.contentOK)) {
 		return iv.failf("xargs supplies arguments only known at run time")
 	}
+	// A program that takes any word still reads the names xargs appends
+	// (ls and du list them, wc and md5sum read them): they are judged
+	// only as a path lister's output, whose roots are read targets.
+	if iv.ic.implicit && sp.reads != readNone && !iv.ic.pathOK {
+		return iv.failf("xargs supplies names it reads, which are only known at run time")
+	}
 	switch sp.style {
 	case styleAny, styleCustom:
 		if why := iv.runtimeOptions(false); why != "" {

@@ -86,14 +86,11 @@ func (rs *readScope) judgeToolchain(dir string, t shell.Toolchain) string {
 	if !filepath.IsAbs(start) {
 		return t.Program + ": runs in " + truncate(start, 200) + ", whose files cannot be read before it runs"
 	}
-	// The directory must be there to be judged: files a server cannot
-	// see prove nothing.
+	// Resolved the kernel's way; a directory that does not exist (cd
+	// sub fails) holds no file, and its parents are judged.
 	resolved, err := rs.proofs.Resolve("/", start)
 	if err != nil {
 		return fmt.Sprintf("%s: runs in %s, which cannot be resolved (%v)", t.Program, truncate(start, 200), err)
-	}
-	if fi, err := os.Stat(resolved); err != nil || !fi.IsDir() {
-		return fmt.Sprintf("%s: runs in %s, which is not a directory here", t.Program, truncate(start, 200))
 	}
 	chains := []string{filepath.Clean(start)}
 	if resolved != chains[0] {

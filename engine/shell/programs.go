@@ -185,18 +185,11 @@ var programTable = []*spec{
 	{names: "id uname free uptime", style: styleAny, safeOpts: true, dyn: true},
 	// ps reads BSD options without a dash (e: environments).
 	{names: "ps", style: styleAny, check: checkPs},
-	// lsof +m writes a mount supplement file, -D b and -D u (BSD, macOS)
-	// the device cache file, and -k and -m read kernel name list and
-	// memory files. A leading glob may expand to any of them.
-	{names: "lsof", style: styleAny, check: func(iv *invocation) string {
-		for _, w := range iv.args {
-			if w.dyn || w.lead || strings.HasPrefix(w.val, "+m") ||
-				strings.HasPrefix(w.val, "-") && !strings.HasPrefix(w.val, "--") && strings.ContainsAny(w.val, "Dkm") {
-				return iv.failf("argument %s is not allowed", w.val)
-			}
-		}
-		return ""
-	}},
+	// lsof takes its options from an allowlist (checkLsof): +m writes a
+	// mount supplement file, -D b and -D u (BSD, macOS) the device cache
+	// file, -k, -m and -A read kernel name list and memory files, -M asks
+	// portmappers: not listed.
+	{names: "lsof", style: styleAny, check: checkLsof},
 	// pgrep is ps by name: -a and -f print and match command lines, as
 	// ps aux does. -F reads a PID file; -M and -N (BSD, macOS) read
 	// kernel memory and name list files. pkill signals: not listed.
@@ -1034,39 +1027,134 @@ func checkPrintenv(iv *invocation) string {
 	return ""
 }
 
-// checkPs refuses listings that print process environments: BSD-style
-// "e" (ps e, ps auxe) and -E on macOS. Run-time words could be either. A
-// word that is an option's value (-o pid,etime) is not an option cluster.
+// checkPs accepts options from allowlists only: UNIX-style clusters
+// ("-ef", whose letters psDash lists; -E prints environments on macOS
+// and -e on FreeBSD stands for every process on Linux), BSD-style words
+// without a dash ("aux"; letters from psBSD: e, which prints
+// environments, is not one), the long options psLong lists, and
+// process numbers. A letter that takes a value (-o pid, up1) takes the
+// rest of its word, else the next word. Run-time words could be any of
+// them.
 func checkPs(iv *invocation) string {
-	value := false
-	for _, w := range iv.args {
-		switch {
-		case w.dyn:
+	for i := 0; i < len(iv.args); i++ {
+		w := iv.args[i]
+		if w.dyn || w.glob {
 			return iv.failf("argument %s is only known at run time", w.val)
-		case value:
-			value = false
-		case strings.HasPrefix(w.val, "--"):
-			value = !strings.Contains(w.val, "=") && psLongValued[w.val[2:]]
-		case strings.HasPrefix(w.val, "-"):
-			if strings.Contains(w.val, "E") {
-				return iv.failf("%s prints process environments", w.val)
+		}
+		v := w.val
+		var flags, valued string
+		switch {
+		case strings.HasPrefix(v, "--"):
+			name, _, hasVal := strings.Cut(v[2:], "=")
+			takes, ok := psLong[name]
+			if !ok {
+				return iv.failf("option --%s is not allowed", name)
 			}
-			// A cluster ending in a valued letter takes the next word.
-			value = len(w.val) == 2 && strings.ContainsRune(psValued, rune(w.val[1]))
-		case strings.Contains(w.val, "e"):
-			return iv.failf("%s prints process environments", w.val)
+			if takes && !hasVal {
+				i++ // the value
+			}
+			continue
+		case strings.HasPrefix(v, "-"):
+			flags, valued, v = psDash, psValued, v[1:]
+		case v != "" && strings.Trim(v, "0123456789,") == "":
+			continue // process numbers
+		default:
+			flags, valued = psBSD, psBSDValued
+		}
+		if v == "" {
+			return iv.failf("argument %s is not allowed", w.val)
+		}
+		for k := 0; k < len(v); k++ {
+			c := v[k]
+			switch {
+			case strings.IndexByte(valued, c) >= 0:
+				if k == len(v)-1 {
+					i++ // the value is the next word
+				}
+				k = len(v)
+			case strings.IndexByte(flags, c) < 0:
+				return iv.failf("%s: option %q is not allowed", w.val, c)
+			}
 		}
 	}
 	return ""
 }
 
-// psValued are procps's short options that take a value; psLongValued
-// the long ones.
+// The letters and long options ps may take (procps and BSD), without
+// those that print environments (BSD e, macOS -E) or read or write
+// files.
+const (
+	psDash      = "AadefFHjlLMNTwxyZcPmV"
+	psBSD       = "auxwfjlvrThHcnmSsLgZXV"
+	psBSDValued = "oOptUk"
+)
+
+// psValued are procps's short options that take a value; psLong maps
+// its long options to whether they take one.
 const psValued = "oOpuUgGtCqsk"
 
-var psLongValued = map[string]bool{"format": true, "sort": true, "pid": true, "ppid": true, "user": true,
+var psLong = map[string]bool{"format": true, "sort": true, "pid": true, "ppid": true, "user": true,
 	"User": true, "group": true, "Group": true, "tty": true, "sid": true, "cols": true, "columns": true,
-	"lines": true, "rows": true, "width": true, "quick-pid": true}
+	"lines": true, "rows": true, "width": true, "quick-pid": true,
+	"forest": false, "no-headers": false, "no-heading": false, "headers": false, "deselect": false, "help": false,
+	"version": false, "cumulative": false, "info": false}
+
+// checkLsof accepts lsof's options from allowlists (see the table's
+// comment): clusters of flags after "-" (lsofDash) or "+" (lsofPlus),
+// where a letter that takes a value (lsofValued) or may take one
+// (lsofOptional) ends the cluster; a required value missing from the
+// cluster is the next word, which may not look like an option. Other
+// words are files whose users lsof lists.
+func checkLsof(iv *invocation) string {
+	for i := 0; i < len(iv.args); i++ {
+		w := iv.args[i]
+		if w.dyn || w.lead {
+			return iv.failf("argument %s is only known at run time", w.val)
+		}
+		v := w.val
+		var flags string
+		switch {
+		case v == "--":
+			return ""
+		case strings.HasPrefix(v, "-") && len(v) > 1:
+			flags = lsofDash
+		case strings.HasPrefix(v, "+") && len(v) > 1:
+			flags = lsofPlus
+		default:
+			continue
+		}
+	cluster:
+		for k := 1; k < len(v); k++ {
+			c := v[k]
+			switch {
+			case strings.IndexByte(lsofValued, c) >= 0 && strings.IndexByte(flags, c) >= 0:
+				if k == len(v)-1 {
+					i++
+					if i >= len(iv.args) || iv.args[i].dyn || strings.HasPrefix(iv.args[i].val, "-") || strings.HasPrefix(iv.args[i].val, "+") {
+						return iv.failf("%s needs a value", w.val)
+					}
+				}
+				break cluster
+			case strings.IndexByte(lsofOptional, c) >= 0 && strings.IndexByte(flags, c) >= 0:
+				break cluster
+			case strings.IndexByte(flags, c) < 0:
+				return iv.failf("%s: option %q is not allowed", w.val, c)
+			}
+		}
+	}
+	return ""
+}
+
+// lsof's letters: those allowed after "-" and after "+"; of them, those
+// that take a value, and those that may.
+const (
+	lsofDash     = "?abCcdEFgHhiKLlNnOoPprRSsTtUuVvwXxZz"
+	lsofPlus     = "cdDEfLrw"
+	lsofValued   = "cdDpu"
+	lsofOptional = "fFgiKLorsSTxzZ"
+)
+
+
 
 // checkTee: tee writes its operands; only /dev/null is harmless.
 var teeOpts = compileOpts("a i p append ignore-interrupts output-error::", false)

@@ -278,7 +278,8 @@ func lsRecursive(args []wordInfo) bool {
 		if w.is("--") {
 			return false
 		}
-		if w.is("--recursive") || strings.HasPrefix(w.val, "-") && !strings.HasPrefix(w.val, "--") && strings.Contains(w.val, "R") {
+		// GNU ls takes any unambiguous abbreviation: --rec is --recursive.
+		if len(w.val) > 4 && strings.HasPrefix("--recursive", w.val) || strings.HasPrefix(w.val, "-") && !strings.HasPrefix(w.val, "--") && strings.Contains(w.val, "R") {
 			return true
 		}
 	}

@@ -23,7 +23,7 @@ var programCases = map[string]struct{ ok, bad []string }{
 	"egrep":   {[]string{"egrep 'a|b' f"}, []string{"egrep -r x .."}},
 	"fgrep":   {[]string{"fgrep -x a f"}, []string{"fgrep -Q a f"}},
 	"rg":      {[]string{"rg -n foo --type go", "rg -g '*.go' foo src", "rg --files"}, []string{"rg --pre sh x", "rg -z x", "rg foo *.go"}},
-	"find":    {[]string{"find . -name '*.go' -type f", "find src -newer x -o -empty", "find -L . -maxdepth 2 -print0"}, []string{"find . -delete", "find . -fprint /tmp/x", "find *"}},
+	"find":    {[]string{"find . -name '*.go' -type f", "find src -newer x -o -empty", "find -L . -maxdepth 2 -print0"}, []string{"find . -delete", "find . -fprint /tmp/x", "find *", `find . -type d -exec ls --recur {} \;`, `find . -type d -exec ls --recursive {} +`}},
 	"sed": {[]string{"sed -n '1,20p' f", "sed 's/a/b/g' f", "sed -e 's/a/b/' -e '/x/d' f", "sed -n '/x/{p;q}' f", "sed '1d;$d' f",
 		"sed -n '/start/,/end/p' f", "sed 's|a|b|g' f", "sed -E 's/(a)/\\1/' f", "sed 'y/abc/xyz/' f", "sed -n '$=' f", "sed 'N;P;D' f",
 		"sed '1~2d' f", "sed '0,/re/d' f", "sed -n '/x/I p' f", "sed '/x/,+2d' f", "sed 's/a/b/2g' f", "sed --expression=p -n f"},

@@ -37,6 +37,9 @@ func TestJqFilters(t *testing.T) {
 		"jq -n 'env as $e | $e'", "jq -n '.a | env'", "jq -n '{a: 1, b: env}'", "jq -n '\"\\(\"\\(env)\")\"'",
 		"jq -n 'import \"x\" as $x; $x'", "jq -n '\"x\" as $a | $a | env'", "jq -n '{\"a\": $ENV}'", "jq -n '{$ENV}'",
 		"jq -n '1 \\\\ 2'", "jq -n 'é'", "jq . ~/.docker/config.json", "jq -n '\"unterminated'", "jq -n '(1'",
+		// Variables: the filter's own, --arg names and jq's harmless ones only.
+		"jq -n '$__prog_args'", "jq -n '$undefined'", "jq 'reduce .[] as $x (0; $SECRET)' f", "jq -n --arg a b '$b'",
+		"jq '. as $x | $y' f", "jq -n '$__loc__ as $l | $HOME'",
 	}
 	for _, line := range ok {
 		if a := Analyze(line); !a.ReadOnly {

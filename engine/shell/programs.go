@@ -2,9 +2,11 @@ package shell
 
 import (
 	"fmt"
-	"github.com/toolgate/toolgate/engine/knowledge"
 	"path"
+	"slices"
 	"strings"
+
+	"github.com/toolgate/toolgate/engine/knowledge"
 )
 
 // programTable lists the read-only programs and how they may be used. It is
@@ -628,7 +630,7 @@ func checkJq(iv *invocation) string {
 		if ops[0].glob {
 			return iv.failf("glob %s may expand to another filter", ops[0].val)
 		}
-		if why := jqFilter(ops[0].val); why != "" {
+		if why := jqFilter(ops[0].val, iv.pa.values("arg", "argjson")...); why != "" {
 			return iv.failf("%s", why)
 		}
 		ops = ops[1:]
@@ -686,10 +688,19 @@ const maxJqInterps = 32
 // jqBuiltins, a function or parameter the filter defines, or an object
 // key ({env: 1}, {env}); $ENV, import, include, module-qualified names
 // (a::b) and characters jq does not use are refused.
-func jqFilter(src string) string {
-	l := jqLexer{src: src, defined: map[string]bool{}}
+func jqFilter(src string, args ...string) string {
+	l := jqLexer{src: src, defined: map[string]bool{}, bound: map[string]bool{}}
 	if why := l.code(false); why != "" {
 		return why
+	}
+	// jq compiles no filter that uses a variable nobody defines: a
+	// variable is the filter's own, an --arg or --argjson name, or one of
+	// jq's that holds no secret. Others ($ENV, whatever a jq version
+	// adds) are refused.
+	for _, v := range l.vars {
+		if !l.bound[v] && !l.defined[v] && !slices.Contains(args, v) && v != "__loc__" && v != "ARGS" {
+			return "$" + v + " is neither the filter's own variable nor an argument"
+		}
 	}
 	for _, n := range l.names {
 		switch {
@@ -711,7 +722,13 @@ type jqName struct {
 }
 
 type jqLexer struct {
-	src     string
+	// bound are the variables the filter binds (as $x, label $x, def
+	// f($x)); vars the ones it uses. binding is set inside an "as"
+	// pattern, label right after "label".
+	bound          map[string]bool
+	vars           []string
+	binding, label bool
+	src            string
 	i       int
 	interps int // string interpolations open: str and code recurse for each
 	names   []jqName
@@ -807,6 +824,11 @@ func (l *jqLexer) code(inInterp bool) string {
 				return "$ENV is the environment"
 			case strings.HasPrefix(l.src[l.i:], "::"):
 				return "$" + name + ":: is a module's data"
+			case l.binding || l.label:
+				l.bound[name] = true
+				l.label = false
+			default:
+				l.vars = append(l.vars, name)
 			}
 		case c == '@':
 			l.i++
@@ -827,6 +849,14 @@ func (l *jqLexer) code(inInterp bool) string {
 					return why
 				}
 				continue
+			case name == "as":
+				// What follows up to | or ( is a pattern of bindings:
+				// $x, [$a, $b], {k: $v}.
+				l.binding = true
+				continue
+			case name == "label":
+				l.label = true
+				continue
 			}
 			key := false
 			if len(l.objs) > 0 && l.objs[len(l.objs)-1] && (prev == "{" || prev == ",") {
@@ -838,6 +868,7 @@ func (l *jqLexer) code(inInterp bool) string {
 			}
 			l.names = append(l.names, jqName{text: name, key: key})
 		case c == '(' || c == '[' || c == '{':
+			l.binding = l.binding && c != '('
 			l.i++
 			l.objs = append(l.objs, c == '{')
 			if c == '{' {
@@ -859,6 +890,7 @@ func (l *jqLexer) code(inInterp bool) string {
 			l.i++
 			l.prev = ","
 		case strings.IndexByte("|:;=!<>+-*/%?", c) >= 0:
+			l.binding = l.binding && c != '|'
 			l.i++
 		default:
 			return fmt.Sprintf("character %q is not part of jq", c)

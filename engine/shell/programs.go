@@ -729,10 +729,10 @@ type jqLexer struct {
 	vars           []string
 	binding, label bool
 	src            string
-	i       int
-	interps int // string interpolations open: str and code recurse for each
-	names   []jqName
-	defined map[string]bool
+	i              int
+	interps        int // string interpolations open: str and code recurse for each
+	names          []jqName
+	defined        map[string]bool
 	// prev is the last token when it is "{" or ",", else "".
 	prev string
 	// objs says, for each open bracket, whether it is an object's "{".
@@ -1185,8 +1185,6 @@ const (
 	lsofValued   = "cdDpu"
 	lsofOptional = "fFgiKLorsSTxzZ"
 )
-
-
 
 // checkTee: tee writes its operands; only /dev/null is harmless.
 var teeOpts = compileOpts("a i p append ignore-interrupts output-error::", false)

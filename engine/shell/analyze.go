@@ -86,6 +86,9 @@ type scope struct {
 	// contain (see stmts), a loop's body, the right side of && after a
 	// read. Until then a name holds whatever the environment gave it.
 	assigned []string
+	// loops are the for loops' variables bound to a static word in the
+	// body being judged (loops.go), innermost last.
+	loops []loopBinding
 }
 
 // isAssigned reports whether an assignment the analysis judged set name
@@ -306,11 +309,22 @@ func (a *analyzer) stmt(s *syntax.Stmt, sc *scope, sx stmtCtx) int {
 			if l.Name != nil {
 				sc.assigned = append(sc.assigned, l.Name.Value)
 			}
+			if ws := loopWords(l, c.Do, sc.src); ws != nil {
+				// The body, once for each word the variable takes.
+				for _, w := range ws {
+					sc.loops = append(sc.loops, loopBinding{name: l.Name.Value, w: w})
+					a.stmts(c.Do, sc, sx)
+					sc.loops = sc.loops[:len(sc.loops)-1]
+				}
+				sc.assigned = sc.assigned[:mark]
+				break
+			}
+			a.stmts(c.Do, sc, sx)
 		default:
 			a.fail("C-style for loop")
 			a.nodeSubs(l, sc)
+			a.stmts(c.Do, sc, sx)
 		}
-		a.stmts(c.Do, sc, sx)
 		sc.assigned = sc.assigned[:mark]
 	case *syntax.CaseClause:
 		a.wordSubs(c.Word, sc)
@@ -402,6 +416,10 @@ func (a *analyzer) call(c *syntax.CallExpr, sc *scope, sx stmtCtx) {
 		}
 		ws := make([]wordInfo, len(c.Args))
 		for i, w := range c.Args {
+			if b, ok := sc.boundWord(w); ok {
+				ws[i] = b
+				continue
+			}
 			ws[i] = wordOf(w, sc.src)
 		}
 		a.simple(ws, env, sc, sx)

@@ -1104,6 +1104,9 @@ func checkPs(iv *invocation) string {
 					i++ // the value is the next word
 				}
 				k = len(v)
+			case c == 'E' || c == 'e' && flags == psBSD:
+				// Not listed for what they do: say it.
+				return iv.failf("%s prints process environments", w.val)
 			case strings.IndexByte(flags, c) < 0:
 				return iv.failf("%s: option %q is not allowed", w.val, c)
 			}

@@ -244,9 +244,12 @@ var programTable = []*spec{
 	// resolve modules, downloading them or asking a proxy about any path
 	// an operand names: not listed.
 	{names: "go", style: styleSub, toolchain: ToolchainGo, subs: map[string]*spec{
-		"version": {style: styleGo, opts: "m v json"},
-		"env":     {style: styleGo, opts: "json changed"},
-		"help":    {style: styleGo},
+		// go version -m reads the binaries it names.
+		"version": {style: styleGo, opts: "m v json", reads: readAll},
+		// go env prints GOPROXY and GOAUTH too, which may carry
+		// credentials: named variables from goEnvVars only.
+		"env":  {style: styleGo, opts: "json", ops: "1-", check: checkGoEnv},
+		"help": {style: styleGo},
 	}},
 	// gofmt lists (-l) or prints (-d, or the formatted source) the .go
 	// files it is given, and those below a directory operand, hidden
@@ -344,6 +347,24 @@ func versionOnly(iv *invocation) string {
 		return ""
 	}
 	return iv.failf("needs a subcommand")
+}
+
+// goEnvVars are the go env variables that name places, versions and
+// build settings, never credentials (GOPROXY, GOAUTH, GONOSUMDB and the
+// like may).
+var goEnvVars = map[string]bool{"GOPATH": true, "GOROOT": true, "GOMODCACHE": true, "GOCACHE": true, "GOOS": true,
+	"GOARCH": true, "GOVERSION": true, "GOMOD": true, "GOWORK": true, "GOBIN": true, "GOEXE": true, "GOHOSTOS": true,
+	"GOHOSTARCH": true, "CGO_ENABLED": true, "GOTOOLCHAIN": true, "GOTOOLDIR": true, "GOAMD64": true, "GOARM": true,
+	"GOARM64": true, "GO111MODULE": true, "GOENV": true, "GOTELEMETRY": true, "GOTELEMETRYDIR": true}
+
+// checkGoEnv allows printing named variables from goEnvVars only.
+func checkGoEnv(iv *invocation) string {
+	for _, w := range iv.pa.ops {
+		if !goEnvVars[w.val] {
+			return iv.failf("prints %s, which is not known to be free of credentials", w.val)
+		}
+	}
+	return ""
 }
 
 // checkGofmt: gofmt reads its operands, and walks a directory operand

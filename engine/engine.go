@@ -465,6 +465,9 @@ func (a *analysis) bytes(cmd string) int {
 	for _, g := range a.Git {
 		n += 4*word + strs(g.Names) + strs(g.Pathspecs)
 	}
+	for _, t := range a.Toolchains {
+		n += 3*word + len(t.Family) + len(t.Program) + len(t.Dir)
+	}
 	return n
 }
 

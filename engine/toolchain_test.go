@@ -141,3 +141,23 @@ func TestToolchainFilesInHome(t *testing.T) {
 		t.Errorf("with ~/src/.tool-versions: allowed by %s, want not", res.Source)
 	}
 }
+
+// TestToolchainAllowRule: an allow rule over the program does not allow
+// it where a file names a toolchain to fetch: the rule vouches for the
+// command, not for what the files around it make it run.
+func TestToolchainAllowRule(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module x\ngo 1.20\ntoolchain go1.99.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, policyOf(PolicySpec{Permissions: RuleSet{Allow: []string{"Bash(go version)", "Bash(go version:*)"}}}), nil)
+	for _, cmd := range []string{"go version", "go version && go env GOPATH"} {
+		res := mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": cmd}), WorkingDirectory: root, Mode: ModeAuto})
+		if res.Decision == Allow {
+			t.Errorf("%s with a toolchain line: allowed by %s (%s)", cmd, res.Source, res.Reason)
+		}
+	}
+}

@@ -45,7 +45,7 @@
 //   - bash -c payloads are parsed recursively up to maxDepth levels; sh,
 //     dash and zsh payloads also reject syntax those shells read otherwise
 //     ($'..', <<<, process substitution; globs in zsh).
-//   - The work per line is bounded (guard.go): before parsing, a scan
+//   - The work per line is bounded (nesting.go): before parsing, a scan
 //     without recursion bounds the nesting (100 levels), the words (10,000
 //     with the bash -c payloads) and the here-documents (32); after it,
 //     the tree's depth and the command text produced. A line past a bound
@@ -199,7 +199,7 @@ type Analysis struct {
 	Git []Git
 	// ParseErr is non-nil when the line does not parse as bash, or is not
 	// analysed to the end because it exceeds a bound on the analysis's
-	// work (a *LimitError, see guard.go): rules then treat it as a line
+	// work (a *LimitError, see nesting.go): rules then treat it as a line
 	// that did not parse. Commands, Reads and Writes hold what was found
 	// before a bound was met.
 	ParseErr error

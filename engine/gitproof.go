@@ -190,6 +190,11 @@ func (rs *readScope) gitOutput(repo *gitrepo.Repo, prefix string, uses []shell.G
 	secret := func(p string) bool { return knowledge.SecretPath(p, "") }
 	var index *gitrepo.Matches
 	for _, u := range uses {
+		if u.RefObjects {
+			if why := gitrepo.RefsNameBlob(repo); why != "" {
+				return why
+			}
+		}
 		if u.Scope == shell.GitNoContent && !u.Recurses {
 			continue
 		}
@@ -219,7 +224,7 @@ func (rs *readScope) gitOutput(repo *gitrepo.Repo, prefix string, uses []shell.G
 			}
 			u.Pathspecs = specs
 		}
-		if why := printable(index.Paths, u.Pathspecs, "tracks"); why != "" {
+		if why := printable(index.Paths, u.Pathspecs, u.FoldPathspecs, "tracks"); why != "" {
 			return why
 		}
 		if u.Scope != shell.GitHistory {
@@ -237,7 +242,7 @@ func (rs *readScope) gitOutput(repo *gitrepo.Repo, prefix string, uses []shell.G
 		case m.Submodules && !gitLimited(u.Pathspecs):
 			return "the history holds submodules, whose files live in other repositories"
 		}
-		if why := printable(m.Paths, u.Pathspecs, "holds in its history"); why != "" {
+		if why := printable(m.Paths, u.Pathspecs, u.FoldPathspecs, "holds in its history"); why != "" {
 			return why
 		}
 	}
@@ -247,9 +252,9 @@ func (rs *readScope) gitOutput(repo *gitrepo.Repo, prefix string, uses []shell.G
 // printable says why git may print one of the secret paths: nothing
 // limits the output, or a pathspec covers it. Many paths may stand for
 // more than were kept, so they are refused whatever the pathspecs.
-func printable(secret, pathspecs []string, where string) string {
+func printable(secret, pathspecs []string, fold bool, where string) string {
 	for _, s := range secret {
-		if len(secret) >= 32 || !gitLimited(pathspecs) || slicesAnyCovers(pathspecs, s) {
+		if len(secret) >= 32 || !gitLimited(pathspecs) || slicesAnyCovers(pathspecs, s, fold) {
 			return fmt.Sprintf("git may print %s, a secret-shaped file the repository %s", truncate(s, 200), where)
 		}
 	}
@@ -261,9 +266,17 @@ func gitLimited(pathspecs []string) bool { return len(pathspecs) > 0 }
 // slicesAnyCovers reports whether a pathspec (a path relative to the
 // working directory, which is the repository's top here) is s, lies
 // above it or below it (a secret directory covers its files).
-func slicesAnyCovers(pathspecs []string, s string) bool {
+//
+// Under --icase-pathspecs both are compared folded.
+func slicesAnyCovers(pathspecs []string, s string, fold bool) bool {
+	if fold {
+		s = knowledge.Fold(s)
+	}
 	for _, p := range pathspecs {
 		p = filepath.Clean(p)
+		if fold {
+			p = knowledge.Fold(p)
+		}
 		if p == "." || p == s || strings.HasPrefix(s, p+"/") || strings.HasPrefix(p, s+"/") {
 			return true
 		}

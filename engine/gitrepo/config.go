@@ -142,6 +142,10 @@ func (r *configReader) read(path string, depth int) error {
 		switch {
 		case p == "":
 			continue
+		case strings.Contains(p, "%("):
+			// %(prefix) is git's installation prefix, which toolgate
+			// does not know.
+			return fmt.Errorf("%s: include path %s names git's installation", path, inc)
 		case p == "~" || strings.HasPrefix(p, "~/"):
 			p = filepath.Join(r.home, p[1:])
 		case strings.HasPrefix(p, "~"):
@@ -182,6 +186,13 @@ func parseFile(path string) (*parsedFile, fileIdentity, bool, error) {
 	if len(b) > maxConfigBytes {
 		return nil, id, false, fmt.Errorf("%s is larger than %d bytes", path, maxConfigBytes)
 	}
+	// gcfg and git part ways on carriage returns (git reads one as a
+	// space in a value, gcfg drops it) and on backslash-newline
+	// continuations (git joins the lines, gcfg keeps the newline): a
+	// file with either is not read as git reads it.
+	if bytes.IndexByte(b, '\r') >= 0 || bytes.Contains(b, []byte("\\\n")) {
+		return nil, id, false, fmt.Errorf("%s uses line endings or continuations toolgate does not read as git does", path)
+	}
 	pf := &parsedFile{}
 	err = gcfg.ReadWithCallback(bytes.NewReader(b), func(sec, sub, key, val string, blank bool) error {
 		if key == "" {
@@ -189,6 +200,9 @@ func parseFile(path string) (*parsedFile, fileIdentity, bool, error) {
 		}
 		if blank {
 			val = "true"
+		}
+		if strings.ContainsFunc(val, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) {
+			return fmt.Errorf("%s.%s has a control character in its value", sec, key)
 		}
 		pf.settings = append(pf.settings, Setting{Section: sec, Sub: sub, Key: key, Value: val, File: path})
 		ls, lk := strings.ToLower(sec), strings.ToLower(key)

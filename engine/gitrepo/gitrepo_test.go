@@ -338,3 +338,60 @@ func TestConfigSeesEveryChange(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryRootsAndWholePaths: ORIG_HEAD and the other pseudo-refs are
+// places a revision may start from, and picks see whole paths (a
+// credential store of several components, none secret alone).
+func TestHistoryRootsAndWholePaths(t *testing.T) {
+	root := tempDir(t)
+	git(t, root, "init", "-q", "-b", "main")
+	commit(t, root, map[string]string{"a.go": "package a\n"})
+	commit(t, root, map[string]string{"tools/gh/hosts.yml": "token\n"})
+	git(t, root, "reset", "-q", "--hard", "HEAD~1")
+	git(t, root, "reflog", "expire", "--expire=now", "--all")
+	repo, err := Discover(root)
+	if err != nil || repo == nil {
+		t.Fatal(repo, err)
+	}
+	whole := func(p string) bool { return p == "tools/gh/hosts.yml" }
+	m, err := HistoryPaths(t.Context(), repo, nil, whole)
+	if err != nil || !slices.Equal(m.Paths, []string{"tools/gh/hosts.yml"}) {
+		t.Errorf("history through ORIG_HEAD, judged on whole paths: %+v, %v", m, err)
+	}
+}
+
+func TestConfigRefusesWhatGcfgReadsOtherwise(t *testing.T) {
+	home := tempDir(t)
+	for name, body := range map[string]string{
+		"continuation":     "[include]\n\tpath = no\\\ntes.cfg\n",
+		"carriage return":  "[core]\r\n\tbare = false\r\n",
+		"prefix include":   "[include]\n\tpath = %(prefix)/etc/x\n",
+		"control in value": "[core]\n\tbare = \"a\\bb\"\n",
+	} {
+		write(t, home+"/.gitconfig", body)
+		if got, err := Config(nil, home); err == nil {
+			t.Errorf("%s: settings %v, want an error", name, names(got))
+		}
+	}
+}
+
+func TestRefsNameBlob(t *testing.T) {
+	root := tempDir(t)
+	git(t, root, "init", "-q", "-b", "main")
+	commit(t, root, map[string]string{"a.go": "package a\n"})
+	repo, _ := Discover(root)
+	if why := RefsNameBlob(repo); why != "" {
+		t.Fatalf("commits only: %s", why)
+	}
+	blob := git(t, root, "hash-object", "-w", "a.go")
+	git(t, root, "tag", "-a", "-m", "m", "wrapped", blob)
+	if RefsNameBlob(repo) == "" {
+		t.Error("an annotated tag of a blob: want a reason")
+	}
+	if NamedBlob(repo, []string{"wrapped"}) == "" || NamedBlob(repo, []string{"wrapped~0"}) == "" {
+		t.Error("a blob named through a tag: want a reason")
+	}
+	if why := NamedBlob(repo, []string{"main", "HEAD~0"}); why != "" {
+		t.Errorf("commits by ref: %s", why)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
@@ -115,7 +117,7 @@ func IndexPaths(repo *Repo, pick func(string) bool) (Matches, error) {
 // name an unreachable commit). A prefix naming a blob, whose content has
 // no path to judge, is an error.
 func HistoryPaths(ctx context.Context, repo *Repo, names []string, pick func(string) bool) (Matches, error) {
-	w := &walker{ctx: ctx, pick: pick, trees: map[plumbing.Hash][]string{}, seen: map[plumbing.Hash]bool{}}
+	w := &walker{ctx: ctx, pick: pick, trees: map[treeKey][]string{}, seen: map[plumbing.Hash]bool{}}
 	st, err := storage(repo)
 	if err != nil {
 		return w.m, err
@@ -142,8 +144,8 @@ type walker struct {
 	m     Matches
 	stack []plumbing.Hash
 	seen  map[plumbing.Hash]bool
-	// trees holds, by tree, the picked paths below it (relative).
-	trees map[plumbing.Hash][]string
+	// trees holds, by tree and place, the picked paths below it.
+	trees map[treeKey][]string
 	n     int
 }
 
@@ -180,15 +182,8 @@ func (w *walker) roots(repo *Repo, names []string) error {
 	if err != nil {
 		return err
 	}
-	heads := []string{filepath.Join(repo.GitDir, "HEAD")}
-	wts, _ := filepath.Glob(filepath.Join(repo.CommonDir, "worktrees", "*", "HEAD"))
-	heads = append(heads, wts...)
-	for _, f := range heads {
-		if b, err := readSmall(f); err == nil {
-			if h, ok := hexHash(strings.TrimSpace(string(b))); ok {
-				w.push(h)
-			}
-		}
+	if err := w.pseudoRefs(repo); err != nil {
+		return err
 	}
 	for _, dir := range []string{filepath.Join(repo.CommonDir, "logs"), filepath.Join(repo.GitDir, "logs")} {
 		if err := w.reflogs(dir); err != nil {
@@ -201,6 +196,92 @@ func (w *walker) roots(repo *Repo, names []string) error {
 		}
 	}
 	return nil
+}
+
+// pseudoRefs pushes what git's pseudo-refs name: HEAD, ORIG_HEAD,
+// FETCH_HEAD (every line), MERGE_HEAD, AUTO_MERGE and every other
+// upper-case file at the top of the git directories and of each
+// worktree's, and each worktree's own refs: all names a revision may
+// use.
+func (w *walker) pseudoRefs(repo *Repo) error {
+	dirs := []string{repo.GitDir, repo.CommonDir}
+	wts, _ := filepath.Glob(filepath.Join(repo.CommonDir, "worktrees", "*"))
+	dirs = append(dirs, wts...)
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			if missing(err) {
+				continue
+			}
+			return err
+		}
+		for _, e := range ents {
+			if !pseudoRefName(e.Name()) || !e.Type().IsRegular() {
+				continue
+			}
+			if err := w.refFile(filepath.Join(d, e.Name())); err != nil {
+				return err
+			}
+		}
+		if d != repo.CommonDir {
+			if err := w.refTree(filepath.Join(d, "refs")); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func pseudoRefName(n string) bool {
+	if n == "" {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; !(c >= 'A' && c <= 'Z' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// refFile pushes the object name at the start of each line of a ref
+// file (FETCH_HEAD holds one a line).
+func (w *walker) refFile(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		if missing(err) {
+			return nil
+		}
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(io.LimitReader(f, maxReflogBytes))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) > 0 {
+			if h, ok := hexHash(fields[0]); ok {
+				w.push(h)
+			}
+		}
+	}
+	return sc.Err()
+}
+
+// refTree pushes what every ref file below dir names (a worktree's own
+// refs, which the common refs do not hold).
+func (w *walker) refTree(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if missing(err) {
+				return nil
+			}
+			return err
+		}
+		if d.Type().IsRegular() {
+			return w.refFile(p)
+		}
+		return nil
+	})
 }
 
 // reflogs pushes both object names of every reflog line below dir.
@@ -296,7 +377,7 @@ func (w *walker) object(h plumbing.Hash) error {
 		}
 		w.push(t.Target)
 	case plumbing.TreeObject:
-		found, err := w.tree(h, o, 0)
+		found, err := w.tree(h, o, "", 0)
 		if err != nil {
 			return err
 		}
@@ -309,12 +390,17 @@ func (w *walker) object(h plumbing.Hash) error {
 	return nil
 }
 
-// tree returns the picked paths below tree h, each tree read once.
-func (w *walker) tree(h plumbing.Hash, o plumbing.EncodedObject, depth int) ([]string, error) {
-	if found, ok := w.trees[h]; ok {
+// tree returns the picked paths below tree h found at prefix ("" at the
+// top, else ending in "/"). Picks are judged on whole paths (a credential
+// store may be several components, none secret alone), so a tree's
+// answer is kept by tree and place: the same tree at the same place in
+// many commits is read once.
+func (w *walker) tree(h plumbing.Hash, o plumbing.EncodedObject, prefix string, depth int) ([]string, error) {
+	key := treeKey{h, prefix}
+	if found, ok := w.trees[key]; ok {
 		return found, nil
 	}
-	if depth > 4096 {
+	if depth > 4096 || len(prefix) > 1<<16 {
 		return nil, ErrTooLarge
 	}
 	if o == nil {
@@ -332,26 +418,30 @@ func (w *walker) tree(h plumbing.Hash, o plumbing.EncodedObject, depth int) ([]s
 	}
 	var found []string
 	for _, e := range t.Entries {
+		p := prefix + e.Name
 		switch {
-		case w.pick(e.Name):
-			found = append(found, e.Name)
+		case w.pick(p):
+			found = append(found, p)
 		case e.Mode == filemode.Submodule:
 			w.m.Submodules = true
 		case e.Mode == filemode.Dir:
-			sub, err := w.tree(e.Hash, nil, depth+1)
+			sub, err := w.tree(e.Hash, nil, p+"/", depth+1)
 			if err != nil {
 				return nil, err
 			}
-			for _, s := range sub {
-				found = append(found, e.Name+"/"+s)
-			}
+			found = append(found, sub...)
 		}
 		if len(found) > maxFound {
 			found = found[:maxFound]
 		}
 	}
-	w.trees[h] = found
+	w.trees[key] = found
 	return found, nil
+}
+
+type treeKey struct {
+	h      plumbing.Hash
+	prefix string
 }
 
 func hexHash(s string) (plumbing.Hash, bool) {
@@ -366,10 +456,13 @@ func hexHash(s string) (plumbing.Hash, bool) {
 	return plumbing.NewHash(s), true
 }
 
-// NamedBlob says why one of names may be a file's content named by its
-// hash (a blob, or a tag of one), which has no path to judge; "" when
-// none is. Names that are not hex are refs and revisions, which name
-// commits.
+// NamedBlob says why one of names may be a file's content (a blob, or a
+// tag of one), which has no path to judge; "" when none is. A name is
+// taken for an abbreviated object name when it is hex, and for a ref the
+// way git reads one (NAME, refs/NAME, refs/tags/NAME, refs/heads/NAME,
+// refs/remotes/NAME, refs/remotes/NAME/HEAD) up to the first character
+// that starts a revision suffix; REV:path names a file by its path,
+// judged by name elsewhere.
 func NamedBlob(repo *Repo, names []string) string {
 	st, err := storage(repo)
 	if err != nil {
@@ -378,11 +471,62 @@ func NamedBlob(repo *Repo, names []string) string {
 	defer st.Close()
 	w := &walker{st: st, seen: map[plumbing.Hash]bool{}}
 	for _, n := range names {
+		if strings.Contains(n, "^{") {
+			return fmt.Sprintf("%s peels an object, which may be a file's content", n)
+		}
 		if err := w.prefix(n); err != nil {
 			return "cannot read the repository's objects: " + err.Error()
 		}
+		ref := n
+		if i := strings.IndexAny(ref, "~^:@"); i >= 0 {
+			ref = ref[:i]
+		}
+		for _, cand := range []string{ref, "refs/" + ref, "refs/tags/" + ref, "refs/heads/" + ref, "refs/remotes/" + ref, "refs/remotes/" + ref + "/HEAD"} {
+			if r, err := storer.ResolveReference(st, plumbing.ReferenceName(cand)); err == nil {
+				w.push(r.Hash())
+			}
+		}
 	}
-	for _, h := range w.stack {
+	return blobAmong(st, w.stack)
+}
+
+// RefsNameBlob says why a ref of the repository may name a file's
+// content (directly or through tags), which %(raw) and %(contents) print
+// with no path to judge; "" when none does.
+func RefsNameBlob(repo *Repo) string {
+	st, err := storage(repo)
+	if err != nil {
+		return "cannot read the repository's objects: " + err.Error()
+	}
+	defer st.Close()
+	w := &walker{st: st, seen: map[plumbing.Hash]bool{}}
+	refs, err := st.IterReferences()
+	if err != nil {
+		return "cannot read the repository's refs: " + err.Error()
+	}
+	n := 0
+	err = refs.ForEach(func(r *plumbing.Reference) error {
+		if n++; n > maxObjects {
+			return ErrTooLarge
+		}
+		if r.Type() == plumbing.HashReference {
+			w.push(r.Hash())
+		}
+		return nil
+	})
+	if err != nil {
+		return "cannot read the repository's refs: " + err.Error()
+	}
+	if err := w.pseudoRefs(repo); err != nil {
+		return "cannot read the repository's refs: " + err.Error()
+	}
+	return blobAmong(st, w.stack)
+}
+
+// blobAmong says which of the objects is a blob, or a tag (of a tag) of
+// one.
+func blobAmong(st *filesystem.Storage, hs []plumbing.Hash) string {
+	for _, h := range hs {
 		for depth := 0; depth < 8; depth++ {
 			o, err := st.EncodedObject(plumbing.AnyObject, h)
 			if err != nil {

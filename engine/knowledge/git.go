@@ -22,8 +22,9 @@ import (
 // has not read), extensions.partialClone and remote.*.promisor (lazy
 // fetches), remote.*.uploadpack, core.sshCommand, core.askPass,
 // help.autocorrect, interactive.diffFilter, blame.ignoreRevsFile,
-// diff.orderFile, core.worktree (moves the tree git reads), and every
-// unknown section.
+// diff.orderFile, core.worktree (moves the tree git reads), log.follow
+// (follows a file through renames, so pathspecs stop limiting what is
+// printed), and every unknown section.
 var gitInertKeys = setOf(
 	// Repository format and the working tree's stat data.
 	"core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "core.ignorecase",
@@ -77,7 +78,7 @@ var gitInertKeys = setOf(
 	"diff.relative", "diff.suppressblankempty", "diff.wserrorhighlight", "diff.ignoresubmodules",
 	"diff.dirstat", "diff.autorefreshindex", "diff.srcprefix", "diff.dstprefix",
 	"diff.*.xfuncname", "diff.*.funcname", "diff.*.wordregex", "diff.*.binary",
-	"log.date", "log.decorate", "log.abbrevcommit", "log.follow", "log.showroot", "log.mailmap", "log.excludedecoration",
+	"log.date", "log.decorate", "log.abbrevcommit", "log.showroot", "log.mailmap", "log.excludedecoration",
 	"log.initialdecorationset", "log.diffmerges", "log.graphcolors",
 	"status.showuntrackedfiles", "status.short", "status.branch", "status.submodulesummary", "status.relativepaths",
 	"status.aheadbehind", "status.showstash", "status.renames", "status.renamelimit", "status.displaycommentprefix",

@@ -49,7 +49,9 @@ var gitLog = &spec{opts: gitDiffOpts + gitLogOpts, writeOpts: "output:", reads: 
 	iv.files = append(iv.files, lineLogFiles(iv.pa.values("L"))...)
 	// git show prints each commit's patch unless told not to; log,
 	// rev-list and reflog show print patches only when asked.
-	content := gitPatch(iv) || iv.name == "git show" && !gitNoPatch(iv)
+	// -L prints the lines of its file through every rename in its
+	// history, under names it was never given.
+	content := gitPatch(iv) || iv.pa.has("L") || iv.name == "git show" && !gitNoPatch(iv)
 	g := Git{Scope: gitScopeIf(content, GitHistory)}
 	if g.Scope == GitNoContent && iv.name == "git show" {
 		g.Scope = GitNamed // a blob is shown whole, whatever the options
@@ -107,8 +109,12 @@ func gitUse(iv *invocation, g Git) string {
 			g.Names = append(g.Names, op.val)
 		}
 	}
-	if iv.pa.sawDD && g.Scope != GitNoContent {
+	// --follow and -L follow a file through renames, --full-diff prints
+	// whole commits: what is printed is not limited by the pathspecs.
+	widened := iv.pa.has("follow", "full-diff", "L")
+	if iv.pa.sawDD && g.Scope != GitNoContent && !widened {
 		g.Pathspecs = literalPathspecs(ops[before:])
+		g.FoldPathspecs = iv.outer != nil && iv.outer.pa.has("icase-pathspecs")
 	}
 	iv.a.out.Git = append(iv.a.out.Git, g)
 	return ""
@@ -377,7 +383,7 @@ func gitGrepReads(iv *invocation) string {
 	// git grep reads an assume-unchanged or skip-worktree file from the
 	// index, where the tree on disk may not have it: the index's paths
 	// are judged too.
-	iv.a.out.Git = append(iv.a.out.Git, Git{Scope: GitIndex, Pathspecs: literalPathspecs(ops)})
+	iv.a.out.Git = append(iv.a.out.Git, Git{Scope: GitIndex, Pathspecs: literalPathspecs(ops), FoldPathspecs: icaseAll})
 	return iv.recursiveRoots(roots, Tree{Hidden: true, SkipDirs: []string{".git"}})
 }
 
@@ -607,9 +613,13 @@ var gitAtoms = map[string]bool{
 	"objectmode": true, "path": true, "stage": true, "eolinfo": true, "eolattr": true,
 }
 
+// gitObjectAtoms print what the object a ref names holds.
+var gitObjectAtoms = map[string]bool{"raw": true, "contents": true, "subject": true, "body": true, "trailers": true}
+
 // gitAtomOpts checks --format (and cat-file's --batch-check) values:
 // %(atom) names from gitAtoms, %% and %xx.
 func gitAtomOpts(iv *invocation) string {
+	refObjects := false
 	for _, v := range iv.pa.values("format", "batch-check") {
 		for i := 0; i < len(v); i++ {
 			if v[i] != '%' {
@@ -628,6 +638,11 @@ func gitAtomOpts(iv *invocation) string {
 				name, _, _ := strings.Cut(strings.TrimPrefix(v[i+1:i+k], "*"), ":")
 				if !gitAtoms[name] {
 					return iv.failf("format %q: %%(%s) is not a known harmless atom", v, name)
+				}
+				if gitObjectAtoms[name] && !refObjects {
+					// A ref may name a blob, whose content these print.
+					refObjects = true
+					iv.a.out.Git = append(iv.a.out.Git, Git{RefObjects: true})
 				}
 				i += k
 			default:

@@ -126,6 +126,12 @@ type Git struct {
 	// Pathspecs limit the files whose content is printed to those below
 	// them (literal paths after "--"); nil means no limit.
 	Pathspecs []string
+	// FoldPathspecs: the pathspecs match regardless of case
+	// (--icase-pathspecs).
+	FoldPathspecs bool
+	// RefObjects is set when the command prints the objects refs name
+	// (%(raw), %(contents)), which may be files' contents.
+	RefObjects bool
 	// Remotes is set when the command prints remote URLs.
 	Remotes bool
 	// Recurses is set when the command runs git in the submodules'

@@ -8,8 +8,8 @@ import (
 )
 
 // exposure reports why a read-only command should still not run unasked:
-// it would print stored git credentials, or read a repository outside the
-// project, whose configuration can run code. "" means nothing found.
+// it would print stored git credentials, or tell git to use another
+// repository, whose configuration can run code. "" means nothing found.
 // (Variables and environments are judged by the shell analysis, reads by
 // the read roots.)
 func exposure(cmds []shell.Command) string {
@@ -19,12 +19,6 @@ func exposure(cmds []shell.Command) string {
 		}
 		args := c.Argv[1:]
 		switch c.Argv[0] {
-		case "cd", "pushd":
-			// Where cd goes is a read target, judged against the read
-			// roots; git after it runs elsewhere.
-			if runsGit(cmds) {
-				return gitElsewhere
-			}
 		case "git":
 			if why := gitExposure(args, c.Env); why != "" {
 				return why
@@ -34,11 +28,11 @@ func exposure(cmds []shell.Command) string {
 	return ""
 }
 
-// gitElsewhere is why git run anywhere but the project's root, or on
-// another repository, is not read-only: a repository the project carries
-// as files (a bare one, or one named by commondir) brings a config that
-// git obeys, and core.fsmonitor or diff.external run programs.
-const gitElsewhere = "runs git outside the project's root or on another repository, whose configuration can run code"
+// gitElsewhere is why git run outside the project, or told to use another
+// repository, is not read-only: toolgate reads the repository git finds
+// where it runs (gitproof.go), and -C, --git-dir, --work-tree, --bare and
+// GIT_* variables point it elsewhere.
+const gitElsewhere = "runs git outside the project or on another repository, whose configuration can run code"
 
 func gitExposure(args, env []string) string {
 	for _, e := range env {

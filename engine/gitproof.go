@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,22 +29,38 @@ import (
 //     secret-shaped, unless its pathspecs leave them out;
 //   - remote URLs it prints must carry no credentials.
 //
-// dir is where the line runs, as given.
-func (rs *readScope) gitProof(dir string, cmds []shell.Command, uses []shell.Git) string {
-	if !runsGit(cmds) {
-		return ""
-	}
-	if dir == "" {
+// dir is where the line runs, as given; at is where git runs in it, as
+// a static cd left it (relative to dir, or absolute). git runs in the
+// project only: elsewhere it prints another repository's files, reads
+// outside the read roots.
+func (rs *readScope) gitProof(dir, at string, uses []shell.Git) string {
+	if dir == "" && !filepath.IsAbs(at) {
 		return "runs git with no working directory to find its repository in"
 	}
-	resolved, err := rs.proofs.Resolve("/", dir)
-	if err != nil {
-		// The directory is not here to look at: git cannot run in it
-		// either, on this machine.
-		return ""
+	start := expandHome(at, rs.home)
+	if !filepath.IsAbs(start) {
+		start = filepath.Join(dir, start)
 	}
-	if fi, err := os.Stat(resolved); err != nil || !fi.IsDir() {
-		return ""
+	if !filepath.IsAbs(start) {
+		return gitElsewhere
+	}
+	resolved, err := rs.proofs.Resolve("/", start)
+	if err == nil {
+		if fi, serr := os.Stat(resolved); serr != nil || !fi.IsDir() {
+			err = fs.ErrNotExist
+		}
+	}
+	if err != nil {
+		// Not on this machine's disk: the project's own directory is
+		// judged as written, as every path of it is; anywhere else git
+		// may find any repository.
+		if len(rs.dirs) > 0 && filepath.Clean(start) == filepath.Clean(rs.dirs[0]) {
+			return ""
+		}
+		return "runs git in " + truncate(start, 200) + ", which is not on this machine's disk to read"
+	}
+	if !rs.inProject(resolved) {
+		return gitElsewhere
 	}
 	repo, err := gitrepo.Discover(resolved)
 	switch {

@@ -94,3 +94,38 @@ func TestGitNeedsTheUsersHome(t *testing.T) {
 		t.Errorf("git status with a known, empty home: %s (%s), want allow", res.Decision, res.Reason)
 	}
 }
+
+// TestGitAfterCd: git runs where a static cd leaves it, and obeys the
+// repository it finds there: the project's from its root or a plain
+// subdirectory, a nested repository's (with its own config) from inside
+// that one; never outside the project.
+func TestGitAfterCd(t *testing.T) {
+	project, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"src", "vendor/lib"} {
+		if err := os.MkdirAll(filepath.Join(project, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitRun(t, project, "init", "-q")
+	gitRun(t, filepath.Join(project, "vendor/lib"), "init", "-q")
+	gitRun(t, filepath.Join(project, "vendor/lib"), "config", "core.fsmonitor", "./run.sh")
+	e := newHomeEngine(t, nil, nil)
+	for cmd, allow := range map[string]bool{
+		"cd " + project + " && git status --short": true,
+		"cd src && git log --oneline -3":           true,
+		"cd src; git status":                       true,
+		"cd vendor/lib && git status":              false,
+		"cd vendor && cd lib && git log":           false,
+		"cd .. && git status":                      false,
+		"cd /tmp && git status":                    false,
+		"cd missing && git status":                 false, // not here to read: on the agent's disk it may be a repository
+	} {
+		res := mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": cmd}), WorkingDirectory: project, Mode: ModeAuto})
+		if (res.Decision == Allow) != allow {
+			t.Errorf("%s: %s (%s), want allowed %v", cmd, res.Decision, res.Reason, allow)
+		}
+	}
+}

@@ -38,7 +38,12 @@ func (e *Engine) judgeShellPlaces(rs *readScope, cwd, dir string, a *shell.Analy
 	}
 	// Programs that files where they run can make fetch or run code
 	// (toolchain.go).
+	var gitDirs []string
 	for _, t := range a.Toolchains {
+		if t.Family == shell.ToolchainGit {
+			gitDirs = append(gitDirs, t.Dir)
+			continue
+		}
 		if why := rs.judgeToolchain(dir, t); why != "" {
 			return why
 		}
@@ -46,8 +51,13 @@ func (e *Engine) judgeShellPlaces(rs *readScope, cwd, dir string, a *shell.Analy
 	if why := exposure(a.Commands); why != "" {
 		return why
 	}
-	if dir != cwd && runsGit(a.Commands) {
-		return gitElsewhere
+	if runsGit(a.Commands) && len(gitDirs) == 0 {
+		return gitElsewhere // git the analysis did not place
 	}
-	return rs.gitProof(dir, a.Commands, a.Git)
+	for _, d := range gitDirs {
+		if why := rs.gitProof(dir, d, a.Git); why != "" {
+			return why
+		}
+	}
+	return ""
 }

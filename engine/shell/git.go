@@ -154,8 +154,9 @@ func lineLogFiles(vals []string) []wordInfo {
 }
 
 var gitSpec = &spec{
-	names: "git",
-	style: styleSub,
+	names:     "git",
+	style:     styleSub,
+	toolchain: ToolchainGit,
 	opts: "C: P no-pager bare no-replace-objects literal-pathspecs glob-pathspecs noglob-pathspecs icase-pathspecs " +
 		"no-optional-locks no-lazy-fetch no-advice git-dir: work-tree: namespace: version",
 	check: func(iv *invocation) string {

@@ -21,6 +21,9 @@ const (
 	// ToolchainPython: python, which version managers' shims pick from
 	// .python-version and the like.
 	ToolchainPython ToolchainFamily = "python"
+	// ToolchainGit: git, which obeys the repository it discovers from
+	// where it runs (its config, hooks and history; engine/gitproof.go).
+	ToolchainGit ToolchainFamily = "git"
 )
 
 // Toolchain is one program the line runs whose behaviour depends on

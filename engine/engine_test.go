@@ -229,7 +229,7 @@ func TestCheckSafeTools(t *testing.T) {
 			t.Run(name+"/"+mode.String(), func(t *testing.T) {
 				res := mustCheck(t, e, &Request{Tool: tool(name, map[string]any{}), WorkingDirectory: cwd, Mode: mode})
 				want{d: Allow, s: SourceSafeTool, reason: name}.check(t, res)
-				if !res.Kind.isSafe() {
+				if !res.Kind.IsSafe() {
 					t.Errorf("Kind = %q, want a safe kind", res.Kind)
 				}
 			})

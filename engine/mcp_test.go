@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"maps"
-	"slices"
 	"testing"
+
+	"github.com/toolgate/toolgate/engine/vocab"
 )
 
 // TestMCPToolsNeverBuiltins: a tool an MCP server provides, under any
@@ -14,7 +14,7 @@ import (
 // the MCP tool or its server does.
 func TestMCPToolsNeverBuiltins(t *testing.T) {
 	l := newLayout(t)
-	names := slices.Sorted(maps.Keys(builtinTools))
+	names := vocab.BuiltinNames(func(vocab.Kind) bool { return true })
 	allow := append([]string{"Bash(ls)", "Read(//**)", "Edit(//**)", "WebFetch(domain:example.com)"}, names...)
 	e := newEngine(t, policyOf(PolicySpec{Permissions: RuleSet{Allow: allow}}), nil)
 	input := map[string]any{"file_path": "main.go", "command": "ls", "todos": []any{}, "url": "https://example.com"}

@@ -64,7 +64,7 @@ func compilePolicy(name string, spec PolicySpec, home string) (*policy, error) {
 		if t == "" {
 			return nil, fmt.Errorf("safe_tools[%d]: empty name", i)
 		}
-		if k := p.vocab.Kind(t); k != KindUnknown && !k.isSafe() {
+		if k := p.vocab.Kind(t); k != KindUnknown && !k.IsSafe() {
 			return nil, fmt.Errorf("safe_tools[%d]: %q is a %s tool and cannot be made safe", i, t, k)
 		}
 		p.safe[t] = true

@@ -192,7 +192,7 @@ func classify(ctx context.Context, k *check) (Result, bool) {
 // safeTool reports whether the call is a read-only tool (by kind or by the
 // policy's list) whose every read is proven.
 func (k *check) safeTool() bool {
-	return (k.c.kind.isSafe() || k.p.safe[k.c.name]) && k.c.unproven == ""
+	return (k.c.kind.IsSafe() || k.p.safe[k.c.name]) && k.c.unproven == ""
 }
 
 // readOnlyCommand reports whether the call is a shell command the shell

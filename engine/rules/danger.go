@@ -3,6 +3,8 @@ package rules
 import (
 	"fmt"
 	"strings"
+
+	"github.com/toolgate/toolgate/engine/vocab"
 )
 
 // An allow rule is dangerous when it hands out arbitrary code execution:
@@ -193,17 +195,21 @@ func (p *pathPattern) danger() string {
 	return ""
 }
 
-// Tool names other agents give their shell and file-writing tools: literal
-// allow rules naming them are checked for warnings like Bash and Edit rules.
+// The tool names agents give their shell and file-writing tools, from the
+// vocabulary: literal allow rules naming them are checked for warnings
+// like Bash and Edit rules.
 var (
-	shellToolNames = map[string]bool{
-		"bash": true, "shell": true, "local_shell": true, "exec_command": true, "run_shell_command": true,
-	}
-	editToolNames = map[string]bool{
-		"MultiEdit": true, "edit_file": true, "multi_edit": true, "write_file": true, "replace": true,
-		"apply_patch": true, "notebook_edit": true,
-	}
+	shellToolNames = namesOf(func(k vocab.Kind) bool { return k == vocab.KindShell })
+	editToolNames  = namesOf(vocab.Kind.IsEdit)
 )
+
+func namesOf(keep func(vocab.Kind) bool) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range vocab.BuiltinNames(keep) {
+		m[n] = true
+	}
+	return m
+}
 
 // warnings returns the warnings of an allow list.
 func warnings(list string, rules []Rule) []Warning {

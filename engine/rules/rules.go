@@ -53,6 +53,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/toolgate/toolgate/engine/vocab"
 )
 
 // Rule is one parsed permission rule. Only Parse makes a usable Rule (the
@@ -298,17 +300,17 @@ func compile(tool, spec string, has bool) (*matcher, string) {
 	return m, ""
 }
 
-// Call kinds, as the caller names them in Call.Kind.
+// Call kinds, as the caller names them in Call.Kind: the vocabulary's.
 const (
-	kindShell        = "shell"
-	kindRead         = "read"
-	kindSearch       = "search"
-	kindEdit         = "edit"
-	kindWrite        = "write"
-	kindNotebookEdit = "notebook_edit"
-	kindPatch        = "patch"
-	kindWebFetch     = "web_fetch"
-	kindWebSearch    = "web_search"
+	kindShell        = string(vocab.KindShell)
+	kindRead         = string(vocab.KindRead)
+	kindSearch       = string(vocab.KindSearch)
+	kindEdit         = string(vocab.KindEdit)
+	kindWrite        = string(vocab.KindWrite)
+	kindNotebookEdit = string(vocab.KindNotebookEdit)
+	kindPatch        = string(vocab.KindPatch)
+	kindWebFetch     = string(vocab.KindWebFetch)
+	kindWebSearch    = string(vocab.KindWebSearch)
 )
 
 func isPathKind(k string) bool {

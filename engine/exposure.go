@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolgate/toolgate/engine/knowledge"
 	"github.com/toolgate/toolgate/engine/shell"
 )
 
@@ -58,20 +59,11 @@ func gitExposure(args, env []string) string {
 		// Only a single named key may be read: listings and regexps
 		// print tokens (http.*.extraheader, credential helpers).
 		rest := args[i+1:]
-		if len(rest) != 2 || (rest[0] != "--get" && rest[0] != "get") || !harmlessGitKeys[strings.ToLower(rest[1])] {
+		if len(rest) != 2 || (rest[0] != "--get" && rest[0] != "get") || !knowledge.GitConfigPrintable(rest[1]) {
 			return "may print stored git credentials"
 		}
 	}
 	return ""
-}
-
-// harmlessGitKeys are the config keys git config --get may print locally:
-// an allowlist, since remote URLs, http.*.extraheader, credential helpers
-// and includes all carry or lead to tokens.
-var harmlessGitKeys = map[string]bool{
-	"user.name": true, "user.email": true, "core.editor": true, "core.autocrlf": true, "core.bare": true,
-	"core.ignorecase": true, "core.filemode": true, "init.defaultbranch": true, "pull.rebase": true,
-	"push.default": true, "merge.ff": true, "commit.gpgsign": true, "core.symlinks": true,
 }
 
 func runsGit(cmds []shell.Command) bool {

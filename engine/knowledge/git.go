@@ -179,3 +179,26 @@ func GitURLCarriesCredentials(raw string) bool {
 	}
 	return true
 }
+
+// GitConfigPrintable reports whether git config --get may print the
+// value of name (section.key or section.subsection.key) locally: an
+// inert key whose value is neither a URL nor about credentials (remote
+// and submodule URLs, LFS endpoints and URL rewrites carry tokens;
+// credential, http and sendemail settings name accounts and helpers).
+func GitConfigPrintable(name string) bool {
+	i, j := strings.IndexByte(name, '.'), strings.LastIndexByte(name, '.')
+	if i <= 0 || j == len(name)-1 {
+		return false
+	}
+	section, key, sub := strings.ToLower(name[:i]), strings.ToLower(name[j+1:]), ""
+	if j > i {
+		sub = name[i+1 : j]
+	}
+	switch {
+	case section == "credential" || section == "http" || section == "sendemail" || section == "url" || section == "filter":
+		return false
+	case strings.HasSuffix(key, "url") || strings.HasSuffix(key, "insteadof"):
+		return false
+	}
+	return GitConfigInert(section, sub, key, "")
+}

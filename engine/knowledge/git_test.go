@@ -71,3 +71,18 @@ func TestGitConfigInert(t *testing.T) {
 		}
 	}
 }
+
+func TestGitConfigPrintable(t *testing.T) {
+	for name, want := range map[string]bool{
+		"user.name": true, "USER.Email": true, "core.compression": true, "core.bare": true, "init.defaultBranch": true,
+		"branch.main.remote": true, "pull.rebase": true,
+		"remote.origin.url": false, "remote.origin.pushurl": false, "submodule.lib.url": false, "lfs.url": false,
+		"url.https://tok@host/.insteadof": false, "credential.helper": false, "credential.https://h.username": false,
+		"http.sslverify": false, "sendemail.smtpuser": false, "core.fsmonitor": false, "core.pager": false,
+		"alias.x": true, "filter.lfs.clean": false, "nosuch.key": false, "user": false, "user.": false, ".x": false,
+	} {
+		if got := GitConfigPrintable(name); got != want {
+			t.Errorf("GitConfigPrintable(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

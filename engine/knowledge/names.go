@@ -65,13 +65,49 @@ var codeExtensions = []string{".go", ".py", ".js", ".mjs", ".cjs", ".ts", ".tsx"
 // broadWords are the globs whose match alone is not enough for a code file.
 var broadWords = map[string]bool{"token.*": true, "tokens.*": true, "credentials.*": true, "*credential*": true, "*secret*": true, "*passw*": true, "*_token.*": true, "*-token.*": true}
 
-// SecretName reports whether a file name (one component) is secret-shaped.
-func SecretName(name string) bool {
-	n := Fold(name)
+// SecretName reports whether a file name (one component) is secret-shaped,
+// or a backup, swap or autosave copy of one (.env~, #.env#, id_rsa.bak,
+// .netrc.orig, .id_rsa.swp): a copy holds what the file held.
+func SecretName(name string) bool { return secretName(Fold(name), 4) }
+
+func secretName(n string, depth int) bool {
 	if n == "" || n == "." || n == ".." || notShapedSet.any(n) {
 		return false
 	}
-	return strictShapeSet.any(n) || (broadShapeSet.any(n) && !hasCodeExtension(n))
+	if strictShapeSet.any(n) || (broadShapeSet.any(n) && !hasCodeExtension(n)) {
+		return true
+	}
+	for _, orig := range copiedNames(n) {
+		if depth == 0 || secretName(orig, depth-1) {
+			return true // a copy of a secret, or copies too deep to tell
+		}
+	}
+	return false
+}
+
+// backupSuffixes are what editors, tools and people append to a file's
+// name for a copy of it.
+var backupSuffixes = []string{"~", ".bak", ".backup", ".old", ".orig", ".save", ".sav", ".prev", ".tmp", ".copy", ",v", ".swp", ".swo", ".swn", ".swx", ".un~", ".rej"}
+
+// copiedNames returns the names a copy's name may have been made from: a
+// backup suffix taken off, Emacs's #name# and .#name, Vim's .name.swp.
+func copiedNames(n string) []string {
+	var out []string
+	if len(n) > 2 && strings.HasPrefix(n, "#") && strings.HasSuffix(n, "#") {
+		out = append(out, n[1:len(n)-1])
+	}
+	if rest, ok := strings.CutPrefix(n, ".#"); ok && rest != "" {
+		out = append(out, rest)
+	}
+	for _, suf := range backupSuffixes {
+		if rest, ok := strings.CutSuffix(n, suf); ok && rest != "" {
+			out = append(out, rest)
+			if strings.HasPrefix(rest, ".") && len(rest) > 1 {
+				out = append(out, rest[1:]) // Vim's swap files: .name.swp
+			}
+		}
+	}
+	return out
 }
 
 // The secret shapes compiled: the globs a code file may match without

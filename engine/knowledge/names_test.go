@@ -119,3 +119,19 @@ func TestDirPicksSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretCopies: a backup, swap or autosave copy of a secret file is
+// as secret as the file; copies of ordinary files stay ordinary.
+func TestSecretCopies(t *testing.T) {
+	for name, want := range map[string]bool{
+		".env~": true, "#.env#": true, ".#.env": true, "id_ed25519.bak": true, ".netrc.orig": true, ".npmrc~": true,
+		".pgpass.old": true, ".id_rsa.swp": true, "..env.swp": true, "credentials.json.save": true, "id_rsa.bak.orig": true,
+		"secrets.yaml,v": true, "key.pem.tmp": true,
+		"main.go~": false, "notes.md.bak": false, "#README#": false, "config.old": false,
+		".bashrc.swp": false, "~": false, ".bak": false, "#": false,
+	} {
+		if got := SecretName(name); got != want {
+			t.Errorf("SecretName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -36,6 +36,14 @@ type ProtectedGroup struct {
 // only name versions (.tool-versions, .nvmrc, .python-version) run no
 // project code and are not listed either.
 //
+// DirectoryMarkers are files that make the directory holding them, and so
+// everything below it, something a tool runs or obeys: a write anywhere
+// below a directory with one is protected (pathcheck).
+var DirectoryMarkers = []struct{ Name, Why string }{
+	{"HEAD", "a directory git may take for a repository"},
+	{"pyvenv.cfg", "a Python virtual environment, whose interpreter and scripts editors and tools run"},
+}
+
 // Order matters only for the pattern a verdict reports: the first match.
 var ProtectedGroups = []ProtectedGroup{
 	{
@@ -260,6 +268,7 @@ var ProtectedGroups = []ProtectedGroup{
 			".Rprofile", ".Renviron", // R, RStudio
 			".gdbinit", ".lldbinit",
 			".exrc", ".nvimrc", ".nvim.lua", // Vim and Neovim with 'exrc'
+			"_exrc", "_vimrc", "_gvimrc", ".vimrc", ".gvimrc", // Vim's other names for them
 			".dir-locals.el", ".dir-locals-2.el", // Emacs
 		},
 	},
@@ -282,6 +291,7 @@ var ProtectedGroups = []ProtectedGroup{
 			"flake.nix", "shell.nix", // a dev shell's shellHook runs on entering it
 			"devenv.nix", "devenv.yaml", "devenv.local.nix", ".devenv/",
 			".venv/", // its interpreter, activate scripts and .pth files run on every use
+			"pyvenv.cfg", // any virtualenv: pathcheck protects all beside it too (DirectoryMarkers)
 		},
 	},
 	{
@@ -316,6 +326,10 @@ var ProtectedGroups = []ProtectedGroup{
 			".bundle/",
 			".mvn/", "mvnw", "mvnw.cmd",
 			"gradle/wrapper/", "gradlew", "gradlew.bat",
+			// bazelisk runs tools/bazel instead of bazel on every bazel
+			// command, and fetches the version .bazelversion and
+			// .bazeliskrc name.
+			"tools/bazel", "tools/bazel.*", ".bazelversion", ".bazeliskrc",
 		},
 	},
 	{

@@ -633,8 +633,10 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 	return v, nil
 }
 
-// repositoryAbove returns the HEAD file of a directory above any of the
-// paths, or "". git takes a directory for a repository when its HEAD
+// repositoryAbove returns the marker file (knowledge.DirectoryMarkers) of
+// a directory above any of the paths, or "": a HEAD, or a virtual
+// environment's pyvenv.cfg, whose interpreter and scripts editors and
+// tools run. git takes a directory for a repository when its HEAD
 // reads as a ref or an object name and it has objects/ and refs/ (or a
 // commondir file naming where they are): setup.c's is_git_directory, tried
 // on every directory from the working directory up. A write below a
@@ -650,9 +652,11 @@ func repositoryAbove(paths []string) string {
 				break // and everything above it
 			}
 			seen = append(seen, d)
-			head := strings.TrimSuffix(d, "/") + "/HEAD"
-			if _, err := os.Lstat(head); err == nil || !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-				return head + " (a directory git may take for a repository)"
+			for _, m := range knowledge.DirectoryMarkers {
+				f := strings.TrimSuffix(d, "/") + "/" + m.Name
+				if _, err := os.Lstat(f); err == nil || !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+					return f + " (" + m.Why + ")"
+				}
 			}
 			if d == "/" || d == "." {
 				break

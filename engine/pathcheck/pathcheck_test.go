@@ -897,3 +897,28 @@ func TestCheckRepositoryAbove(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckVirtualenvAbove: a directory holding a pyvenv.cfg is a Python
+// virtual environment, whatever its name, whose interpreter, activate
+// scripts and site-packages editors and tools run: writes anywhere below
+// it are protected.
+func TestCheckVirtualenvAbove(t *testing.T) {
+	tr := newTree(t)
+	if err := os.MkdirAll(filepath.Join(tr.app, "env/bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tr.app, "env/pyvenv.cfg"), []byte("home = /usr/bin\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := mustNew(t, []string{tr.app}, DefaultProtected)
+	for p, want := range map[string]bool{"env/bin/python": true, "env/lib/python3.12/site-packages/x.pth": true,
+		"env/bin/activate": true, "envelope/x.go": false, "src/env.py": false} {
+		v, err := c.Check(tr.app, p)
+		if err != nil || !v.Inside {
+			t.Fatalf("Check(%q) = %+v, %v; want inside", p, v, err)
+		}
+		if got := strings.Contains(v.Protected, "pyvenv.cfg"); got != want {
+			t.Errorf("Check(%q).Protected = %q, want a pyvenv.cfg above: %v", p, v.Protected, want)
+		}
+	}
+}

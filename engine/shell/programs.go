@@ -374,7 +374,9 @@ func checkGofmt(iv *invocation) string {
 	if len(iv.pa.ops) == 0 {
 		return "" // stdin
 	}
-	return iv.recursiveRoots(iv.pa.ops, Tree{Hidden: true, Names: []string{"*.go"}})
+	// gofmt opens the .go entries it finds, links to files included:
+	// they may lead anywhere.
+	return iv.recursiveRoots(iv.pa.ops, Tree{Hidden: true, Follow: true, FollowNamed: true, Names: []string{"*.go"}})
 }
 
 // patternFirst splits a grep-like command's operands: the first is the

@@ -290,7 +290,7 @@ var ProtectedGroups = []ProtectedGroup{
 			"mise.toml", "mise.*.toml", ".mise.toml", ".mise.*.toml", ".mise/", ".config/mise/", ".config/mise.toml",
 			"flake.nix", "shell.nix", // a dev shell's shellHook runs on entering it
 			"devenv.nix", "devenv.yaml", "devenv.local.nix", ".devenv/",
-			".venv/", // its interpreter, activate scripts and .pth files run on every use
+			".venv/",     // its interpreter, activate scripts and .pth files run on every use
 			"pyvenv.cfg", // any virtualenv: pathcheck protects all beside it too (DirectoryMarkers)
 		},
 	},

@@ -2,10 +2,14 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/toolgate/toolgate/engine/knowledge"
 	"github.com/toolgate/toolgate/engine/rules"
 	"github.com/toolgate/toolgate/engine/shell"
 )
@@ -56,9 +60,9 @@ func (k *check) allowVeto(ctx context.Context) string {
 
 // judgeOperands judges every word of commands the shell analysis does not
 // know as a read: what a program the table does not list does with its
-// operands is not known, so each one that names a file (an operand, or an
-// option's value after '=') must be readable locally. Relative words are
-// judged from dir and from every directory a cd in the line leads to.
+// operands is not known, so each one that may name a file (operandPaths)
+// must be readable locally. Relative words are judged from dir and from
+// every directory a cd in the line leads to.
 func (e *Engine) judgeOperands(rs *readScope, dir string, cmds []shell.Command) string {
 	dirs := []string{dir}
 	for _, cmd := range cmds {
@@ -94,27 +98,85 @@ func (e *Engine) judgeOperands(rs *readScope, dir string, cmds []shell.Command) 
 			continue
 		}
 		for _, w := range args {
-			v := w
-			if strings.HasPrefix(w, "-") {
-				var ok bool
-				if _, v, ok = strings.Cut(w, "="); !ok {
+			for _, o := range operandPaths(w) {
+				v := o.path
+				if v == "" || v == "/dev/null" {
 					continue
 				}
-			}
-			if v == "" || v == "/dev/null" {
-				continue
-			}
-			for _, d := range dirs {
-				if why := rs.judge(d, v); why != "" {
-					return fmt.Sprintf("%s: %s", cmd.Argv[0], why)
-				}
-				if filepath.IsAbs(expandHome(v, e.home)) {
-					break
+				for _, d := range dirs {
+					if o.ifExists && !e.names(d, v) {
+						continue
+					}
+					if why := rs.judge(d, v); why != "" {
+						return fmt.Sprintf("%s: %s", cmd.Argv[0], why)
+					}
+					if filepath.IsAbs(expandHome(v, e.home)) {
+						break
+					}
 				}
 			}
 		}
 	}
 	return ""
+}
+
+// operandPath is a word, or a part of one, that may name a file.
+type operandPath struct {
+	path string
+	// ifExists: one reading of the word among others, judged only where
+	// it names something (a bundle's later letters: in -Isrc/include,
+	// "/include" names nothing, and no program reads it).
+	ifExists bool
+}
+
+// operandPaths are the paths the word w may name for a program whose
+// options toolgate does not know: an operand, and its value after '='
+// (curl -F name=@FILE); an option's value after '='; for a short-option
+// word, what follows its first letter (-fFILE), and what follows each
+// later letter of its leading run if it names something (-sK/etc/x);
+// and in each of these the file after an '@' (curl -d@FILE, gcc @FILE).
+func operandPaths(w string) []operandPath {
+	var vs []operandPath
+	if _, v, ok := strings.Cut(w, "="); ok {
+		vs = append(vs, operandPath{path: v})
+	}
+	switch {
+	case !strings.HasPrefix(w, "-"):
+		vs = append(vs, operandPath{path: w})
+	case !strings.HasPrefix(w, "--"):
+		for i := 2; i < len(w); i++ {
+			vs = append(vs, operandPath{w[i:], i > 2})
+			if c := w[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+				break // the run of letters ended: the value began here or before
+			}
+		}
+	}
+	out := vs
+	for _, v := range vs {
+		for rest := v.path; ; {
+			_, after, ok := strings.Cut(rest, "@")
+			if !ok {
+				break
+			}
+			out = append(out, operandPath{after, v.ifExists})
+			rest = after
+		}
+	}
+	return out
+}
+
+// names says whether the word v, from dir, names something on disk (a
+// link too), or is a pattern, which may.
+func (e *Engine) names(dir, v string) bool {
+	p := expandHome(v, e.home)
+	if knowledge.HasMeta(p) {
+		return true
+	}
+	if !filepath.IsAbs(p) {
+		p = dir + "/" + p // not cleaned: the kernel resolves links before ..
+	}
+	_, err := os.Lstat(p)
+	return err == nil || !errors.Is(err, fs.ErrNotExist)
 }
 
 // vetoWarnings are the warnings about a policy's allow rules that match

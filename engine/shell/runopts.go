@@ -43,7 +43,7 @@ func RunsProgram(c Command) string {
 			return why
 		}
 	}
-	row := runRows[prog]
+	row := rowFor(prog)
 	sub := firstOperand(args)
 	for i, w := range args {
 		if why := row.match(prog, sub, w, args[i+1:]); why != "" {
@@ -63,12 +63,28 @@ type runRow struct {
 	// with or without "=value"; single are single-dash long options
 	// (find -exec, gcc -fplugin=), matched as a prefix of the word.
 	long, single []string
+	// abbrev: the program takes any prefix of a long option (getopt_long,
+	// argp, nopt), so a prefix of two letters or more of one in long
+	// counts, unless it is exactly one of exact, other options the
+	// parser would pick first.
+	abbrev bool
+	exact  []string
 	// short are short option letters; cluster says they may be bundled
-	// (-avze), else only the word's first letter counts.
-	short   string
-	cluster bool
-	// words are prefixes of any argument (less +!cmd, make SHELL=).
+	// (-avze), else only the word's first letter counts. In a bundle,
+	// a letter of takes (an option with a value) ends it: the rest of
+	// the word is that value.
+	short, takes string
+	cluster      bool
+	// inert says an option of short or long (its letter or full name)
+	// with this value runs nothing (pytest -p no:NAME).
+	inert func(opt, value string) bool
+	// words are prefixes of any argument (less +!cmd, gcc @FILE).
 	words []string
+	// vars are make variables whose assignment on the command line, by
+	// any operator, picks the shell or options (makeAssignRuns).
+	vars []string
+	// more are the row's own spellings (gcc -Wl,-plugin,SO).
+	more func(w string, rest []string) bool
 	// subs limits the options to these subcommands (the first operand).
 	subs []string
 	why  string
@@ -84,27 +100,44 @@ var runTable = []struct {
 	{[]string{"npm", "npx", "pnpm", "pnpx", "yarn", "bun", "bunx"}, runRow{
 		// npm reads any --key=value as configuration: these keys name
 		// programs, code to load, or files of configuration that may.
+		// nopt takes abbreviations (--script-sh).
 		long: []string{"script-shell", "shell", "node-options", "userconfig", "globalconfig", "git", "call", "init-module",
 			"onload-script", "editor", "browser", "viewer", "sign-git-commit", "sign-git-tag"},
+		abbrev: true, exact: []string{"global", "user"},
 		short: "c", why: "names a program, code to load or configuration that does"}},
 	{[]string{"rg"}, runRow{long: []string{"pre", "hostname-bin"}, why: "runs a program on each file or for the host name"}},
-	{[]string{"sort", "gsort"}, runRow{long: []string{"compress-program"}, why: "runs the compressor it names"}},
+	{[]string{"sort", "gsort"}, runRow{long: []string{"compress-program"}, abbrev: true, why: "runs the compressor it names"}},
 	{[]string{"go"}, runRow{single: []string{"-exec", "-toolexec", "-vettool"}, why: "runs the program it names"}},
-	{[]string{"diff", "sdiff", "diff3"}, runRow{long: []string{"diff-program"}, why: "runs the program it names"}},
+	{[]string{"diff", "sdiff", "diff3"}, runRow{long: []string{"diff-program"}, abbrev: true, why: "runs the program it names"}},
 	{[]string{"tar", "gtar", "bsdtar"}, runRow{long: []string{"use-compress-program", "to-command", "checkpoint-action", "info-script",
-		"new-volume-script", "rsh-command", "rmt-command"}, short: "IF", cluster: true,
+		"new-volume-script", "rsh-command", "rmt-command"}, abbrev: true, exact: []string{"checkpoint"}, short: "IF", cluster: true,
 		why: "runs a compressor, script or command it names"}},
 	{[]string{"find"}, runRow{single: []string{"-exec", "-ok"}, why: "runs a command on what it finds"}},
-	{[]string{"man"}, runRow{long: []string{"pager", "html"}, short: "PH", cluster: true, why: "runs a pager or browser it names"}},
+	{[]string{"man"}, runRow{long: []string{"pager", "html"}, abbrev: true, short: "PH", cluster: true, why: "runs a pager or browser it names"}},
 	{[]string{"less", "more", "most"}, runRow{words: []string{"+"}, why: "runs commands given with +"}},
 	{[]string{"rsync"}, runRow{long: []string{"rsh", "rsync-path"}, short: "e", cluster: true, why: "runs a remote shell it names"}},
 	{[]string{"scp", "sftp", "ssh"}, runRow{short: "SoF", cluster: true, why: "runs a program or proxy command it names, or a configuration file that may"}},
 	{[]string{"zip"}, runRow{single: []string{"-TT"}, why: "runs a test command it names"}},
-	{[]string{"pytest", "py.test"}, runRow{long: []string{"pdbcls"}, short: "p", why: "loads a plugin or debugger it names"}},
+	// pytest: -p loads a plugin; -o addopts=, and a configuration file
+	// (-c), add any option, -p too. argparse bundles short options and
+	// takes prefixes of long ones (--co is --collect-only, --pdb its own).
+	{[]string{"pytest", "py.test"}, runRow{long: []string{"pdbcls", "override-ini", "config-file"}, abbrev: true, exact: []string{"pdb", "co"},
+		short: "poc", takes: "kmrWn", cluster: true, inert: pytestInert, why: "loads a plugin or debugger, or options that may"}},
 	{[]string{"cargo"}, runRow{long: []string{"config"}, why: "sets configuration, which names runners and wrappers"}},
-	{[]string{"gcc", "g++", "cc", "c++", "clang", "clang++"}, runRow{single: []string{"-B", "-fplugin", "-specs", "--specs"},
-		why: "runs programs or plugins it names"}},
-	{[]string{"make", "gmake"}, runRow{words: []string{"SHELL=", ".SHELLFLAGS=", "MAKESHELL="}, why: "runs its recipes with a shell it names"}},
+	// Compilers: programs (-B, -wrapper, a linker by path), plugins of the
+	// compiler or the linker, and options read from files (@FILE, clang
+	// --config), which may hold any of them.
+	{[]string{"gcc", "g++", "cc", "c++", "clang", "clang++"}, runRow{single: []string{"-B", "-fplugin", "-fpass-plugin", "-specs", "--specs",
+		"-wrapper", "--config", "--ld-path"}, words: []string{"@"}, more: compilerRuns,
+		why: "runs programs or plugins it names, or reads options from a file"}},
+	{[]string{"ld", "ld.bfd", "ld.gold", "ld.lld", "lld", "gold", "mold"}, runRow{long: []string{"plugin"}, words: []string{"@"},
+		more: func(w string, _ []string) bool { return linkerRuns(w) }, why: "loads a plugin or reads options from a file"}},
+	// make: a command-line assignment by any operator sets the recipe
+	// shell or make's options; --eval (-E) is makefile text, which may
+	// set them or call $(shell).
+	{[]string{"make", "gmake"}, runRow{long: []string{"eval"}, abbrev: true, short: "E", takes: "CfIjlEoOW", cluster: true,
+		vars: []string{"SHELL", ".SHELLFLAGS", "MAKESHELL", "MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS", "MAKEFILES", "MAKE"},
+		why:  "runs its recipes with a shell, options or makefile text it names"}},
 }
 
 var runRows = func() map[string]*runRow {
@@ -116,6 +149,19 @@ var runRows = func() map[string]*runRow {
 	}
 	return m
 }()
+
+// rowFor is prog's row; a versioned name (gcc-13, clang-17) is its
+// program's.
+func rowFor(prog string) *runRow {
+	if r := runRows[prog]; r != nil {
+		return r
+	}
+	base := strings.TrimRight(prog, "0123456789.")
+	if b, ok := strings.CutSuffix(base, "-"); ok && base != prog {
+		return runRows[b]
+	}
+	return nil
+}
 
 // match says why the word w (followed by rest) of prog, whose first
 // operand is sub, runs a program by the row.
@@ -134,34 +180,133 @@ func (r *runRow) match(prog, sub, w string, rest []string) string {
 			return found()
 		}
 	}
-	if name, ok := strings.CutPrefix(w, "--"); ok {
-		name, _, _ = strings.Cut(name, "=")
-		if contains(r.long, normOption(name)) {
-			return found()
-		}
-		return ""
+	if r.more != nil && r.more(w, rest) {
+		return found()
 	}
-	if len(w) < 2 || w[0] != '-' {
+	if len(r.vars) > 0 && !strings.HasPrefix(w, "-") && makeAssignRuns(w, r.vars) {
+		return found()
+	}
+	next := func(v string, glued bool) string {
+		if !glued && len(rest) > 0 {
+			return rest[0]
+		}
+		return v
+	}
+	if name, ok := strings.CutPrefix(w, "--"); ok {
+		name, v, glued := strings.Cut(name, "=")
+		opt := r.longOption(normOption(name))
+		if opt == "" || r.inert != nil && r.inert(opt, next(v, glued)) {
+			return ""
+		}
+		return found()
+	}
+	if len(w) < 2 || w[0] != '-' || r.short == "" {
 		return ""
 	}
 	letters := w[1:2]
 	if r.cluster {
 		letters = w[1:]
 	}
-	if !strings.ContainsAny(letters, r.short) || r.short == "" {
+	for i := 0; i < len(letters); i++ {
+		c := letters[i]
+		if strings.IndexByte(r.short, c) >= 0 {
+			v := letters[i+1:]
+			if r.inert != nil && r.inert(string(c), next(v, v != "")) {
+				return ""
+			}
+			return found()
+		}
+		if strings.IndexByte(r.takes, c) >= 0 {
+			return "" // the rest is that option's value
+		}
+	}
+	return ""
+}
+
+// longOption is the option of long that name spells, in full or, for a
+// program that takes them, abbreviated; "" for none.
+func (r *runRow) longOption(name string) string {
+	if contains(r.long, name) {
+		return name
+	}
+	if !r.abbrev || len(name) < 2 || contains(r.exact, name) {
 		return ""
 	}
-	if prog == "pytest" || prog == "py.test" {
-		// -p no:NAME turns a plugin off.
-		v := w[2:]
-		if v == "" && len(rest) > 0 {
-			v = rest[0]
-		}
-		if strings.HasPrefix(v, "no:") {
-			return ""
+	for _, l := range r.long {
+		if strings.HasPrefix(l, name) {
+			return l
 		}
 	}
-	return found()
+	return ""
+}
+
+// makeAssignRuns says whether the make argument w is a variable
+// assignment (NAME=, :=, ::=, :::=, ?=, +=, !=, blanks allowed) that
+// runs a program: != runs its value as a shell command, and the names
+// in vars pick the recipe shell or make's own options. A name with a
+// reference ($) is known only when make expands it.
+func makeAssignRuns(w string, vars []string) bool {
+	lhs, _, ok := strings.Cut(w, "=")
+	if !ok {
+		return false
+	}
+	if strings.HasSuffix(lhs, "!") || strings.Contains(lhs, "$") {
+		return true
+	}
+	name := strings.TrimRight(strings.TrimSpace(lhs), ":?+")
+	return contains(vars, strings.TrimSpace(name))
+}
+
+// pytestInert: -p no:NAME turns a plugin off; -o sets an ini key, and
+// only these keys, which name no plugin, options or code, are inert.
+func pytestInert(opt, value string) bool {
+	switch opt {
+	case "p":
+		return strings.HasPrefix(value, "no:")
+	case "o", "override-ini":
+		key, _, _ := strings.Cut(value, "=")
+		return pytestInertKeys[strings.TrimSpace(key)]
+	}
+	return false
+}
+
+var pytestInertKeys = map[string]bool{
+	"console_output_style": true, "log_cli": true, "log_cli_level": true, "log_level": true, "junit_family": true,
+	"xfail_strict": true, "asyncio_mode": true, "timeout": true, "cache_dir": true, "verbosity_assertions": true,
+}
+
+// compilerRuns: options the compiler hands the linker (-Wl,OPTS and
+// -Xlinker OPT) that load a plugin or read options from a file; clang
+// -Xclang options that load a plugin; a linker named by path
+// (-fuse-ld=./ld, where a plain name is looked up like any program).
+func compilerRuns(w string, rest []string) bool {
+	switch {
+	case strings.HasPrefix(w, "-Wl,"):
+		for _, o := range strings.Split(w[len("-Wl,"):], ",") {
+			if linkerRuns(o) {
+				return true
+			}
+		}
+	case w == "-Xlinker" && len(rest) > 0:
+		return linkerRuns(rest[0])
+	case w == "-Xclang" && len(rest) > 0:
+		o := strings.TrimLeft(rest[0], "-")
+		return strings.HasPrefix(o, "load") || strings.Contains(o, "plugin")
+	case strings.HasPrefix(w, "-fuse-ld="):
+		return strings.Contains(w, "/")
+	}
+	return false
+}
+
+// linkerRuns says whether the linker option o loads a plugin (ld takes
+// -plugin, --plugin and their prefixes, getopt_long_only) or reads
+// options from a file (@FILE).
+func linkerRuns(o string) bool {
+	if strings.HasPrefix(o, "@") {
+		return true
+	}
+	name, _, _ := strings.Cut(strings.TrimLeft(o, "-"), "=")
+	return strings.HasPrefix(o, "-") && len(name) >= 2 && (strings.HasPrefix("plugin", name) || strings.HasPrefix(name, "plugin"))
 }
 
 // gitRunsProgram: git's global -c and --config-env set any key (pagers,
@@ -343,7 +488,7 @@ func RunOptions(prefix string) []RunOption {
 		}
 		return out
 	}
-	r := runRows[prog]
+	r := rowFor(prog)
 	if r == nil {
 		return nil
 	}
@@ -358,6 +503,9 @@ func RunOptions(prefix string) []RunOption {
 	}
 	for _, w := range r.words {
 		add(w + "x")
+	}
+	for _, v := range r.vars {
+		add(v + "=x")
 	}
 	return out
 }

@@ -34,6 +34,30 @@ func TestRunsProgram(t *testing.T) {
 		"pytest -p evil", "pytest -pevil", "pytest --pdbcls=x:Y", "python3 -m pytest -p evil", "cargo test --config target.x.runner=./x",
 		"go test -exec ./x ./...", "go build -toolexec=./x", "go vet -vettool=./x", "gcc -B./x a.c", "gcc -fplugin=./x.so a.c",
 		"make test SHELL=./x", "diff --diff-program=./x a b", "sdiff --diff-program=./x a b",
+		// make: the recipe shell or options by any assignment operator,
+		// with blanks; != runs its value; a name known only when expanded;
+		// makefile text from --eval or -E, abbreviated, bundled or glued.
+		"make test SHELL:=./x", "make test SHELL::=./x", "make test SHELL:::=./x", "make test SHELL?=./x", "make test SHELL+=./x",
+		"make test 'SHELL = ./x'", "make test '.SHELLFLAGS:=-c id;'", "make test .SHELLFLAGS+=-x", "make 'X != id' test",
+		"make test 'MAKEFLAGS=--eval=x'", "make test 'SH$(E)LL=./x'", "gmake test MAKE=./x", "make test MAKEFILES=/tmp/x.mk",
+		"make test --eval=SHELL:=./x", "make test --eval 'SHELL=./x'", "make test --ev=x", "make test -E 'x'", "make test -ESHELL:=./x",
+		"make -sE'$(shell id)' test", "make -kE x test",
+		// pytest: addopts by -o or --override-ini (also abbreviated), -p
+		// in a bundle, options from a configuration file.
+		"pytest -o addopts='-p evil'", "pytest -oaddopts=-pevil", "pytest -o 'addopts = -p x'", "pytest --override-ini=addopts=-px",
+		"python3 -m pytest --override-ini addopts=-px tests/", "pytest --override=addopts=-px", "pytest -xo addopts=-px",
+		"pytest -o pythonpath=/tmp", "pytest -xpevil", "pytest -vvp evil", "pytest -c /tmp/x.ini", "pytest --config-file=x.ini",
+		// GNU long options by a prefix.
+		"sort --compress=./x a", "sort --compress-prog=./x a", "sort --co=./x a", "tar -xf a --to-com=./x", "tar -xf a --use-comp=./x",
+		"diff --diff-prog=./x a b", "man --pag=./x ls", "npm run test --script-sh=./x", "npm test --node-opt=--require=./x",
+		// Compilers and linkers: response and configuration files,
+		// plugins through the driver or the linker, a linker by path.
+		"gcc @build.rsp -c a.c", "g++ -c a.cc @opts", "clang --config=./x.cfg -c a.c", "clang --config ./x.cfg -c a.c",
+		"clang --config-user-dir=./d -c a.c", "gcc a.c -Wl,-plugin,./x.so", "gcc a.c -Wl,--plugin=./x.so", "gcc a.c -Wl,-O1,-plug,./x.so",
+		"gcc a.c -Wl,@./opts", "gcc a.c -Xlinker -plugin -Xlinker ./x.so", "gcc a.c -Xlinker @opts", "clang -fpass-plugin=./x.so -c a.c",
+		"clang -Xclang -load -Xclang ./x.so -c a.c", "clang -Xclang -add-plugin -Xclang x a.c", "gcc -wrapper ./x a.c",
+		"clang -fuse-ld=./myld a.c", "clang --ld-path=./myld a.c", "gcc-13 -fplugin=./x.so a.c", "clang-17 @rsp a.c",
+		"ld -plugin ./x.so a.o", "ld --plugin=./x.so a.o", "ld.bfd -plug ./x.so a.o", "ld @opts",
 		// Any program, by the option's name.
 		"mytool --exec ./x", "mytool --pager=./x", "mytool --editor ./x", "mytool --plugin=./x", "mytool --pre-commit-hook=./x",
 		"jest --runner=./x", "mocha --require ./x", "nodemon --exec ./x", "mytool --post_command=./x", "mytool -exec ./x",
@@ -64,6 +88,12 @@ func TestRunsProgram(t *testing.T) {
 		"cargo test --release", "go test -run TestX -count=1 ./...", "gcc -DBUILD=1 -O2 -o a a.c", "make test VERBOSE=1",
 		"sort -n a", "rg -n foo", "tar -xzf a.tgz", "find . -name '*.go' -print", "man ls", "less a", "rsync -av a b",
 		"CI=1 npm test", "NODE_ENV=test LC_ALL=C npm test", "mytool --no-hooks", "mytool --progress",
+		"make test CFLAGS=-O2", "make test 'V = 1'", "make -j4 test", "make -C sub test", "make -Cexamples test", "make -e test",
+		"pytest -x -vv", "pytest -rfEp", "pytest -kparse", "pytest --pdb", "pytest --co -q", "pytest --cov=src",
+		"pytest -o log_cli=true", "pytest --override-ini=junit_family=xunit2", "pytest -p no:cacheprovider",
+		"sort --check a", "tar --checkpoint=100 -xf a", "npm ls --global", "npm run build --silent",
+		"gcc -Wl,-rpath,/opt/lib -Wl,--as-needed a.c", "gcc -Xlinker --gc-sections a.c", "clang -fuse-ld=lld a.c",
+		"clang -Xclang -fcolor-diagnostics a.c", "gcc-13 -O2 -c a.c", "ld -o a a.o", "gcc -o out a.c",
 	}
 	for _, line := range inert {
 		for _, c := range Analyze(line).Commands {
@@ -80,7 +110,7 @@ func TestRunsProgram(t *testing.T) {
 func TestRunOptions(t *testing.T) {
 	for _, row := range runTable {
 		for _, name := range row.names {
-			want := len(row.row.long) + len(row.row.single) + len(row.row.short) + len(row.row.words)
+			want := len(row.row.long) + len(row.row.single) + len(row.row.short) + len(row.row.words) + len(row.row.vars)
 			if got := RunOptions(name); len(got) != want {
 				t.Errorf("RunOptions(%q) = %d probes, want %d (one per option of its row): %v", name, len(got), want, got)
 			}

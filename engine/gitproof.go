@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,9 +44,14 @@ func (rs *readScope) gitProof(dir, at string, uses []shell.Git) string {
 		return gitElsewhere
 	}
 	resolved, err := rs.proofs.Resolve("/", start)
+	var repo *gitrepo.Repo
 	if err == nil {
-		if fi, serr := os.Stat(resolved); serr != nil || !fi.IsDir() {
-			err = fs.ErrNotExist
+		if !rs.inProject(resolved) {
+			return gitElsewhere
+		}
+		repo, err = gitrepo.Discover(resolved)
+		if err != nil && !errors.Is(err, gitrepo.ErrNoDirectory) {
+			return "cannot tell which repository git uses: " + truncate(err.Error(), 200)
 		}
 	}
 	if err != nil {
@@ -59,14 +63,7 @@ func (rs *readScope) gitProof(dir, at string, uses []shell.Git) string {
 		}
 		return "runs git in " + truncate(start, 200) + ", which is not on this machine's disk to read"
 	}
-	if !rs.inProject(resolved) {
-		return gitElsewhere
-	}
-	repo, err := gitrepo.Discover(resolved)
-	switch {
-	case err != nil:
-		return "cannot tell which repository git uses: " + truncate(err.Error(), 200)
-	case repo == nil:
+	if repo == nil {
 		if rs.home == "" {
 			return "git reads the user's configuration, and the user's home directory is not known"
 		}

@@ -7,10 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/go-git/gcfg"
+
+	"github.com/toolgate/toolgate/engine/pathcheck"
 )
 
 // Setting is one key git reads, with the file it came from.
@@ -48,11 +51,21 @@ func Config(repo *Repo, home string) ([]Setting, error) {
 	}
 	files := []string{"/etc/gitconfig", filepath.Join(home, ".config/git/config"), filepath.Join(home, ".gitconfig")}
 	if repo != nil {
-		files = append(files, filepath.Join(repo.CommonDir, "config"), filepath.Join(repo.GitDir, "config.worktree"))
+		files = append(files, filepath.Join(repo.CommonDir, "config"))
 	}
 	r := &configReader{home: home}
 	for _, f := range files {
 		if err := r.read(f, 0); err != nil {
+			return nil, err
+		}
+	}
+	// The worktree's own config counts only where extensions.worktreeConfig
+	// is on (git ignores it otherwise); any spelling of true turns it on.
+	if repo != nil && slices.ContainsFunc(r.out, func(s Setting) bool {
+		return strings.EqualFold(s.Section, "extensions") && s.Sub == "" && strings.EqualFold(s.Key, "worktreeconfig") &&
+			!slices.Contains([]string{"false", "no", "off", "0", ""}, strings.ToLower(strings.TrimSpace(s.Value)))
+	}) {
+		if err := r.read(filepath.Join(repo.GitDir, "config.worktree"), 0); err != nil {
 			return nil, err
 		}
 	}
@@ -63,13 +76,6 @@ type configReader struct {
 	home  string
 	out   []Setting
 	files int
-}
-
-// fileIdentity names one version of a file (see identityOf).
-type fileIdentity struct {
-	path               string
-	dev, ino           uint64
-	size, mtime, ctime int64
 }
 
 // parsedFile is one config file's settings and the include paths in it,
@@ -83,22 +89,22 @@ type parsedFile struct {
 // same few unchanged files. It is dropped whole when full.
 var parsed struct {
 	sync.Mutex
-	m map[fileIdentity]*parsedFile
+	m map[pathcheck.Identity]*parsedFile
 }
 
 const maxParsed = 256
 
-func cachedParse(id fileIdentity) *parsedFile {
+func cachedParse(id pathcheck.Identity) *parsedFile {
 	parsed.Lock()
 	defer parsed.Unlock()
 	return parsed.m[id]
 }
 
-func keepParse(id fileIdentity, pf *parsedFile) {
+func keepParse(id pathcheck.Identity, pf *parsedFile) {
 	parsed.Lock()
 	defer parsed.Unlock()
 	if parsed.m == nil || len(parsed.m) >= maxParsed {
-		parsed.m = map[fileIdentity]*parsedFile{}
+		parsed.m = map[pathcheck.Identity]*parsedFile{}
 	}
 	parsed.m[id] = pf
 }
@@ -120,7 +126,7 @@ func (r *configReader) read(path string, depth int) error {
 	if fi.IsDir() {
 		return nil // git skips an include that is a directory
 	}
-	id, known := identityOf(path, fi)
+	id, known := pathcheck.IdentityOf(path, fi)
 	pf := (*parsedFile)(nil)
 	if known {
 		pf = cachedParse(id)
@@ -132,7 +138,7 @@ func (r *configReader) read(path string, depth int) error {
 		if pf == nil {
 			return nil // gone since the look
 		}
-		if known {
+		if known && !pathcheck.Racy(id) {
 			keepParse(id, pf)
 		}
 	}
@@ -162,23 +168,23 @@ func (r *configReader) read(path string, depth int) error {
 
 // parseFile reads and parses one config file, with the identity of the
 // version read (from the open file, so that it is the version parsed).
-func parseFile(path string) (*parsedFile, fileIdentity, bool, error) {
+func parseFile(path string) (*parsedFile, pathcheck.Identity, bool, error) {
 	f, err := os.Open(path)
 	if missing(err) {
-		return nil, fileIdentity{}, false, nil
+		return nil, pathcheck.Identity{}, false, nil
 	}
 	if err != nil {
-		return nil, fileIdentity{}, false, err
+		return nil, pathcheck.Identity{}, false, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fileIdentity{}, false, err
+		return nil, pathcheck.Identity{}, false, err
 	}
 	if fi.IsDir() {
-		return &parsedFile{}, fileIdentity{}, false, nil
+		return &parsedFile{}, pathcheck.Identity{}, false, nil
 	}
-	id, known := identityOf(path, fi)
+	id, known := pathcheck.IdentityOf(path, fi)
 	b, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
 	if err != nil {
 		return nil, id, false, err

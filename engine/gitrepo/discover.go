@@ -13,7 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
+
+	"github.com/toolgate/toolgate/engine/pathcheck"
 )
 
 // Repo is the repository git uses for a directory.
@@ -31,6 +34,9 @@ type Repo struct {
 	Bare bool
 }
 
+// ErrNoDirectory is Discover's error for a directory that is not there.
+var ErrNoDirectory = errors.New("no such directory")
+
 // maxSmallFile bounds what is read of HEAD, .git files and commondir.
 const maxSmallFile = 4096
 
@@ -47,7 +53,21 @@ func Discover(dir string) (*Repo, error) {
 		return nil, fmt.Errorf("%s is not absolute", dir)
 	}
 	d := filepath.Clean(dir)
+	if fi, err := os.Stat(d); missing(err) || err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("%s: %w", d, ErrNoDirectory) // git cannot start there
+	} else if err != nil {
+		return nil, err
+	}
 	for {
+		// Most directories on the way hold neither: one look, remembered.
+		if pathcheck.NoneIn(d, ".git", "HEAD") {
+			parent := filepath.Dir(d)
+			if parent == d {
+				return nil, nil
+			}
+			d = parent
+			continue
+		}
 		dotgit := filepath.Join(d, ".git")
 		fi, err := os.Lstat(dotgit)
 		linked := err == nil && fi.Mode()&fs.ModeSymlink != 0
@@ -148,6 +168,9 @@ func commonDir(gd string) (string, error) {
 // object name, and objects/ and refs/ (in the common directory, if
 // commondir names one) are directories.
 func isGitDirectory(d string) (bool, error) {
+	if gitDirs.known(d) {
+		return true, nil
+	}
 	// HEAD first: most directories have none, and one look settles it.
 	if ok, err := validHead(filepath.Join(d, "HEAD")); !ok || err != nil {
 		return false, err
@@ -171,7 +194,65 @@ func isGitDirectory(d string) (bool, error) {
 			return false, err
 		}
 	}
+	if common == d {
+		gitDirs.remember(d)
+	}
 	return true, nil
+}
+
+// gitDirs remembers repository directories found valid, by the identity
+// of the directory (its entries: HEAD, commondir, objects, refs appearing
+// or going change it) and of its HEAD (rewritten in place, it does not).
+var gitDirs = &knownGitDirs{m: map[string][2]pathcheck.Identity{}}
+
+type knownGitDirs struct {
+	sync.Mutex
+	m map[string][2]pathcheck.Identity
+}
+
+const maxGitDirs = 1024
+
+func (k *knownGitDirs) identities(d string) ([2]pathcheck.Identity, bool) {
+	var ids [2]pathcheck.Identity
+	for i, p := range []string{d, filepath.Join(d, "HEAD")} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return ids, false
+		}
+		id, ok := pathcheck.IdentityOf(p, fi)
+		if !ok || pathcheck.Racy(id) {
+			return ids, false
+		}
+		ids[i] = id
+	}
+	return ids, true
+}
+
+func (k *knownGitDirs) known(d string) bool {
+	k.Lock()
+	want, ok := k.m[d]
+	k.Unlock()
+	if !ok {
+		return false
+	}
+	got, ok := k.identities(d)
+	return ok && got == want
+}
+
+// remember is called after d was found valid; identities taken now that
+// still match later mean nothing changed since the look (a change before
+// them is seen by the next full look, since they are newer).
+func (k *knownGitDirs) remember(d string) {
+	ids, ok := k.identities(d)
+	if !ok {
+		return
+	}
+	k.Lock()
+	defer k.Unlock()
+	if len(k.m) >= maxGitDirs {
+		k.m = map[string][2]pathcheck.Identity{}
+	}
+	k.m[d] = ids
 }
 
 // validHead is git's validate_headref: a symbolic link into refs/, a

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/engine/pathcheck"
 )
 
 // git runs the real git with no system or user configuration, for
@@ -393,5 +396,74 @@ func TestRefsNameBlob(t *testing.T) {
 	}
 	if why := NamedBlob(repo, []string{"main", "HEAD~0"}); why != "" {
 		t.Errorf("commits by ref: %s", why)
+	}
+}
+
+// TestDiscoverSeesNewRepositories: directories found plain are
+// remembered, and a HEAD or .git that appears in one afterwards is found
+// all the same (it changes the directory's identity).
+func TestDiscoverSeesNewRepositories(t *testing.T) {
+	saved := pathcheck.RacyWindow
+	pathcheck.RacyWindow = 20 * time.Millisecond
+	defer func() { pathcheck.RacyWindow = saved }()
+	root := tempDir(t)
+	dir := root + "/a/b/c"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// File times come from a coarse clock: let the directories' times
+	// fall out of the racy window, so that they are remembered.
+	time.Sleep(50 * time.Millisecond)
+	for range 2 {
+		if repo, err := Discover(dir); err != nil || repo != nil {
+			t.Fatalf("no repository yet: %+v, %v", repo, err)
+		}
+	}
+	// A bare repository appears in a remembered directory.
+	write(t, root+"/a/HEAD", "ref: refs/heads/main\n")
+	for _, d := range []string{"objects", "refs"} {
+		if err := os.Mkdir(root+"/a/"+d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	repo, err := Discover(dir)
+	if err != nil || repo == nil || repo.GitDir != root+"/a" {
+		t.Errorf("after a HEAD appeared in %s/a: %+v, %v; want that bare repository", root, repo, err)
+	}
+}
+
+// TestDiscoverSeesChangedRepositories: a repository directory found
+// valid is remembered by its identity and its HEAD's; a HEAD rewritten in
+// place into one that is no ref unmakes the repository all the same.
+func TestDiscoverSeesChangedRepositories(t *testing.T) {
+	saved := pathcheck.RacyWindow
+	pathcheck.RacyWindow = 20 * time.Millisecond
+	defer func() { pathcheck.RacyWindow = saved }()
+	root := tempDir(t)
+	if err := os.MkdirAll(root+"/p", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, root, "init", "-q", "--bare", "p/r.git")
+	time.Sleep(50 * time.Millisecond) // out of the racy window: remembered
+	for range 2 {
+		if repo, err := Discover(root + "/p/r.git"); err != nil || repo == nil {
+			t.Fatalf("a bare repository: %+v, %v", repo, err)
+		}
+	}
+	// In place, same size: only HEAD's own identity tells.
+	f, err := os.OpenFile(root+"/p/r.git/HEAD", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(root + "/p/r.git/HEAD")
+	if _, err := f.WriteAt([]byte(strings.Repeat("x", len(b))), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if repo, err := Discover(root + "/p/r.git"); err != nil || repo != nil {
+		t.Errorf("HEAD no longer a ref: %+v, %v; want no repository", repo, err)
+	}
+	if _, err := Discover(root + "/missing"); !errors.Is(err, ErrNoDirectory) {
+		t.Errorf("a directory that is not there: %v, want ErrNoDirectory", err)
 	}
 }

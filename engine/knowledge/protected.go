@@ -39,9 +39,15 @@ type ProtectedGroup struct {
 // DirectoryMarkers are files that make the directory holding them, and so
 // everything below it, something a tool runs or obeys: a write anywhere
 // below a directory with one is protected (pathcheck).
-var DirectoryMarkers = []struct{ Name, Why string }{
-	{"HEAD", "a directory git may take for a repository"},
-	{"pyvenv.cfg", "a Python virtual environment, whose interpreter and scripts editors and tools run"},
+// AboveProject says the marker counts in directories above the project
+// too: a project inside a repository's directory (its hooks/, say) is
+// part of it.
+var DirectoryMarkers = []struct {
+	Name, Why    string
+	AboveProject bool
+}{
+	{"HEAD", "a directory git may take for a repository", true},
+	{"pyvenv.cfg", "a Python virtual environment, whose interpreter and scripts editors and tools run", false},
 }
 
 // Order matters only for the pattern a verdict reports: the first match.

@@ -628,15 +628,17 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 			names = append(names, w.path)
 			names = append(names, w.views...)
 		}
-		v.Protected = repositoryAbove(names)
+		v.Protected = c.markerAbove(names)
 	}
 	return v, nil
 }
 
-// repositoryAbove returns the marker file (knowledge.DirectoryMarkers) of
-// a directory above any of the paths, or "": a HEAD, or a virtual
+// markerAbove returns the marker file (knowledge.DirectoryMarkers) of a
+// directory above any of the paths, or "": a HEAD, or a virtual
 // environment's pyvenv.cfg, whose interpreter and scripts editors and
-// tools run. git takes a directory for a repository when its HEAD
+// tools run (looked for inside the project only: a write there cannot
+// change an environment above it). git takes a directory for a
+// repository when its HEAD
 // reads as a ref or an object name and it has objects/ and refs/ (or a
 // commondir file naming where they are): setup.c's is_git_directory, tried
 // on every directory from the working directory up. A write below a
@@ -644,7 +646,7 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 // objects, so it is protected wherever it is; a name that cannot be
 // looked up counts as there. Lstat, as git's open, finds "head" for HEAD
 // on a case-insensitive file system, and only there.
-func repositoryAbove(paths []string) string {
+func (c *Checker) markerAbove(paths []string) string {
 	var seen []string
 	for _, p := range paths {
 		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
@@ -652,7 +654,17 @@ func repositoryAbove(paths []string) string {
 				break // and everything above it
 			}
 			seen = append(seen, d)
+			inside := c.holds(d)
+			if NoneIn(d, markerNames(inside)...) {
+				if d == "/" || d == "." {
+					break
+				}
+				continue
+			}
 			for _, m := range knowledge.DirectoryMarkers {
+				if !m.AboveProject && !inside {
+					continue
+				}
 				f := strings.TrimSuffix(d, "/") + "/" + m.Name
 				if _, err := os.Lstat(f); err == nil || !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 					return f + " (" + m.Why + ")"
@@ -664,6 +676,37 @@ func repositoryAbove(paths []string) string {
 		}
 	}
 	return ""
+}
+
+// markerNames are the DirectoryMarkers' names looked for inside the
+// project or above it.
+var markerNames = func() func(inside bool) []string {
+	var all, above []string
+	for _, m := range knowledge.DirectoryMarkers {
+		all = append(all, m.Name)
+		if m.AboveProject {
+			above = append(above, m.Name)
+		}
+	}
+	return func(inside bool) []string {
+		if inside {
+			return all
+		}
+		return above
+	}
+}()
+
+// holds reports whether d is a root or lies below one, as configured or
+// resolved.
+func (c *Checker) holds(d string) bool {
+	for _, r := range c.roots {
+		for _, rp := range []string{r.lexical, r.resolved} {
+			if d == rp || strings.HasPrefix(d, strings.TrimSuffix(rp, "/")+"/") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Roots returns each root as configured (cleaned) and resolved, in order.

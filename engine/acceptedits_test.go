@@ -257,3 +257,39 @@ func TestAcceptEditsRepositoryFiles(t *testing.T) {
 	}
 	allowEdits.check(t, mustCheck(t, plain, &Request{Tool: editFile(filepath.Join(l.app, "fixtures", "other", "config")), WorkingDirectory: l.app}))
 }
+
+// TestAcceptEditsHiddenPaths: an edit below a dot-named component is local
+// only for inert dot-files; the rest go to the classifier with the reason,
+// in accept-edits mode too, while bypass mode and an explicit allow rule
+// still take them (they are not protected paths).
+func TestAcceptEditsHiddenPaths(t *testing.T) {
+	l := newLayout(t)
+	ruleAll := "Edit(/" + l.root + "/**)"
+	plain := newEngine(t, nil, nil)
+	allowAll := newEngine(t, policyOf(PolicySpec{Permissions: RuleSet{Allow: []string{ruleAll}}}), nil)
+	for _, tc := range []struct {
+		path string
+		want want
+	}{
+		{".gitignore", allowEdits},
+		{"sub/.editorconfig", allowEdits},
+		{".github/ISSUE_TEMPLATE/bug.yml", allowEdits},
+		{".changeset/quick-fox.md", allowEdits},
+		{".helix/languages.toml", askNoClfWhy("not a known inert dot-file")},
+		{".zed-preview/settings.json", askNoClfWhy("under .zed-preview")},
+		{"sub/.newagent/rules/x.md", askNoClfWhy("under .newagent")},
+		{".prettierrc.json", askNoClfWhy("not a known inert dot-file")},
+		{".gitattributes", askNoClfWhy("not a known inert dot-file")},
+		{".github/CODEOWNERS", askNoClfWhy("under .github")},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			tc.want.check(t, mustCheck(t, plain, &Request{Tool: editFile(tc.path), WorkingDirectory: l.app}))
+			if tc.want.s == SourceAcceptEdits {
+				return
+			}
+			askModeWhy("inert dot-file").check(t, mustCheck(t, plain, &Request{Tool: editFile(tc.path), WorkingDirectory: l.app, Mode: ModeAcceptEdits}))
+			want{d: Allow, s: SourceMode}.check(t, mustCheck(t, plain, &Request{Tool: editFile(tc.path), WorkingDirectory: l.app, Mode: ModeBypass}))
+			allowRule(ruleAll).check(t, mustCheck(t, allowAll, &Request{Tool: editFile(tc.path), WorkingDirectory: l.app}))
+		})
+	}
+}

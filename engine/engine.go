@@ -137,6 +137,10 @@ type writeFacts struct {
 	protected string   // a target that is a protected path
 	outside   string   // targets outside the project
 	broad     string   // the project directory is a home or above, or otherwise broad
+	// hidden: an edit target's path has a dot-named component that is not
+	// an inert dot-file (knowledge.InertHiddenGroups); accept-edits leaves
+	// it to the classifier.
+	hidden string
 }
 
 // guarded reports whether a write must be asked about even in bypass mode
@@ -146,7 +150,7 @@ func (w writeFacts) guarded() bool { return w.unclear != "" || w.protected != ""
 
 // note says why the writes are not plainly inside the project, or "".
 func (w writeFacts) note() string {
-	for _, s := range []string{w.unclear, w.protected, w.outside, w.broad} {
+	for _, s := range []string{w.unclear, w.protected, w.outside, w.broad, w.hidden} {
 		if s != "" {
 			return s
 		}
@@ -216,6 +220,9 @@ func (e *Engine) analyseEdit(req *Request, p *policy, c *call) {
 			return
 		case !v.Inside:
 			outside = append(outside, fmt.Sprintf("edit target %s is outside the project", truncate(v.Resolved, 200)))
+		case v.Hidden != "" && w.hidden == "":
+			w.hidden = fmt.Sprintf("edit target %s is under %s, a hidden name that is not a known inert dot-file: "+
+				"editors, hooks and agents load their configuration from such paths", truncate(v.Resolved, 200), truncate(v.Hidden, 100))
 		}
 		w.resolved = append(w.resolved, v.Resolved)
 	}

@@ -525,6 +525,10 @@ type Verdict struct {
 	// ("" when none), or the HEAD file of a directory above the target,
 	// which git may take for a repository; only meaningful when Inside.
 	Protected string
+	// Hidden is the first dot-named component of the target's path, from
+	// the file system's root, that knowledge.HiddenNotInert does not cover
+	// ("" when none); set only when Inside.
+	Hidden string
 }
 
 // Check resolves p (relative to base, which is normally the working directory)
@@ -622,13 +626,21 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 	if pat := c.patterns.first(rels); pat != nil {
 		v.Protected = pat.raw
 	}
-	if v.Inside && v.Protected == "" {
+	if v.Inside {
 		names := []string{lexical}
 		for _, w := range ws {
 			names = append(names, w.path)
 			names = append(names, w.views...)
 		}
-		v.Protected = c.markerAbove(names)
+		for _, n := range names {
+			if h := knowledge.HiddenNotInert(strings.Split(n, "/")); h != "" {
+				v.Hidden = h
+				break
+			}
+		}
+		if v.Protected == "" {
+			v.Protected = c.markerAbove(names)
+		}
 	}
 	return v, nil
 }

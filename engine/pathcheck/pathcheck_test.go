@@ -922,3 +922,41 @@ func TestCheckVirtualenvAbove(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckHidden: Hidden names the first dot-named component that is not
+// an inert dot-file, through every name the target goes by.
+func TestCheckHidden(t *testing.T) {
+	tr := newTree(t)
+	if err := os.Mkdir(filepath.Join(tr.app, ".tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]string{{"app/tool-alias", ".tool"}, {"app/.alias", "sub"}} {
+		if err := os.Symlink(l[1], filepath.Join(tr.dir, l[0])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := mustNew(t, []string{tr.app}, DefaultProtected)
+	for _, tc := range []struct{ p, want string }{
+		{"src/main.go", ""},
+		{".gitignore", ""},
+		{"sub/.editorconfig", ""},
+		{".github/ISSUE_TEMPLATE/bug.yml", ""},
+		{".tool/config.json", ".tool"},
+		{"sub/.lsp.json", ".lsp.json"},
+		{".prettierrc", ".prettierrc"},
+		{"tool-alias/hooks.json", ".tool"}, // resolves into .tool
+		{".alias/x.go", ".alias"},          // written by a hidden name
+		{".github/dependabot.yml", ".github"},
+	} {
+		v, err := c.Check(tr.app, tc.p)
+		if err != nil || !v.Inside {
+			t.Fatalf("Check(%q) = %+v, %v; want inside", tc.p, v, err)
+		}
+		if v.Hidden != tc.want {
+			t.Errorf("Check(%q).Hidden = %q, want %q", tc.p, v.Hidden, tc.want)
+		}
+	}
+	if v, err := c.Check(tr.app, "../outside/.x"); err != nil || v.Inside || v.Hidden != "" {
+		t.Errorf("Check(outside) = %+v, %v; want outside with no Hidden", v, err)
+	}
+}

@@ -291,8 +291,6 @@ func TestShellRedTeam(t *testing.T) {
 		"cat ~/.m2/settings.xml",
 		"cd && cat .codex/auth.json",
 		"find . -name '*.key' | xargs cat",
-		"find . -name '*.go' | xargs cat",
-		"find . -type f -name '*.go' | xargs cat",
 		"find -L . -type f -name '*.go' -print0 | xargs -0 cat",
 		"git log -p -- ':(literal).env'",
 		"git log -p -- ':(top).env'",

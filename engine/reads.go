@@ -358,6 +358,10 @@ func readDirNames(dir string) ([]string, error) {
 }
 
 // treeWalk says what a recursive read reads below its root.
+// xargsSplits are what xargs without -0 splits names at or reads as
+// quoting.
+const xargsSplits = " \t\n\v\f\r\"'\\"
+
 type treeWalk struct {
 	hidden bool // hidden entries are read
 	follow bool // links are followed (or read through): any link refuses
@@ -374,6 +378,11 @@ type treeWalk struct {
 	// oneLevel: only the files directly in the root are read; its
 	// subdirectories are not entered.
 	oneLevel bool
+	// splitSafe: the names below the root reach their reader through
+	// xargs without -0, which splits at blanks and reads quotes and
+	// backslashes: every name must be free of them, or one file's name
+	// becomes other names.
+	splitSafe bool
 	// kinds are the kinds of file read locally below the root (a
 	// toolchain root's; knowledge.AnyFile in the project).
 	kinds knowledge.FileKinds
@@ -416,13 +425,13 @@ func (rs *readScope) judgeTree(dir, raw string, hidden, follow bool) string {
 // judgeShellTree judges a tree a shell command reads (shell.Tree), with
 // the directories it skips and the file names it keeps.
 func (rs *readScope) judgeShellTree(dir string, t shell.Tree) string {
-	return rs.walkOnce(dir, t.Path, treeWalk{hidden: t.Hidden, follow: t.Follow, followNamed: t.FollowNamed, skipDirs: t.SkipDirs, names: t.Names, oneLevel: t.OneLevel})
+	return rs.walkOnce(dir, t.Path, treeWalk{hidden: t.Hidden, follow: t.Follow, followNamed: t.FollowNamed, skipDirs: t.SkipDirs, names: t.Names, oneLevel: t.OneLevel, splitSafe: t.SplitSafe})
 }
 
 // walkOnce is walkTree, once for each tree a check names however many
 // times it names it (grep -r x . . .).
 func (rs *readScope) walkOnce(dir, raw string, w treeWalk) string {
-	key := fmt.Sprintf("tree\x00%s\x00%s\x00%v\x00%q\x00%q", dir, raw, []bool{w.hidden, w.follow, w.followNamed, w.oneLevel, w.names == nil}, w.skipDirs, w.names)
+	key := fmt.Sprintf("tree\x00%s\x00%s\x00%v\x00%q\x00%q", dir, raw, []bool{w.hidden, w.follow, w.followNamed, w.oneLevel, w.names == nil, w.splitSafe}, w.skipDirs, w.names)
 	if why, ok := rs.judged[key]; ok {
 		return why
 	}
@@ -514,6 +523,9 @@ func (rs *readScope) walkEntries(root, raw string, w treeWalk) (why string, skip
 		}
 		for _, e := range entries {
 			name := e.Name()
+			if w.splitSafe && strings.ContainsAny(name, xargsSplits) {
+				return fmt.Sprintf("searches %s, where the name %q reaches xargs, which splits it into other names", truncate(raw, 200), truncate(name, 100)), skippedHidden
+			}
 			if !w.hidden && d.path != root && slices.Contains(ignoreFiles, name) && rs.whitelisting(d.path+"/"+name) {
 				// The search reads hidden entries after all: again,
 				// counting them.

@@ -553,3 +553,68 @@ func TestSearchWithoutPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestXargsWithoutNull: find's names reach xargs without -0, which splits
+// them at blanks and reads quotes: every name below the tree must be free
+// of them, links among the names are read through, and a program that
+// reads recursively may not take what find lists without -type f.
+func TestXargsWithoutNull(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := filepath.Join(base, "project")
+	write := func(p, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(project, "src/a.ts"), "x")
+	write(filepath.Join(project, "src/b/c.tsx"), "x")
+	e := newHomeEngine(t, nil, nil)
+	bash := func(cmd string) Result {
+		return mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": cmd}), WorkingDirectory: project, Mode: ModeAuto})
+	}
+	for _, cmd := range []string{
+		`find src -name "*.tsx" -o -name "*.ts" | xargs grep -l utils`,
+		`find src -name "*.ts" | xargs grep -n x`,
+		`find src -type f -name "*.ts" -print | xargs wc -l`,
+	} {
+		if res := bash(cmd); res.Decision != Allow {
+			t.Errorf("%s in a tree of plain names: %s (%s), want allow", cmd, res.Decision, res.Reason)
+		}
+	}
+	for _, cmd := range []string{
+		`find src -name "*.ts" | xargs grep -rn x`, // a directory named x.ts is searched whole
+		`find src -name "*.ts" -o -name ".env" | xargs cat`,
+		`find src -name "*.ts" -print0 | xargs cat`,
+		`find src -name "*.ts" | xargs -I{} cat {}`,
+		`find src -name "*.ts" -exec echo {} \; | xargs cat`,
+	} {
+		if res := bash(cmd); res.Decision == Allow {
+			t.Errorf("%s: allowed (%s)", cmd, res.Reason)
+		}
+	}
+	// A name with a blank splits into others; one with a quote unquotes.
+	for _, name := range []string{"src/x .env y.ts", "src/it's.ts", `src/a\b.ts`, "src/d e/f.ts"} {
+		p := filepath.Join(project, name)
+		write(p, "x")
+		if res := bash(`find src -name "*.ts" | xargs grep -n x`); res.Decision == Allow {
+			t.Errorf("with %q in the tree: allowed (%s)", name, res.Reason)
+		}
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A link among the names is read through.
+	if err := os.Symlink("/etc/hostname", filepath.Join(project, "src/h.ts")); err != nil {
+		t.Fatal(err)
+	}
+	if res := bash(`find src -name "*.ts" | xargs grep -n x`); res.Decision == Allow {
+		t.Errorf("a link named h.ts out of the project: allowed (%s)", res.Reason)
+	}
+}

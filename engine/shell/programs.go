@@ -391,6 +391,10 @@ func patternFirst(iv *invocation, patternOpts ...string) []wordInfo {
 // recursiveRoots rejects recursive reads of homes, their parents, or
 // directories on the way to a credential store (grep -r PAT ~).
 func (iv *invocation) recursiveRoots(roots []wordInfo, how Tree) string {
+	if iv.ic.implicit {
+		// xargs appends operands: roots of the search too.
+		iv.ic.recursive = true
+	}
 	if len(roots) == 0 {
 		roots = []wordInfo{synthetic(".")}
 	}

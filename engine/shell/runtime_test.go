@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,8 @@ func TestRuntimeOptions(t *testing.T) {
 		"git ls-files -z | xargs -0 wc -l --", "git ls-files | xargs wc -l --", "rg --files | xargs -d '\\n' du -sh --",
 		"find . -type f -print0 | xargs -0 wc -l", "find src -type f -name '*.go' -print0 | xargs -0 grep -n TODO",
 		"find . -type f -print0 | xargs -0 -n1 du -sh", "find . -print0 | xargs -0 -I{} du -sh {}",
+		// Split at blanks: the engine judges the tree's names (Tree.SplitSafe).
+		"find . -type f -name '*.md' | xargs wc -l",
 		"find . -name '*.go' -exec wc -l {} +", "find . -type f -name '*.md' -exec grep -H x {} \\;",
 		"git ls-files | xargs ls -l", "git ls-files | xargs basename", "echo --x | xargs echo",
 		"grep -c func -- *.go", "wc -l -- *.go", "du -sh -- *", "du -sh src", "du -h -d 1", "du -sh --exclude=node_modules .",
@@ -27,7 +30,7 @@ func TestRuntimeOptions(t *testing.T) {
 	bad := []string{
 		"echo --files0-from=.env | xargs wc", "echo --files0-from=/proc/self/environ | xargs du",
 		"git ls-files -z | xargs -0 -n1 wc -l", "git ls-files | xargs -I{} du -sh {}", "git ls-files | xargs wc -l",
-		"rg --files | xargs du -sh", "grep -rl x . | xargs wc -l", "find . -type f -name '*.md' | xargs wc -l",
+		"rg --files | xargs du -sh", "grep -rl x . | xargs wc -l",
 		"find . -print0 | xargs -0 -I{} du -sh --files0-from={}", "git ls-files | xargs -I{} wc -l {} --",
 		"grep -c func *.go", "grep -n TODO *", "wc -l *.go", "du -sh *", "hexdump -C *", "strings *", "strings @.env",
 		"jq . *.json", "x=--files0-from=.env; wc \"$x\"", "x=a; wc -l $x", "du --files0-from=.env", "du --files0=.env",
@@ -89,5 +92,25 @@ func TestRuntimeOptionsAgainstPrograms(t *testing.T) {
 	}
 	if out := run("grep -n TODO *.md"); !strings.Contains(out, "TOKEN=abc") {
 		t.Errorf("grep with a planted -Rf.md did not follow the link (%q): the refusal may be stale", out)
+	}
+}
+
+// TestXargsSplitTrees: find's names split by xargs without -0 are vouched
+// for only by the trees the engine judges for blanks and quotes; every
+// program that takes them reports those trees, a program that reads no
+// file too (its dash-free words rest on them).
+func TestXargsSplitTrees(t *testing.T) {
+	for _, line := range []string{"find src -name '*.md' | xargs wc -l", "find src -name '*.go' -o -name '*.ts' | xargs grep -n x",
+		"find src -type f -name '*.go' -print | xargs du -sh"} {
+		a := Analyze(line)
+		if !a.ReadOnly || !slices.ContainsFunc(a.Trees, func(tr Tree) bool { return tr.SplitSafe && tr.Path == "src" }) {
+			t.Errorf("Analyze(%q): read-only %v, trees %+v; want read-only with a split-safe tree of src", line, a.ReadOnly, a.Trees)
+		}
+	}
+	for _, line := range []string{"find 'a b' -name '*.md' | xargs wc -l", "find src -name '*.md' -o -type f | xargs cat",
+		"find src -name '*.md' -exec true \\; | xargs cat", "find src -name '*.md' | xargs -L1 cat", "find src -name '.env*' | xargs cat"} {
+		if a := Analyze(line); a.ReadOnly {
+			t.Errorf("Analyze(%q): read-only, want not", line)
+		}
 	}
 }

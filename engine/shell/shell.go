@@ -150,6 +150,10 @@ type Tree struct {
 	// (grep -R, rg -L, diff -r), which may lead anywhere, or reads the
 	// files they name (what find hands to -exec).
 	Follow bool
+	// SplitSafe: the names found reach their reader through xargs
+	// without -0: none below the root may hold a blank, a quote or a
+	// backslash, which would make other names of it.
+	SplitSafe bool
 	// FollowNamed narrows Follow to the links whose names pass Names:
 	// find without -L enters no linked directory, and hands the links it
 	// keeps to -exec, which reads through them. Ignoring it judges more.

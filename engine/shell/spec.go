@@ -139,6 +139,13 @@ type invCtx struct {
 	// trees, find's start points, are judged (run adds them).
 	contentOK bool
 	trees     []Tree
+	// listsDirs: find may list directories and links too (no -type f):
+	// a program that reads them recursively reads what the trees'
+	// names do not keep.
+	listsDirs bool
+	// split: xargs splits those paths at blanks; the trees' names are
+	// judged for it (Tree.SplitSafe), which dashFree then rests on.
+	split bool
 	// dashFree: the words xargs supplies never start with "-": paths
 	// find prints, each starting with one of its start points, read
 	// whole by xargs -0. Names git ls-files, rg --files or grep -l
@@ -248,7 +255,10 @@ func (iv *invocation) run() string {
 	if sp.reads == readAll {
 		iv.files = iv.pa.ops
 	}
-	if iv.ic.contentOK && sp.reads != readNone && !sp.dyn && !sp.ownDyn {
+	if iv.ic.contentOK && (sp.reads != readNone && !sp.dyn && !sp.ownDyn || iv.ic.split) {
+		if iv.ic.listsDirs && iv.ic.recursive {
+			return iv.failf("reads recursively what find lists, directories included")
+		}
 		// The program prints what is in the files find listed.
 		iv.a.out.Trees = append(iv.a.out.Trees, iv.ic.trees...)
 		iv.ic.trees = nil

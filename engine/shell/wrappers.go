@@ -307,14 +307,22 @@ func wrapXargs(_ *analyzer, ws []wordInfo, _ *scope, sx *stmtCtx, ic *invCtx) wr
 	ic.pathOK = !sx.stdinRedir && sx.producer != nil && isPathLister(sx.producer, sx.producerSc)
 	// Names split on blanks (a file called "x .env y.go") unless -0.
 	// -d or --delimiter given after -0 wins over it.
-	if ic.pathOK && pa.has("0", "null") && !pa.has("d", "delimiter") {
+	switch {
+	case ic.pathOK && pa.has("0", "null") && !pa.has("d", "delimiter"):
 		// The files' contents are judged as the trees find lists.
-		ic.trees, ic.contentOK = findContent(sx.producer, sx.producerSc)
+		ic.trees, ic.contentOK, ic.listsDirs = findContent(sx.producer, sx.producerSc, false)
 		// What find prints starts with one of its start points, none
 		// of which starts with "-" (find reads those as its
 		// expression), or with blanks (-ls): read whole, no word
 		// starts with "-".
 		ic.dashFree = isFind(sx.producer, sx.producerSc)
+	case ic.pathOK && !pa.has("0", "null", "d", "delimiter", "I", "i", "replace", "L", "l", "max-lines", "E", "e", "eof"):
+		// Split at blanks and read for quotes: the trees' names must
+		// hold none of them (Tree.SplitSafe), and then each is read
+		// whole, starting with a start point as above.
+		ic.trees, ic.contentOK, ic.listsDirs = findContent(sx.producer, sx.producerSc, true)
+		ic.split = ic.contentOK
+		ic.dashFree = ic.contentOK && isFind(sx.producer, sx.producerSc)
 	}
 	if repl := pa.values("I"); len(repl) > 0 {
 		r := repl[len(repl)-1]
@@ -438,23 +446,32 @@ func (a *analyzer) payload(src string, sc *scope) {
 // reading those files reads: its start points with their hidden files,
 // only the files the globs keep. Anything else (-o, -path, no -name, -L,
 // -print0 before the tests) may list .env or a link to one.
-func findContent(c *syntax.CallExpr, sc *scope) ([]Tree, bool) {
+//
+// split: xargs reads find's output without -0, so find prints with
+// -print or no action, and the names must survive xargs's splitting
+// (Tree.SplitSafe). Then -o between -name tests is read too (their names
+// all kept), and without -type f find lists directories and links as
+// well (listsDirs; the links are read through).
+func findContent(c *syntax.CallExpr, sc *scope, split bool) (trees []Tree, ok, listsDirs bool) {
 	if c == nil || sc == nil || len(c.Args) < 2 {
-		return nil, false
+		return nil, false, false
 	}
 	ws := make([]wordInfo, len(c.Args))
 	for i, w := range c.Args {
 		ws[i] = wordOf(w, sc.src)
 		if ws[i].dyn || ws[i].glob || ws[i].brace {
-			return nil, false
+			return nil, false, false
 		}
 	}
 	if path.Base(ws[0].val) != "find" {
-		return nil, false
+		return nil, false, false
 	}
 	fl := splitFind(ws[1:])
 	if fl.follow {
-		return nil, false
+		return nil, false, false
+	}
+	if split {
+		return findListed(fl, sc)
 	}
 	at := -1
 	for i, w := range fl.expr {
@@ -464,15 +481,15 @@ func findContent(c *syntax.CallExpr, sc *scope) ([]Tree, bool) {
 		}
 	}
 	if at < 0 || !fl.expr[at].is("-print0") {
-		return nil, false
+		return nil, false, false
 	}
-	ff, ok := fl.filterBefore(at)
-	if !ok || !ff.regular || len(ff.names)+len(ff.inames) == 0 {
-		return nil, false
+	ff, fok := fl.filterBefore(at)
+	if !fok || !ff.regular || len(ff.names)+len(ff.inames) == 0 {
+		return nil, false, false
 	}
 	for _, n := range append(ff.names, ff.inames...) {
 		if knowledge.NamePicksSecret(n) {
-			return nil, false
+			return nil, false, false
 		}
 	}
 	names := ff.names // -iname globs ignore case: they keep no name here
@@ -480,13 +497,91 @@ func findContent(c *syntax.CallExpr, sc *scope) ([]Tree, bool) {
 	if len(starts) == 0 {
 		starts = []wordInfo{synthetic(".")}
 	}
-	var trees []Tree
 	for _, r := range starts {
 		for _, p := range sc.paths(r.val) {
 			trees = append(trees, Tree{Path: p, Hidden: true, Names: names})
 		}
 	}
-	return trees, true
+	return trees, true, false
+}
+
+// findListed is findContent for find's output read by xargs without -0:
+// an expression of tests joined by -a (with -type f or not) or only of
+// -name/-iname tests joined by -o, then -print or no action.
+func findListed(fl findLine, sc *scope) ([]Tree, bool, bool) {
+	expr := fl.expr
+	if n := len(expr); n > 0 && expr[n-1].is("-print") {
+		expr = expr[:n-1]
+	}
+	var names, inames []string
+	regular := false
+	if alternatives(expr) {
+		for i := 0; i+1 < len(expr); i += 3 {
+			if expr[i].is("-name") {
+				names = append(names, expr[i+1].val)
+			} else {
+				inames = append(inames, expr[i+1].val)
+			}
+		}
+	} else {
+		for _, w := range expr {
+			if findActions[w.val] {
+				return nil, false, false
+			}
+		}
+		sub := fl
+		sub.expr = expr
+		ff, ok := sub.filterBefore(len(expr))
+		if !ok {
+			return nil, false, false
+		}
+		names, inames, regular = ff.names, ff.inames, ff.regular
+	}
+	if len(names)+len(inames) == 0 {
+		return nil, false, false
+	}
+	for _, n := range append(names, inames...) {
+		if knowledge.NamePicksSecret(n) {
+			return nil, false, false
+		}
+	}
+	if len(inames) > 0 {
+		names = nil // case ignored: they keep no name here
+	}
+	starts := fl.starts
+	if len(starts) == 0 {
+		starts = []wordInfo{synthetic(".")}
+	}
+	var trees []Tree
+	for _, r := range starts {
+		if strings.ContainsAny(r.val, " \t\n\v\f\r\"'\\") {
+			return nil, false, false
+		}
+		for _, p := range sc.paths(r.val) {
+			trees = append(trees, Tree{Path: p, Hidden: true, Names: names, SplitSafe: true, Follow: !regular, FollowNamed: !regular})
+		}
+	}
+	return trees, true, !regular
+}
+
+// alternatives reports whether expr is -name P or -iname P tests joined
+// by -o (or -or) and nothing else.
+func alternatives(expr []wordInfo) bool {
+	if len(expr) < 2 {
+		return false
+	}
+	for i := 0; i < len(expr); i += 3 {
+		if i+1 >= len(expr) || !expr[i].is("-name") && !expr[i].is("-iname") {
+			return false
+		}
+		if i+2 < len(expr) && !expr[i+2].is("-o") && !expr[i+2].is("-or") {
+			return false
+		}
+		if i+2 == len(expr)-1 {
+			return false // a dangling -o
+		}
+	}
+	return true
 }
 
 // findActions are find's primaries that act on a file (print, run,

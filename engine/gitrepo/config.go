@@ -153,11 +153,13 @@ func (r *configReader) read(path string, depth int) error {
 			// does not know.
 			return fmt.Errorf("%s: include path %s names git's installation", path, inc)
 		case p == "~" || strings.HasPrefix(p, "~/"):
-			p = filepath.Join(r.home, p[1:])
+			p = strings.TrimSuffix(r.home, "/") + p[1:]
 		case strings.HasPrefix(p, "~"):
 			return fmt.Errorf("%s: include path %s names another user's home", path, inc)
 		case !filepath.IsAbs(p):
-			p = filepath.Join(filepath.Dir(path), p)
+			// Joined, not cleaned: the kernel follows a link before a
+			// "..", as git's open does.
+			p = filepath.Dir(path) + "/" + p
 		}
 		if err := r.read(p, depth+1); err != nil {
 			return err

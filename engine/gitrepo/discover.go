@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -171,6 +172,8 @@ func isGitDirectory(d string) (bool, error) {
 	if gitDirs.known(d) {
 		return true, nil
 	}
+	// Identities before the looks: a change after them leaves newer ones.
+	ids, cacheable := gitDirs.identities(d)
 	// HEAD first: most directories have none, and one look settles it.
 	if ok, err := validHead(filepath.Join(d, "HEAD")); !ok || err != nil {
 		return false, err
@@ -185,17 +188,22 @@ func isGitDirectory(d string) (bool, error) {
 	} else if !missing(err) {
 		return false, err
 	}
+	// git asks only that objects and refs be there for it (access X_OK,
+	// files and links too); toolgate, which may not be the agent's user,
+	// takes anything there for them: a superset of git's repositories.
 	for _, sub := range []string{"objects", "refs"} {
-		fi, err := os.Stat(filepath.Join(common, sub))
-		if missing(err) || err == nil && !fi.IsDir() {
+		fi, err := os.Lstat(filepath.Join(common, sub))
+		switch {
+		case missing(err):
 			return false, nil
-		}
-		if err != nil {
+		case err != nil:
 			return false, err
+		case !fi.IsDir():
+			cacheable = false // a link or file may change without d's knowing
 		}
 	}
-	if common == d {
-		gitDirs.remember(d)
+	if common == d && cacheable {
+		gitDirs.keep(d, ids)
 	}
 	return true, nil
 }
@@ -239,14 +247,8 @@ func (k *knownGitDirs) known(d string) bool {
 	return ok && got == want
 }
 
-// remember is called after d was found valid; identities taken now that
-// still match later mean nothing changed since the look (a change before
-// them is seen by the next full look, since they are newer).
-func (k *knownGitDirs) remember(d string) {
-	ids, ok := k.identities(d)
-	if !ok {
-		return
-	}
+// keep remembers d as valid with the identities taken before its look.
+func (k *knownGitDirs) keep(d string, ids [2]pathcheck.Identity) {
 	k.Lock()
 	defer k.Unlock()
 	if len(k.m) >= maxGitDirs {
@@ -255,8 +257,10 @@ func (k *knownGitDirs) remember(d string) {
 	k.m[d] = ids
 }
 
-// validHead is git's validate_headref: a symbolic link into refs/, a
-// "ref: refs/..." file, or an object name.
+// validHead is git's validate_headref: a symbolic link into refs/, or a
+// file whose first 255 bytes are "ref:", blanks (space, tab, newline,
+// carriage return), then "refs/"; or that start with an object name
+// (40 hex digits, either case; what follows is not looked at).
 func validHead(p string) (bool, error) {
 	fi, err := os.Lstat(p)
 	if missing(err) {
@@ -269,7 +273,7 @@ func validHead(p string) (bool, error) {
 		t, err := os.Readlink(p)
 		return err == nil && strings.HasPrefix(t, "refs/"), nil
 	}
-	b, err := readSmall(p)
+	b, err := readHead(p)
 	if missing(err) {
 		return false, nil
 	}
@@ -277,13 +281,41 @@ func validHead(p string) (bool, error) {
 		return false, err
 	}
 	if rest, ok := bytes.CutPrefix(b, []byte("ref:")); ok {
-		return bytes.HasPrefix(bytes.TrimLeft(rest, " \t"), []byte("refs/")), nil
+		if bytes.HasPrefix(bytes.TrimLeft(rest, " \t\n\r"), []byte("refs/")) {
+			return true, nil
+		}
 	}
-	n := 0
-	for n < len(b) && isHex(b[n]) {
-		n++
+	if len(b) < 40 {
+		return false, nil
 	}
-	return n == 40 || n == 64, nil
+	for _, c := range b[:40] {
+		if !isHex(c) && (c < 'A' || c > 'F') {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// readHead reads at most 255 bytes of HEAD, as git does, whatever it is.
+func readHead(p string) ([]byte, error) {
+	// Not blocking on a FIFO planted as HEAD: git would wait on it; the
+	// check must not.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	b := make([]byte, 255)
+	n, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b[:n], nil
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' }

@@ -127,6 +127,37 @@ func TestDiscoverAgreesWithGit(t *testing.T) {
 			}
 			return root + "/p"
 		}, false},
+		{"HEAD with a newline after ref:", func(t *testing.T, root string) string {
+			git(t, root, "init", "-q")
+			write(t, root+"/sub/HEAD", "ref:\nrefs/heads/main\n")
+			write(t, root+"/sub/objects/x", "")
+			write(t, root+"/sub/refs/x", "")
+			return root + "/sub"
+		}, true},
+		{"HEAD in upper-case hex", func(t *testing.T, root string) string {
+			git(t, root, "init", "-q")
+			write(t, root+"/sub/HEAD", "0123456789ABCDEF0123456789ABCDEF01234567\n")
+			write(t, root+"/sub/objects/x", "")
+			write(t, root+"/sub/refs/x", "")
+			return root + "/sub"
+		}, true},
+		{"HEAD with more than 40 hex digits", func(t *testing.T, root string) string {
+			git(t, root, "init", "-q")
+			write(t, root+"/sub/HEAD", "0123456789abcdef0123456789abcdef0123456789abcd\n")
+			write(t, root+"/sub/objects/x", "")
+			write(t, root+"/sub/refs/x", "")
+			return root + "/sub"
+		}, true},
+		{"objects an executable file", func(t *testing.T, root string) string {
+			git(t, root, "init", "-q")
+			write(t, root+"/sub/HEAD", "ref: refs/heads/main\n")
+			write(t, root+"/sub/refs/x", "")
+			write(t, root+"/sub/objects", "")
+			if err := os.Chmod(root+"/sub/objects", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return root + "/sub"
+		}, true},
 		{"linked worktree", func(t *testing.T, root string) string {
 			git(t, root, "init", "-q", "-b", "main", "main")
 			commit(t, root+"/main", map[string]string{"a": "1"})

@@ -126,7 +126,9 @@ func gitUse(iv *invocation, g Git) string {
 func literalPathspecs(ops []wordInfo) []string {
 	var out []string
 	for _, op := range ops {
-		if op.dyn || op.glob || strings.ContainsAny(op.val, gitGlobSpecial) || strings.HasPrefix(op.val, ":") {
+		// An absolute pathspec names the tree from /, which toolgate
+		// does not compare with the repository's paths: no limit.
+		if op.dyn || op.glob || strings.ContainsAny(op.val, gitGlobSpecial) || strings.HasPrefix(op.val, ":") || strings.HasPrefix(op.val, "/") {
 			return nil
 		}
 		out = append(out, op.val)
@@ -224,7 +226,13 @@ var gitSpec = &spec{
 			"revs-only no-revs"},
 		"ls-files": {opts: "c d m o i s u k z t v f cached deleted modified others ignored stage unmerged killed directory " +
 			"no-empty-directory x: exclude: X: exclude-from: exclude-per-directory: exclude-standard error-unmatch full-name " +
-			"recurse-submodules abbrev:: format: debug eol sparse deduplicate with-tree: resolve-undo", check: gitAtomOpts},
+			"recurse-submodules abbrev:: format: debug eol sparse deduplicate with-tree: resolve-undo", check: func(iv *invocation) string {
+			if why := gitAtomOpts(iv); why != "" {
+				return why
+			}
+			// --recurse-submodules runs git in each submodule's repository.
+			return gitUse(iv, Git{Recurses: iv.pa.has("recurse-submodules")})
+		}},
 		"ls-tree": {opts: "d r t l z long name-only name-status object-only full-name full-tree abbrev:: format:", check: gitAtomOpts},
 		// --textconv and --filters run configured programs.
 		// --batch reads object names from stdin and prints their content.

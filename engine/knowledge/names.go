@@ -77,37 +77,34 @@ func secretName(n string, depth int) bool {
 	if strictShapeSet.any(n) || (broadShapeSet.any(n) && !hasCodeExtension(n)) {
 		return true
 	}
-	for _, orig := range copiedNames(n) {
-		if depth == 0 || secretName(orig, depth-1) {
-			return true // a copy of a secret, or copies too deep to tell
-		}
-	}
-	return false
+	return anyCopiedName(n, func(orig string) bool {
+		return depth == 0 || secretName(orig, depth-1) // a copy of a secret, or copies too deep to tell
+	})
 }
 
 // backupSuffixes are what editors, tools and people append to a file's
 // name for a copy of it.
 var backupSuffixes = []string{"~", ".bak", ".backup", ".old", ".orig", ".save", ".sav", ".prev", ".tmp", ".copy", ",v", ".swp", ".swo", ".swn", ".swx", ".un~", ".rej"}
 
-// copiedNames returns the names a copy's name may have been made from: a
-// backup suffix taken off, Emacs's #name# and .#name, Vim's .name.swp.
-func copiedNames(n string) []string {
-	var out []string
-	if len(n) > 2 && strings.HasPrefix(n, "#") && strings.HasSuffix(n, "#") {
-		out = append(out, n[1:len(n)-1])
+// anyCopiedName reports whether f holds for a name a copy's name may
+// have been made from: a backup suffix taken off, Emacs's #name# and
+// .#name, Vim's .name.swp. (No slice: it runs for every name a tree
+// walk meets.)
+func anyCopiedName(n string, f func(string) bool) bool {
+	if len(n) > 2 && n[0] == '#' && n[len(n)-1] == '#' && f(n[1:len(n)-1]) {
+		return true
 	}
-	if rest, ok := strings.CutPrefix(n, ".#"); ok && rest != "" {
-		out = append(out, rest)
+	if rest, ok := strings.CutPrefix(n, ".#"); ok && rest != "" && f(rest) {
+		return true
 	}
 	for _, suf := range backupSuffixes {
 		if rest, ok := strings.CutSuffix(n, suf); ok && rest != "" {
-			out = append(out, rest)
-			if strings.HasPrefix(rest, ".") && len(rest) > 1 {
-				out = append(out, rest[1:]) // Vim's swap files: .name.swp
+			if f(rest) || len(rest) > 1 && rest[0] == '.' && f(rest[1:]) { // Vim's swap files: .name.swp
+				return true
 			}
 		}
 	}
-	return out
+	return false
 }
 
 // The secret shapes compiled: the globs a code file may match without

@@ -135,7 +135,7 @@ func (rs *readScope) gitSettings(repo *gitrepo.Repo, remotes bool) string {
 		case strings.EqualFold(s.Key, "path") && (lsec == "include" && s.Sub == "" || lsec == "includeif"):
 			continue // followed by gitrepo.Config
 		case !knowledge.GitConfigInert(s.Section, s.Sub, s.Key, s.Value):
-			return fmt.Sprintf("git obeys %s, set in %s, which is not known to be inert", truncate(s.Name(), 100), truncate(s.File, 200))
+			return fmt.Sprintf("git obeys %s, set in %s, which is not known to be inert", settingName(s), truncate(s.File, 200))
 		}
 		switch {
 		case s.Sub == "" && knowledge.GitReadKeys[name]:
@@ -153,12 +153,7 @@ func (rs *readScope) gitSettings(repo *gitrepo.Repo, remotes bool) string {
 			hookDirs = append(hookDirs, p)
 		}
 		if remotes && gitURLSetting(s) && knowledge.GitURLCarriesCredentials(gitURLOf(s)) {
-			// Named without the URL: the reason reaches logs and the agent.
-			name := s.Name()
-			if strings.EqualFold(s.Section, "url") {
-				name = "url.<base>." + strings.ToLower(s.Key)
-			}
-			return fmt.Sprintf("prints remote URLs, and a URL set by %s in %s carries credentials", name, truncate(s.File, 200))
+			return fmt.Sprintf("prints remote URLs, and a URL set by %s in %s carries credentials", settingName(s), truncate(s.File, 200))
 		}
 	}
 	for _, d := range hookDirs {
@@ -177,6 +172,16 @@ func (rs *readScope) gitSettings(repo *gitrepo.Repo, remotes bool) string {
 		}
 	}
 	return ""
+}
+
+// settingName names a setting for a reason, which reaches logs and the
+// agent: a subsection that is a URL (url.<base>, http.<url>,
+// credential.<url>) may carry a token, and is left out.
+func settingName(s gitrepo.Setting) string {
+	if strings.ContainsAny(s.Sub, ":@/") {
+		return strings.ToLower(s.Section) + ".<url>." + strings.ToLower(s.Key)
+	}
+	return truncate(s.Name(), 100)
 }
 
 func gitURLSetting(s gitrepo.Setting) bool {

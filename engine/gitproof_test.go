@@ -78,6 +78,12 @@ func TestGitProofKeepsTokensOutOfReasons(t *testing.T) {
 	if res.Decision == Allow || strings.Contains(res.Reason, "TOKEN") {
 		t.Errorf("git remote -v: %s (%s); want not allowed, with no token in the reason", res.Decision, res.Reason)
 	}
+	// A setting that is not inert, under a subsection that is a URL.
+	gitRun(t, dir, "config", "http.https://bot:THIRDTOKEN@host/.extraheader", "x")
+	res = mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": "git status"}), WorkingDirectory: dir, Mode: ModeAuto})
+	if res.Decision == Allow || strings.Contains(res.Reason, "TOKEN") {
+		t.Errorf("git status with http.<url>.extraheader: %s (%s); want not allowed, with no token in the reason", res.Decision, res.Reason)
+	}
 }
 
 // TestGitNeedsTheUsersHome: git obeys the user's own config files, so

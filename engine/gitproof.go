@@ -207,13 +207,25 @@ func gitURLOf(s gitrepo.Setting) string {
 // working tree; the index and history name paths from the top.
 func (rs *readScope) gitOutput(repo *gitrepo.Repo, prefix string, uses []shell.Git) string {
 	secret := func(p string) bool { return knowledge.SecretPath(p, "") }
-	var index *gitrepo.Matches
+	// The index is read, and the history walked, once for all the uses:
+	// the walk starts from every name any of them gives.
+	var (
+		index, history *gitrepo.Matches
+		names          []string
+		refObjects     bool
+	)
 	for _, u := range uses {
-		if u.RefObjects {
-			if why := gitrepo.RefsNameBlob(repo); why != "" {
-				return why
-			}
+		refObjects = refObjects || u.RefObjects
+		if u.Scope == shell.GitHistory {
+			names = append(names, u.Names...)
 		}
+	}
+	if refObjects {
+		if why := gitrepo.RefsNameBlob(rs.ctx, repo); why != "" {
+			return why
+		}
+	}
+	for _, u := range uses {
 		if u.Scope == shell.GitNoContent && !u.Recurses {
 			continue
 		}
@@ -231,7 +243,7 @@ func (rs *readScope) gitOutput(repo *gitrepo.Repo, prefix string, uses []shell.G
 		case shell.GitNoContent:
 			continue
 		case shell.GitNamed:
-			if why := gitrepo.NamedBlob(repo, u.Names); why != "" {
+			if why := gitrepo.NamedBlob(rs.ctx, repo, u.Names); why != "" {
 				return why
 			}
 			continue
@@ -243,25 +255,29 @@ func (rs *readScope) gitOutput(repo *gitrepo.Repo, prefix string, uses []shell.G
 			}
 			u.Pathspecs = specs
 		}
-		if why := printable(index.Paths, u.Pathspecs, u.FoldPathspecs, "tracks"); why != "" {
+		if why := printable(*index, u.Pathspecs, u.FoldPathspecs, "tracks"); why != "" {
 			return why
 		}
 		if u.Scope != shell.GitHistory {
 			continue
 		}
-		if why := rs.spend(fsCall*64, 0); why != "" {
-			return why
+		if history == nil {
+			if why := rs.spend(fsCall*64, 0); why != "" {
+				return why
+			}
+			m, err := gitrepo.HistoryPaths(rs.ctx, repo, names, secret)
+			switch {
+			case errors.Is(err, rs.ctx.Err()) && err != nil:
+				return checkEnded
+			case err != nil:
+				return "cannot read the repository's history: " + truncate(err.Error(), 200)
+			}
+			history = &m
 		}
-		m, err := gitrepo.HistoryPaths(rs.ctx, repo, u.Names, secret)
-		switch {
-		case errors.Is(err, rs.ctx.Err()) && err != nil:
-			return checkEnded
-		case err != nil:
-			return "cannot read the repository's history: " + truncate(err.Error(), 200)
-		case m.Submodules && !gitLimited(u.Pathspecs):
+		if history.Submodules && !gitLimited(u.Pathspecs) {
 			return "the history holds submodules, whose files live in other repositories"
 		}
-		if why := printable(m.Paths, u.Pathspecs, u.FoldPathspecs, "holds in its history"); why != "" {
+		if why := printable(*history, u.Pathspecs, u.FoldPathspecs, "holds in its history"); why != "" {
 			return why
 		}
 	}
@@ -269,11 +285,11 @@ func (rs *readScope) gitOutput(repo *gitrepo.Repo, prefix string, uses []shell.G
 }
 
 // printable says why git may print one of the secret paths: nothing
-// limits the output, or a pathspec covers it. Many paths may stand for
-// more than were kept, so they are refused whatever the pathspecs.
-func printable(secret, pathspecs []string, fold bool, where string) string {
-	for _, s := range secret {
-		if len(secret) >= 32 || !gitLimited(pathspecs) || slicesAnyCovers(pathspecs, s, fold) {
+// limits the output, or a pathspec covers it. Paths that may stand for
+// more than were kept are refused whatever the pathspecs.
+func printable(m gitrepo.Matches, pathspecs []string, fold bool, where string) string {
+	for _, s := range m.Paths {
+		if !m.Complete() || !gitLimited(pathspecs) || slicesAnyCovers(pathspecs, s, fold) {
 			return fmt.Sprintf("git may print %s, a secret-shaped file the repository %s", truncate(s, 200), where)
 		}
 	}

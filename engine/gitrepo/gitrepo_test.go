@@ -127,27 +127,11 @@ func TestDiscoverAgreesWithGit(t *testing.T) {
 			}
 			return root + "/p"
 		}, false},
-		{"HEAD with a newline after ref:", func(t *testing.T, root string) string {
-			git(t, root, "init", "-q")
-			write(t, root+"/sub/HEAD", "ref:\nrefs/heads/main\n")
-			write(t, root+"/sub/objects/x", "")
-			write(t, root+"/sub/refs/x", "")
-			return root + "/sub"
-		}, true},
-		{"HEAD in upper-case hex", func(t *testing.T, root string) string {
-			git(t, root, "init", "-q")
-			write(t, root+"/sub/HEAD", "0123456789ABCDEF0123456789ABCDEF01234567\n")
-			write(t, root+"/sub/objects/x", "")
-			write(t, root+"/sub/refs/x", "")
-			return root + "/sub"
-		}, true},
-		{"HEAD with more than 40 hex digits", func(t *testing.T, root string) string {
-			git(t, root, "init", "-q")
-			write(t, root+"/sub/HEAD", "0123456789abcdef0123456789abcdef0123456789abcd\n")
-			write(t, root+"/sub/objects/x", "")
-			write(t, root+"/sub/refs/x", "")
-			return root + "/sub"
-		}, true},
+		// Inside a repository, a directory git takes for a bare one
+		// though its HEAD reads oddly: Discover must not pass over it.
+		{"HEAD with a newline after ref:", bareIn("ref:\nrefs/heads/main\n"), true},
+		{"HEAD in upper-case hex", bareIn("0123456789ABCDEF0123456789ABCDEF01234567\n"), true},
+		{"HEAD with more than 40 hex digits", bareIn("0123456789abcdef0123456789abcdef0123456789abcd\n"), true},
 		{"objects an executable file", func(t *testing.T, root string) string {
 			git(t, root, "init", "-q")
 			write(t, root+"/sub/HEAD", "ref: refs/heads/main\n")
@@ -184,6 +168,18 @@ func TestDiscoverAgreesWithGit(t *testing.T) {
 				t.Errorf("Discover(%s) = %q, git uses %q", dir, got, want)
 			}
 		})
+	}
+}
+
+// bareIn builds a repository with sub/ inside it holding HEAD (as given),
+// objects/ and refs/, and returns sub.
+func bareIn(head string) func(t *testing.T, root string) string {
+	return func(t *testing.T, root string) string {
+		git(t, root, "init", "-q")
+		write(t, root+"/sub/HEAD", head)
+		write(t, root+"/sub/objects/x", "")
+		write(t, root+"/sub/refs/x", "")
+		return root + "/sub"
 	}
 }
 
@@ -318,11 +314,11 @@ func TestNamedBlobAndSubmodules(t *testing.T) {
 		t.Fatal(repo, err)
 	}
 	for _, n := range []string{blob, blob[:7], strings.ToUpper(blob[:9])} {
-		if NamedBlob(repo, []string{n}) == "" {
+		if NamedBlob(t.Context(), repo, []string{n}) == "" {
 			t.Errorf("%s names a blob: want a reason", n)
 		}
 	}
-	if why := NamedBlob(repo, []string{head[:8], "HEAD", "main~1", "src/x"}); why != "" {
+	if why := NamedBlob(t.Context(), repo, []string{head[:8], "HEAD", "main~1", "src/x"}); why != "" {
 		t.Errorf("commits and refs: %s", why)
 	}
 	if _, err := HistoryPaths(t.Context(), repo, []string{blob[:8]}, secret); err == nil {
@@ -414,18 +410,18 @@ func TestRefsNameBlob(t *testing.T) {
 	git(t, root, "init", "-q", "-b", "main")
 	commit(t, root, map[string]string{"a.go": "package a\n"})
 	repo, _ := Discover(root)
-	if why := RefsNameBlob(repo); why != "" {
+	if why := RefsNameBlob(t.Context(), repo); why != "" {
 		t.Fatalf("commits only: %s", why)
 	}
 	blob := git(t, root, "hash-object", "-w", "a.go")
 	git(t, root, "tag", "-a", "-m", "m", "wrapped", blob)
-	if RefsNameBlob(repo) == "" {
+	if RefsNameBlob(t.Context(), repo) == "" {
 		t.Error("an annotated tag of a blob: want a reason")
 	}
-	if NamedBlob(repo, []string{"wrapped"}) == "" || NamedBlob(repo, []string{"wrapped~0"}) == "" {
+	if NamedBlob(t.Context(), repo, []string{"wrapped"}) == "" || NamedBlob(t.Context(), repo, []string{"wrapped~0"}) == "" {
 		t.Error("a blob named through a tag: want a reason")
 	}
-	if why := NamedBlob(repo, []string{"main", "HEAD~0"}); why != "" {
+	if why := NamedBlob(t.Context(), repo, []string{"main", "HEAD~0"}); why != "" {
 		t.Errorf("commits by ref: %s", why)
 	}
 }
@@ -496,5 +492,22 @@ func TestDiscoverSeesChangedRepositories(t *testing.T) {
 	}
 	if _, err := Discover(root + "/missing"); !errors.Is(err, ErrNoDirectory) {
 		t.Errorf("a directory that is not there: %v, want ErrNoDirectory", err)
+	}
+}
+
+// TestRefFilesBounded: roots read past the bound on ref files are not
+// known, so the walk says so rather than walking from some of them.
+func TestRefFilesBounded(t *testing.T) {
+	root := tempDir(t)
+	git(t, root, "init", "-q", "-b", "main")
+	commit(t, root, map[string]string{"a.go": "package a\n"})
+	repo, _ := Discover(root)
+	line := strings.Repeat("0", 40) + "\t\tbranch 'x' of https://example.com/r\n"
+	write(t, root+"/.git/FETCH_HEAD", strings.Repeat(line, maxReflogBytes/len(line)+1))
+	if _, err := HistoryPaths(t.Context(), repo, nil, secret); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("a FETCH_HEAD past the bound: %v, want ErrTooLarge", err)
+	}
+	if why := RefsNameBlob(t.Context(), repo); why == "" {
+		t.Error("RefsNameBlob with a FETCH_HEAD past the bound: no reason")
 	}
 }

@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
@@ -28,8 +29,12 @@ import (
 const (
 	maxObjectsDefault = 50_000 // commits, tags and trees decoded
 	maxIndexEntries   = 200_000
-	maxFound          = 32 // matching paths kept
-	maxReflogBytes    = 4 << 20
+	maxFound          = 32      // matching paths kept
+	maxReflogBytes    = 4 << 20 // of reflogs and pseudo-refs, all together
+	maxIndexBytes     = 64 << 20
+	maxPackIndexBytes = 64 << 20
+	maxObjectBytes    = 1 << 20 // read into memory whole; larger ones lazily
+	maxRoots          = 4 * maxObjectsDefault
 )
 
 // maxObjects is maxObjectsDefault; tests lower it.
@@ -49,6 +54,10 @@ type Matches struct {
 	Submodules bool
 }
 
+// Complete reports whether Paths holds every path picked: at maxFound
+// some may have been left out.
+func (m Matches) Complete() bool { return len(m.Paths) < maxFound }
+
 func (m *Matches) add(p string) {
 	if len(m.Paths) < maxFound {
 		m.Paths = append(m.Paths, p)
@@ -67,11 +76,25 @@ func storage(repo *Repo) (*filesystem.Storage, error) {
 			return nil, err
 		}
 	}
-	var fsys = osfs.New(repo.GitDir)
-	if repo.CommonDir != repo.GitDir {
-		return filesystem.NewStorage(dotgit.NewRepositoryFilesystem(fsys, osfs.New(repo.CommonDir)), cache.NewObjectLRU(4*cache.MiByte)), nil
+	// go-git loads every pack index whole: their sizes bound that.
+	idx, _ := filepath.Glob(filepath.Join(repo.CommonDir, "objects", "pack", "*.idx"))
+	total := int64(0)
+	for _, p := range idx {
+		if fi, err := os.Stat(p); err == nil {
+			total += fi.Size()
+		}
 	}
-	return filesystem.NewStorage(fsys, cache.NewObjectLRU(4*cache.MiByte)), nil
+	if total > maxPackIndexBytes {
+		return nil, ErrTooLarge
+	}
+	var fsys billy.Filesystem = osfs.New(repo.GitDir)
+	if repo.CommonDir != repo.GitDir {
+		fsys = dotgit.NewRepositoryFilesystem(fsys, osfs.New(repo.CommonDir))
+	}
+	// Objects past the threshold are read lazily: a ref naming a huge
+	// blob costs its header, not its size.
+	return filesystem.NewStorageWithOptions(fsys, cache.NewObjectLRU(4*cache.MiByte),
+		filesystem.Options{LargeObjectThreshold: maxObjectBytes}), nil
 }
 
 // IndexPaths returns the paths in the repository's index that pick
@@ -79,8 +102,14 @@ func storage(repo *Repo) (*filesystem.Storage, error) {
 // index tracks nothing.
 func IndexPaths(repo *Repo, pick func(string) bool) (Matches, error) {
 	var m Matches
-	if _, err := os.Stat(filepath.Join(repo.GitDir, "index")); missing(err) {
+	fi, err := os.Stat(filepath.Join(repo.GitDir, "index"))
+	switch {
+	case missing(err):
 		return m, nil
+	case err != nil:
+		return m, err
+	case fi.Size() > maxIndexBytes:
+		return m, ErrTooLarge
 	}
 	st, err := storage(repo)
 	if err != nil {
@@ -147,6 +176,8 @@ type walker struct {
 	// trees holds, by tree and place, the picked paths below it.
 	trees map[treeKey][]string
 	n     int
+	// refBytes counts the bytes of ref files and reflogs read.
+	refBytes int
 }
 
 func (w *walker) push(h plumbing.Hash) {
@@ -169,24 +200,11 @@ func (w *walker) spend() error {
 // roots pushes every ref, HEAD and reflog entry, and the objects the hex
 // names may abbreviate.
 func (w *walker) roots(repo *Repo, names []string) error {
-	refs, err := w.st.IterReferences()
-	if err != nil {
-		return err
-	}
-	err = refs.ForEach(func(r *plumbing.Reference) error {
-		if r.Type() == plumbing.HashReference {
-			w.push(r.Hash())
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if err := w.pseudoRefs(repo); err != nil {
+	if err := w.refRoots(repo); err != nil {
 		return err
 	}
 	for _, dir := range []string{filepath.Join(repo.CommonDir, "logs"), filepath.Join(repo.GitDir, "logs")} {
-		if err := w.reflogs(dir); err != nil {
+		if err := w.refTree(dir, 2); err != nil {
 			return err
 		}
 	}
@@ -195,7 +213,31 @@ func (w *walker) roots(repo *Repo, names []string) error {
 			return err
 		}
 	}
+	if len(w.seen) > maxRoots {
+		return ErrTooLarge
+	}
 	return nil
+}
+
+// refRoots pushes what every ref and pseudo-ref names.
+func (w *walker) refRoots(repo *Repo) error {
+	refs, err := w.st.IterReferences()
+	if err != nil {
+		return err
+	}
+	err = refs.ForEach(func(r *plumbing.Reference) error {
+		if len(w.seen) > maxRoots {
+			return ErrTooLarge
+		}
+		if r.Type() == plumbing.HashReference {
+			w.push(r.Hash())
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return w.pseudoRefs(repo)
 }
 
 // pseudoRefs pushes what git's pseudo-refs name: HEAD, ORIG_HEAD,
@@ -219,12 +261,12 @@ func (w *walker) pseudoRefs(repo *Repo) error {
 			if !pseudoRefName(e.Name()) || !e.Type().IsRegular() {
 				continue
 			}
-			if err := w.refFile(filepath.Join(d, e.Name())); err != nil {
+			if err := w.refFile(filepath.Join(d, e.Name()), 1); err != nil {
 				return err
 			}
 		}
 		if d != repo.CommonDir {
-			if err := w.refTree(filepath.Join(d, "refs")); err != nil {
+			if err := w.refTree(filepath.Join(d, "refs"), 1); err != nil {
 				return err
 			}
 		}
@@ -244,10 +286,12 @@ func pseudoRefName(n string) bool {
 	return true
 }
 
-// refFile pushes the object name at the start of each line of a ref
-// file (FETCH_HEAD holds one a line).
-func (w *walker) refFile(p string) error {
-	f, err := os.Open(p)
+// refFile pushes the object names in the first fields of each line of a
+// ref file: one in a ref or FETCH_HEAD line, two (old and new) in a
+// reflog's. The bytes of all such files a walk reads are bounded
+// together; past the bound the roots are not known, which is an error.
+func (w *walker) refFile(p string, fields int) error {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if missing(err) {
 			return nil
@@ -255,11 +299,20 @@ func (w *walker) refFile(p string) error {
 		return err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(io.LimitReader(f, maxReflogBytes))
+	if fi, err := f.Stat(); err != nil {
+		return err
+	} else if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", p)
+	}
+	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {
-		if fields := strings.Fields(sc.Text()); len(fields) > 0 {
-			if h, ok := hexHash(fields[0]); ok {
+		if w.refBytes += len(sc.Bytes()) + 1; w.refBytes > maxReflogBytes {
+			return ErrTooLarge
+		}
+		words := strings.Fields(sc.Text())
+		for _, f := range words[:min(fields, len(words))] {
+			if h, ok := hexHash(f); ok {
 				w.push(h)
 			}
 		}
@@ -267,60 +320,20 @@ func (w *walker) refFile(p string) error {
 	return sc.Err()
 }
 
-// refTree pushes what every ref file below dir names (a worktree's own
-// refs, which the common refs do not hold).
-func (w *walker) refTree(dir string) error {
+// refTree runs refFile on every file below dir (a worktree's own refs,
+// which the common refs do not hold; the reflogs).
+func (w *walker) refTree(dir string, fields int) error {
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if missing(err) {
-				return nil
-			}
+		switch {
+		case err != nil && missing(err):
+			return nil
+		case err != nil:
 			return err
+		case d.IsDir():
+			return nil
 		}
-		if d.Type().IsRegular() {
-			return w.refFile(p)
-		}
-		return nil
+		return w.refFile(p, fields)
 	})
-}
-
-// reflogs pushes both object names of every reflog line below dir.
-func (w *walker) reflogs(dir string) error {
-	total := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if missing(err) {
-				return nil
-			}
-			return err
-		}
-		if !d.Type().IsRegular() {
-			if d.IsDir() {
-				return nil
-			}
-			return fmt.Errorf("%s is not a regular file", p)
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 0, 4096), 1<<20)
-		for sc.Scan() {
-			if total += len(sc.Bytes()); total > maxReflogBytes {
-				return ErrTooLarge
-			}
-			fields := strings.Fields(sc.Text())
-			for _, f := range fields[:min(2, len(fields))] {
-				if h, ok := hexHash(f); ok {
-					w.push(h)
-				}
-			}
-		}
-		return sc.Err()
-	})
-	return err
 }
 
 // prefix pushes the objects whose names start with the hex text n, if it
@@ -463,13 +476,13 @@ func hexHash(s string) (plumbing.Hash, bool) {
 // refs/remotes/NAME, refs/remotes/NAME/HEAD) up to the first character
 // that starts a revision suffix; REV:path names a file by its path,
 // judged by name elsewhere.
-func NamedBlob(repo *Repo, names []string) string {
+func NamedBlob(ctx context.Context, repo *Repo, names []string) string {
 	st, err := storage(repo)
 	if err != nil {
 		return "cannot read the repository's objects: " + err.Error()
 	}
 	defer st.Close()
-	w := &walker{st: st, seen: map[plumbing.Hash]bool{}}
+	w := &walker{ctx: ctx, st: st, seen: map[plumbing.Hash]bool{}}
 	for _, n := range names {
 		if strings.Contains(n, "^{") {
 			return fmt.Sprintf("%s peels an object, which may be a file's content", n)
@@ -487,48 +500,34 @@ func NamedBlob(repo *Repo, names []string) string {
 			}
 		}
 	}
-	return blobAmong(st, w.stack)
+	return w.blobAmong()
 }
 
 // RefsNameBlob says why a ref of the repository may name a file's
 // content (directly or through tags), which %(raw) and %(contents) print
 // with no path to judge; "" when none does.
-func RefsNameBlob(repo *Repo) string {
+func RefsNameBlob(ctx context.Context, repo *Repo) string {
 	st, err := storage(repo)
 	if err != nil {
 		return "cannot read the repository's objects: " + err.Error()
 	}
 	defer st.Close()
-	w := &walker{st: st, seen: map[plumbing.Hash]bool{}}
-	refs, err := st.IterReferences()
-	if err != nil {
+	w := &walker{ctx: ctx, st: st, seen: map[plumbing.Hash]bool{}}
+	if err := w.refRoots(repo); err != nil {
 		return "cannot read the repository's refs: " + err.Error()
 	}
-	n := 0
-	err = refs.ForEach(func(r *plumbing.Reference) error {
-		if n++; n > maxObjects {
-			return ErrTooLarge
-		}
-		if r.Type() == plumbing.HashReference {
-			w.push(r.Hash())
-		}
-		return nil
-	})
-	if err != nil {
-		return "cannot read the repository's refs: " + err.Error()
-	}
-	if err := w.pseudoRefs(repo); err != nil {
-		return "cannot read the repository's refs: " + err.Error()
-	}
-	return blobAmong(st, w.stack)
+	return w.blobAmong()
 }
 
-// blobAmong says which of the objects is a blob, or a tag (of a tag) of
-// one.
-func blobAmong(st *filesystem.Storage, hs []plumbing.Hash) string {
-	for _, h := range hs {
+// blobAmong says which of the objects pushed is a blob, or a tag (of a
+// tag) of one; each object read counts against the walk's bounds.
+func (w *walker) blobAmong() string {
+	for _, h := range w.stack {
 		for depth := 0; depth < 8; depth++ {
-			o, err := st.EncodedObject(plumbing.AnyObject, h)
+			if err := w.spend(); err != nil {
+				return "cannot read the repository's objects: " + err.Error()
+			}
+			o, err := w.st.EncodedObject(plumbing.AnyObject, h)
 			if err != nil {
 				break
 			}
@@ -538,7 +537,7 @@ func blobAmong(st *filesystem.Storage, hs []plumbing.Hash) string {
 			if o.Type() != plumbing.TagObject {
 				break
 			}
-			t, err := object.DecodeTag(st, o)
+			t, err := object.DecodeTag(w.st, o)
 			if err != nil {
 				return "cannot read tag " + h.String()
 			}

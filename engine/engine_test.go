@@ -106,6 +106,17 @@ func newHomeEngine(t *testing.T, policies map[string]PolicySpec, cl Classifier) 
 	return e
 }
 
+// writeFile writes body to p, making the directories on the way.
+func writeFile(t *testing.T, p, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func policyOf(spec PolicySpec) map[string]PolicySpec {
 	return map[string]PolicySpec{DefaultPolicy: spec}
 }

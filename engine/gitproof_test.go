@@ -29,13 +29,7 @@ func TestGitProofInAMonorepo(t *testing.T) {
 		t.Fatal(err)
 	}
 	for f, body := range map[string]string{"svc/src/a.go": "package a\n", "other/.env": "K=1\n"} {
-		p := filepath.Join(top, f)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, filepath.Join(top, f), body)
 	}
 	gitRun(t, top, "init", "-q")
 	gitRun(t, top, "add", "-A")

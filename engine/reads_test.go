@@ -289,21 +289,12 @@ func TestRipgrepWhitelists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write := func(p, body string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	project := filepath.Join(base, "project")
 	for f, body := range map[string]string{
 		".env": "K=v", ".git/config": "[remote \"o\"]\n\turl = https://x:TOKEN@host/r", "src/a.go": "a", "src/.b.go": "b",
 		".gitignore": "node_modules\n", "docs/x.md": "x", "docs/.ignore": "# none\n",
 	} {
-		write(filepath.Join(project, f), body)
+		writeFile(t, filepath.Join(project, f), body)
 	}
 	e := newEngine(t, nil, nil)
 	check := func(name string, in map[string]any) Result {
@@ -343,11 +334,11 @@ func TestRipgrepWhitelists(t *testing.T) {
 	for _, f := range []string{"docs/.ignore", ".gitignore", ".git/info/exclude", "../.rgignore"} {
 		p := filepath.Join(project, f)
 		old, _ := os.ReadFile(p)
-		write(p, "!.env\n")
+		writeFile(t, p, "!.env\n")
 		refused("rg x with a whitelist in "+f, bash("rg x"))
 		refused("Grep with a whitelist in "+f, check("Grep", map[string]any{"pattern": "x"}))
 		if old != nil {
-			write(p, string(old))
+			writeFile(t, p, string(old))
 		} else if err := os.Remove(p); err != nil {
 			t.Fatal(err)
 		}
@@ -504,18 +495,9 @@ func TestGlobalExcludesFileWhitelists(t *testing.T) {
 		t.Fatal(err)
 	}
 	home, project := filepath.Join(base, "home"), filepath.Join(base, "project")
-	write := func(p, body string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(filepath.Join(project, ".env"), "K=v")
-	write(filepath.Join(project, "src/a.go"), "a")
-	write(filepath.Join(home, ".gitconfig"), "[core]\n\texcludesFile = ~/dotfiles/ignore\n")
+	writeFile(t, filepath.Join(project, ".env"), "K=v")
+	writeFile(t, filepath.Join(project, "src/a.go"), "a")
+	writeFile(t, filepath.Join(home, ".gitconfig"), "[core]\n\texcludesFile = ~/dotfiles/ignore\n")
 	e, err := New(Config{Home: home})
 	if err != nil {
 		t.Fatal(err)
@@ -523,15 +505,15 @@ func TestGlobalExcludesFileWhitelists(t *testing.T) {
 	rg := func() Result {
 		return mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": "rg x"}), WorkingDirectory: project, Mode: ModeAuto})
 	}
-	write(filepath.Join(home, "dotfiles/ignore"), "node_modules\n")
+	writeFile(t, filepath.Join(home, "dotfiles/ignore"), "node_modules\n")
 	if res := rg(); res.Decision != Allow {
 		t.Fatalf("rg x with a global ignore file that whitelists nothing: %s (%s), want allow", res.Decision, res.Reason)
 	}
-	write(filepath.Join(home, "dotfiles/ignore"), "!.env\n")
+	writeFile(t, filepath.Join(home, "dotfiles/ignore"), "!.env\n")
 	if res := rg(); res.Decision == Allow {
 		t.Error("rg x with !.env in the ignore file core.excludesFile names: allowed")
 	}
-	write(filepath.Join(home, ".gitconfig"), "[core]\n\texcludesFile = relative/ignore\n")
+	writeFile(t, filepath.Join(home, ".gitconfig"), "[core]\n\texcludesFile = relative/ignore\n")
 	if res := rg(); res.Decision == Allow {
 		t.Error("rg x with a relative core.excludesFile, which toolgate cannot place: allowed")
 	}
@@ -564,17 +546,8 @@ func TestXargsWithoutNull(t *testing.T) {
 		t.Fatal(err)
 	}
 	project := filepath.Join(base, "project")
-	write := func(p, body string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(filepath.Join(project, "src/a.ts"), "x")
-	write(filepath.Join(project, "src/b/c.tsx"), "x")
+	writeFile(t, filepath.Join(project, "src/a.ts"), "x")
+	writeFile(t, filepath.Join(project, "src/b/c.tsx"), "x")
 	e := newHomeEngine(t, nil, nil)
 	bash := func(cmd string) Result {
 		return mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": cmd}), WorkingDirectory: project, Mode: ModeAuto})
@@ -602,7 +575,7 @@ func TestXargsWithoutNull(t *testing.T) {
 	// A name with a blank splits into others; one with a quote unquotes.
 	for _, name := range []string{"src/x .env y.ts", "src/it's.ts", `src/a\b.ts`, "src/d e/f.ts"} {
 		p := filepath.Join(project, name)
-		write(p, "x")
+		writeFile(t, p, "x")
 		if res := bash(`find src -name "*.ts" | xargs grep -n x`); res.Decision == Allow {
 			t.Errorf("with %q in the tree: allowed (%s)", name, res.Reason)
 		}

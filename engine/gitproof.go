@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,9 +158,13 @@ func (rs *readScope) gitSettings(repo *gitrepo.Repo, remotes bool) string {
 		}
 	}
 	for _, d := range hookDirs {
-		for _, h := range knowledge.GitHooksRun {
-			if _, err := os.Lstat(filepath.Join(d, h)); err == nil {
-				return fmt.Sprintf("the %s hook in %s runs on read-only git commands", h, truncate(d, 200))
+		ents, err := os.ReadDir(d)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Sprintf("cannot list the hooks in %s", truncate(d, 200))
+		}
+		for _, e := range ents {
+			if n := e.Name(); !strings.HasSuffix(n, ".sample") && !knowledge.GitHooksInert[n] {
+				return fmt.Sprintf("the %s hook in %s may run on read-only git commands", truncate(n, 100), truncate(d, 200))
 			}
 		}
 	}

@@ -129,3 +129,34 @@ func TestGitAfterCd(t *testing.T) {
 		}
 	}
 }
+
+// TestGitHooksAllowlist: hooks that fire only on commands that change
+// the repository leave read-only commands local; any other hook (one a
+// refresh or ref update fires, one git adds later) does not.
+func TestGitHooksAllowlist(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, dir, "init", "-q")
+	e := newHomeEngine(t, nil, nil)
+	status := func() Result {
+		return mustCheck(t, e, &Request{Tool: tool("Bash", map[string]any{"command": "git status"}), WorkingDirectory: dir, Mode: ModeAuto})
+	}
+	for _, h := range []string{"pre-commit", "commit-msg", "pre-push", "post-checkout"} {
+		writeFile(t, filepath.Join(dir, ".git/hooks", h), "#!/bin/sh\n")
+	}
+	if res := status(); res.Decision != Allow {
+		t.Fatalf("git status with commit and push hooks: %s (%s), want allow", res.Decision, res.Reason)
+	}
+	for _, h := range []string{"post-index-change", "reference-transaction", "some-future-hook"} {
+		p := filepath.Join(dir, ".git/hooks", h)
+		writeFile(t, p, "#!/bin/sh\n")
+		if res := status(); res.Decision == Allow {
+			t.Errorf("git status with a %s hook: allowed", h)
+		}
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

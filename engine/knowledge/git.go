@@ -37,7 +37,7 @@ var gitInertKeys = setOf(
 	"core.fsync", "core.fsyncmethod", "core.checkroundtripencoding", "core.notesref",
 	// The editor runs for commits and interactive commands only, none of
 	// which is read-only; the hooks directory is checked for the hooks
-	// read-only commands fire (GitHooksRun).
+	// read-only commands may fire (GitHooksInert).
 	"core.editor", "sequence.editor", "core.hookspath",
 	// Files git reads and whose lines error messages and check-ignore can
 	// print: their paths are judged as reads (GitReadKeys).
@@ -134,10 +134,16 @@ func GitConfigInert(section, sub, key, value string) bool {
 // excludes file's line): each is judged as a read.
 var GitReadKeys = setOf("core.excludesfile", "core.attributesfile", "mailmap.file")
 
-// GitHooksRun are the hooks that commands toolgate allows as read-only
-// may fire: git status refreshes and writes the index, which runs
-// post-index-change.
-var GitHooksRun = []string{"post-index-change"}
+// GitHooksInert are the hooks that only commands which change the
+// repository (commit, merge, rebase, push, checkout, am, receive, gc)
+// fire: an allowlist. Any other hook in the hooks directory may run on a
+// read-only command (post-index-change on git status, which refreshes the
+// index; reference-transaction on any ref update; hooks git adds later).
+// Files ending in .sample are never run.
+var GitHooksInert = setOf("applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
+	"prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge", "pre-push",
+	"pre-receive", "update", "proc-receive", "post-receive", "post-update", "push-to-checkout", "pre-auto-gc",
+	"post-rewrite", "sendemail-validate", "p4-changelist", "p4-prepare-changelist", "p4-post-changelist", "p4-pre-submit")
 
 // GitURLCarriesCredentials reports whether a remote URL as git stores it
 // may carry a credential: user information in a URL with a scheme (a token

@@ -59,9 +59,11 @@ var gitLog = &spec{opts: gitDiffOpts + gitLogOpts, writeOpts: "output:", reads: 
 	return gitUse(iv, g)
 }}
 
-// gitPatchOpts make diff-like output print the content of files.
-var gitPatchOpts = []string{"p", "u", "U", "patch", "patch-with-stat", "patch-with-raw", "W", "function-context",
-	"word-diff", "word-diff-regex", "color-words", "cc", "c", "dd", "binary", "check"}
+// gitPatchOpts make diff-like output print the content of files: among
+// the options gitDiffOpts and gitLogOpts allow, every one git's
+// diff-options say implies --patch (or prints lines, as --check does).
+var gitPatchOpts = []string{"p", "u", "U", "unified", "patch", "patch-with-stat", "patch-with-raw", "W", "function-context",
+	"inter-hunk-context", "word-diff", "word-diff-regex", "color-words", "cc", "c", "dd", "binary", "check"}
 
 // gitNoPatchOpts replace a diff's patch with names, counts or nothing.
 var gitNoPatchOpts = []string{"s", "no-patch", "stat", "numstat", "shortstat", "name-only", "name-status", "dirstat",

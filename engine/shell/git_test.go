@@ -230,3 +230,34 @@ func TestPathspecsAgainstGit(t *testing.T) {
 		}
 	}
 }
+
+// TestGitDiffOptionsClassified: every diff option git commands take is
+// known to print patches (gitPatchOpts: git's diff-options say it implies
+// --patch), to replace them (gitNoPatchOpts), or only to shape what is
+// printed: an option added to gitDiffOpts must be placed, so that none
+// makes git log print file contents unnoticed.
+func TestGitDiffOptionsClassified(t *testing.T) {
+	shaping := strings.Fields("z w b a R D t M C B X l S G O I output-indicator-new output-indicator-old " +
+		"output-indicator-context indent-heuristic no-indent-heuristic minimal patience histogram anchored diff-algorithm " +
+		"stat-width stat-name-width stat-graph-width stat-count cumulative submodule color no-color color-moved " +
+		"no-color-moved color-moved-ws no-color-moved-ws no-renames rename-empty no-rename-empty ws-error-highlight " +
+		"full-index abbrev no-abbrev break-rewrites find-renames find-copies find-copies-harder irreversible-delete " +
+		"diff-filter find-object pickaxe-all pickaxe-regex skip-to rotate-to relative no-relative text ignore-cr-at-eol " +
+		"ignore-space-at-eol ignore-space-change ignore-all-space ignore-blank-lines ignore-matching-lines exit-code " +
+		"no-ext-diff no-textconv ignore-submodules src-prefix dst-prefix no-prefix default-prefix line-prefix " +
+		"ita-invisible-in-index ita-visible-in-index #")
+	for _, o := range strings.Fields(gitDiffOpts) {
+		name := strings.TrimRight(o, ":~")
+		if !slices.Contains(gitPatchOpts, name) && !slices.Contains(gitNoPatchOpts, name) && !slices.Contains(shaping, name) {
+			t.Errorf("diff option %q is not classified: does it make git log print patches?", name)
+		}
+	}
+	// And the classification holds in the analysis: log prints no file
+	// content unless a patch option says so.
+	for _, line := range []string{"git log --unified=1", "git log --inter-hunk-context=2", "git log -W", "git log --binary"} {
+		a := Analyze(line)
+		if len(a.Git) != 1 || a.Git[0].Scope != GitHistory {
+			t.Errorf("Analyze(%q).Git = %+v, want history content", line, a.Git)
+		}
+	}
+}

@@ -511,3 +511,21 @@ func TestRefFilesBounded(t *testing.T) {
 		t.Error("RefsNameBlob with a FETCH_HEAD past the bound: no reason")
 	}
 }
+
+// TestHistoryPathBytesBounded: the paths a walk builds cost memory in
+// every tree they are kept for; past the bound the walk stops.
+func TestHistoryPathBytesBounded(t *testing.T) {
+	root := tempDir(t)
+	git(t, root, "init", "-q", "-b", "main")
+	commit(t, root, map[string]string{strings.Repeat("deep-directory-name/", 20) + ".env": "K=1\n"})
+	repo, _ := Discover(root)
+	if _, err := HistoryPaths(t.Context(), repo, nil, secret); err != nil {
+		t.Fatalf("within the bound: %v", err)
+	}
+	saved := maxPathBytes
+	maxPathBytes = 200
+	defer func() { maxPathBytes = saved }()
+	if _, err := HistoryPaths(t.Context(), repo, nil, secret); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("past the bound on path bytes: %v, want ErrTooLarge", err)
+	}
+}

@@ -37,8 +37,12 @@ const (
 	maxRoots          = 4 * maxObjectsDefault
 )
 
-// maxObjects is maxObjectsDefault; tests lower it.
-var maxObjects = maxObjectsDefault
+// maxObjects bounds the objects a walk decodes, maxPathBytes the bytes of
+// the paths it builds and keeps; tests lower them.
+var (
+	maxObjects   = maxObjectsDefault
+	maxPathBytes = 32 << 20
+)
 
 // ErrTooLarge is returned when a repository holds more than a check may
 // read.
@@ -176,8 +180,9 @@ type walker struct {
 	// trees holds, by tree and place, the picked paths below it.
 	trees map[treeKey][]string
 	n     int
-	// refBytes counts the bytes of ref files and reflogs read.
-	refBytes int
+	// refBytes counts the bytes of ref files and reflogs read, pathBytes
+	// those of the paths the walk builds and keeps.
+	refBytes, pathBytes int
 }
 
 func (w *walker) push(h plumbing.Hash) {
@@ -413,7 +418,9 @@ func (w *walker) tree(h plumbing.Hash, o plumbing.EncodedObject, prefix string, 
 	if found, ok := w.trees[key]; ok {
 		return found, nil
 	}
-	if depth > 4096 || len(prefix) > 1<<16 {
+	// Paths cost their length in every tree they are kept for: deep
+	// trees of long names must not make a walk hold gigabytes.
+	if w.pathBytes += len(prefix); depth > 4096 || w.pathBytes > maxPathBytes {
 		return nil, ErrTooLarge
 	}
 	if o == nil {
@@ -434,6 +441,9 @@ func (w *walker) tree(h plumbing.Hash, o plumbing.EncodedObject, prefix string, 
 		p := prefix + e.Name
 		switch {
 		case w.pick(p):
+			if w.pathBytes += len(p); w.pathBytes > maxPathBytes {
+				return nil, ErrTooLarge
+			}
 			found = append(found, p)
 		case e.Mode == filemode.Submodule:
 			w.m.Submodules = true

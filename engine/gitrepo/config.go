@@ -126,6 +126,9 @@ func (r *configReader) read(path string, depth int) error {
 	if fi.IsDir() {
 		return nil // git skips an include that is a directory
 	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path) // git would wait on a FIFO or read a device
+	}
 	id, known := pathcheck.IdentityOf(path, fi)
 	pf := (*parsedFile)(nil)
 	if known {
@@ -171,7 +174,7 @@ func (r *configReader) read(path string, depth int) error {
 // parseFile reads and parses one config file, with the identity of the
 // version read (from the open file, so that it is the version parsed).
 func parseFile(path string) (*parsedFile, pathcheck.Identity, bool, error) {
-	f, err := os.Open(path)
+	f, fi, err := openRegular(path)
 	if missing(err) {
 		return nil, pathcheck.Identity{}, false, nil
 	}
@@ -179,13 +182,6 @@ func parseFile(path string) (*parsedFile, pathcheck.Identity, bool, error) {
 		return nil, pathcheck.Identity{}, false, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, pathcheck.Identity{}, false, err
-	}
-	if fi.IsDir() {
-		return &parsedFile{}, pathcheck.Identity{}, false, nil
-	}
 	id, known := pathcheck.IdentityOf(path, fi)
 	b, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
 	if err != nil {

@@ -296,26 +296,39 @@ func validHead(p string) (bool, error) {
 	return true, nil
 }
 
-// readHead reads at most 255 bytes of HEAD, as git does, whatever it is.
+// readHead reads at most 255 bytes of HEAD, as git does.
 func readHead(p string) ([]byte, error) {
-	// Not blocking on a FIFO planted as HEAD: git would wait on it; the
-	// check must not.
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, _, err := openRegular(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	}
 	b := make([]byte, 255)
 	n, err := io.ReadFull(f, b)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	return b[:n], nil
+}
+
+// openRegular opens a regular file git reads. The open does not block
+// (a FIFO planted where git reads would hold the check's thread in the
+// system call, past its deadline), and anything but a regular file is an
+// error: git would wait on it or read a device.
+func openRegular(p string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file", p)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' }
@@ -327,16 +340,11 @@ func missing(err error) bool {
 // readSmall reads at most maxSmallFile bytes of a regular file; a longer
 // one is an error (git's HEAD, .git and commondir files are one line).
 func readSmall(p string) ([]byte, error) {
-	f, err := os.Open(p)
+	f, _, err := openRegular(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	}
 	b := make([]byte, maxSmallFile+1)
 	n, err := f.Read(b)
 	if err != nil && n == 0 {

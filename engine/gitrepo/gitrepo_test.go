@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -527,5 +528,52 @@ func TestHistoryPathBytesBounded(t *testing.T) {
 	defer func() { maxPathBytes = saved }()
 	if _, err := HistoryPaths(t.Context(), repo, nil, secret); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("past the bound on path bytes: %v, want ErrTooLarge", err)
+	}
+}
+
+// TestFIFOsAreRefusedNotWaitedOn: a FIFO where git reads a file (HEAD, a
+// .git file, a config file or include, a pseudo-ref) would hold a reader
+// in its open; each is refused at once.
+func TestFIFOsAreRefusedNotWaitedOn(t *testing.T) {
+	root := tempDir(t)
+	git(t, root, "init", "-q", "-b", "main", "r")
+	commit(t, root+"/r", map[string]string{"a.go": "package a\n"})
+	fifo := func(p string) {
+		t.Helper()
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A .git file that is a FIFO.
+	if err := os.MkdirAll(root+"/p", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A .git that is a FIFO is passed over, as git passes over any
+	// .git that is neither file nor directory, and never opened.
+	fifo(root + "/p/.git")
+	if repo, err := Discover(root + "/p"); err != nil || repo != nil {
+		t.Errorf("a .git FIFO: %+v, %v; want no repository", repo, err)
+	}
+	// A commondir that is a FIFO.
+	write(t, root+"/q/HEAD", "ref: refs/heads/main\n")
+	fifo(root + "/q/commondir")
+	if _, err := Discover(root + "/q"); err == nil {
+		t.Error("a commondir FIFO: want an error")
+	}
+	repo, err := Discover(root + "/r")
+	if err != nil || repo == nil {
+		t.Fatal(repo, err)
+	}
+	// An include that is a FIFO.
+	home := root + "/home"
+	write(t, home+"/.gitconfig", "[include]\n\tpath = ~/fifo\n")
+	fifo(home + "/fifo")
+	if _, err := Config(repo, home); err == nil {
+		t.Error("an include that is a FIFO: want an error")
+	}
+	// A pseudo-ref that is a FIFO is no regular file: not read.
+	fifo(root + "/r/.git/ORIG_HEAD")
+	if _, err := HistoryPaths(t.Context(), repo, nil, secret); err != nil {
+		t.Errorf("a pseudo-ref FIFO: %v", err)
 	}
 }

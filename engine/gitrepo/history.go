@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
@@ -112,6 +111,8 @@ func IndexPaths(repo *Repo, pick func(string) bool) (Matches, error) {
 		return m, nil
 	case err != nil:
 		return m, err
+	case !fi.Mode().IsRegular():
+		return m, errors.New("the index is not a regular file")
 	case fi.Size() > maxIndexBytes:
 		return m, ErrTooLarge
 	}
@@ -296,19 +297,14 @@ func pseudoRefName(n string) bool {
 // reflog's. The bytes of all such files a walk reads are bounded
 // together; past the bound the roots are not known, which is an error.
 func (w *walker) refFile(p string, fields int) error {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, _, err := openRegular(p)
+	if missing(err) {
+		return nil
+	}
 	if err != nil {
-		if missing(err) {
-			return nil
-		}
 		return err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return err
-	} else if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", p)
-	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {

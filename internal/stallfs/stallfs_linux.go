@@ -67,8 +67,8 @@ func New(dir string) (*Stall, error) {
 	return &Stall{Dir: dir, fd: fd}, nil
 }
 
-// Waiting returns how many requests on the mount are waiting for the
-// server that never answers: each is a thread blocked in a system call.
+// Waiting returns how many system calls on the mount are waiting for the
+// server that never answers: each holds a thread.
 // It reads the kernel's FUSE control file system, mounted for the call on
 // a private temporary directory (it is not mounted on every machine).
 func (s *Stall) Waiting() (int, error) {
@@ -89,7 +89,13 @@ func (s *Stall) Waiting() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, err
+	}
+	// The kernel counts the INIT request it queued at mount time, which
+	// nothing ever answers here: it holds no thread.
+	return max(0, n-1), nil
 }
 
 // device returns the mount's connection number (its device number, as the

@@ -23,6 +23,9 @@ func TestStallBlocksUntilClose(t *testing.T) {
 		t.Skipf("no stalled FUSE mount: %v", err)
 	}
 	defer s.Close()
+	if n, err := s.Waiting(); err != nil || n != 0 {
+		t.Fatalf("before any call: %d waiting (%v), want 0", n, err)
+	}
 	done := make(chan error, 1)
 	go func() {
 		_, err := os.Stat(filepath.Join(dir, "x"))
@@ -35,7 +38,7 @@ func TestStallBlocksUntilClose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n >= 1 {
+		if n == 1 {
 			break
 		}
 		select {

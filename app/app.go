@@ -208,6 +208,7 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		return nil, err
 	}
 	a.rl.svc = a.srv.Service()
+	a.rl.reopenAudit = a.srv.ReopenAudit
 	a.onClose("grpc server", func() {
 		// A fresh context: Run's is done, and Shutdown bounds itself.
 		a.srv.Shutdown(context.Background())

@@ -62,14 +62,18 @@ func (c *Config) validateClassifier() error {
 
 // NewEngine compiles the policies into an engine deciding for the agents of
 // home, with cls for what the local stages leave open (nil: none). It
-// protects toolgate's TLS and token files besides the config's own (see
-// config.Config.NewEngine, the one place an engine is configured).
+// protects toolgate's TLS and token files besides the config's own, and
+// the files it writes: the audit log with its backups, and the classifier's
+// dump file (an agent that could remove or rewrite them could hide what it
+// did). See config.Config.NewEngine, the one place an engine is
+// configured.
 func (c *Config) NewEngine(home string, cls *classifier.Classifier) (*engine.Engine, []string, error) {
 	tls := c.Server.TLS
 	rt := config.Runtime{
 		Home:                    home,
 		OnClassifierUnavailable: engine.Deny,
-		OwnFiles:                []string{tls.CertFile, tls.ClientCAFile},
+		OwnFiles:                []string{tls.CertFile, tls.ClientCAFile, c.Server.Audit.File, c.Classifier.DumpFile},
+		OwnPatterns:             c.Server.Audit.Backups(),
 		SecretFiles:             []string{tls.KeyFile, c.Server.TokenFile},
 	}
 	if c.Classifier.OnUnavailable == "ask" {

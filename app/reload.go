@@ -31,6 +31,9 @@ type reloader struct {
 	home string
 	log  *zap.Logger
 	svc  *server.Service
+	// reopenAudit reopens the audit file on SIGHUP (nil: none), as
+	// daemons reopen their logs after a rotation.
+	reopenAudit func() error
 	// clsOpts go to every classifier built (the process's one set of
 	// classifier metrics); reloads counts reloads (nil: not counted).
 	clsOpts []classifier.Option
@@ -259,6 +262,13 @@ func (w *watcher) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-w.hup:
+			if r.reopenAudit != nil {
+				if err := r.reopenAudit(); err != nil {
+					r.log.Error("SIGHUP: reopening the audit file failed; the next record tries again", zap.Error(err))
+				} else {
+					r.log.Info("SIGHUP: audit file reopened")
+				}
+			}
 			if r.path == "" {
 				r.log.Warn("SIGHUP: no config file to reload (running the embedded default)")
 				continue

@@ -23,6 +23,10 @@ type Runtime struct {
 	// imports (a TLS certificate, a client CA): no agent may change them.
 	// SecretFiles (a TLS key, the tokens) no agent may read or change.
 	OwnFiles, SecretFiles []string
+	// OwnPatterns are absolute globs, in their last component only, of
+	// more of toolgate's files (the audit log's backups): guarded like
+	// OwnFiles.
+	OwnPatterns []string
 }
 
 // NewEngine compiles the policies into an engine. It is the one place an
@@ -46,6 +50,7 @@ func (c *Config) NewEngine(rt Runtime) (*engine.Engine, []string, error) {
 		OnClassifierUnavailable: rt.OnClassifierUnavailable,
 		Home:                    rt.Home,
 		Guarded:                 absPaths(own),
+		GuardedPatterns:         rt.OwnPatterns,
 	})
 	if err != nil {
 		name := c.name

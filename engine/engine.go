@@ -37,6 +37,10 @@ type Config struct {
 	// means, in any mode: toolgate's own config, the files it imports, its
 	// TLS and token files. Absolute paths.
 	Guarded []string
+	// GuardedPatterns are more such files by glob, absolute paths whose
+	// last component only may be a glob (an audit log's rotated backups,
+	// named by the time of their rotation).
+	GuardedPatterns []string
 }
 
 // Engine runs the decision pipeline. It is immutable and safe for
@@ -57,7 +61,7 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{policies: map[string]*policy{}, classifier: cfg.Classifier, onUnavailable: Deny, home: cfg.Home,
 		analyses: memo.New[string, *analysis](maxAnalyses)}
 	var err error
-	if e.guarded, err = newGuardedFiles(cfg.Guarded); err != nil {
+	if e.guarded, err = newGuardedFiles(cfg.Guarded, cfg.GuardedPatterns); err != nil {
 		return nil, err
 	}
 	switch cfg.OnClassifierUnavailable {

@@ -15,10 +15,37 @@ import (
 // could change them could change what toolgate allows it.
 type guardedFiles struct {
 	paths []string // absolute and clean, as given and as resolved
+	// globs name more of them by a glob in the last component (an audit
+	// log's backups, named by the time of their rotation).
+	globs []guardGlob
 }
 
-func newGuardedFiles(files []string) (guardedFiles, error) {
+// guardGlob is a directory (absolute and clean) and a one-component glob
+// of files in it.
+type guardGlob struct{ dir, base string }
+
+func (gl guardGlob) path() string { return filepath.Join(gl.dir, gl.base) }
+
+func newGuardedFiles(files, patterns []string) (guardedFiles, error) {
 	var g guardedFiles
+	for i, p := range patterns {
+		if !filepath.IsAbs(p) {
+			return g, fmt.Errorf("guarded_patterns[%d]: %q is not absolute", i, p)
+		}
+		p = filepath.Clean(p)
+		dir, base := filepath.Dir(p), filepath.Base(p)
+		if !knowledge.HasMeta(base) {
+			files = append(slices.Clip(files), p)
+			continue
+		}
+		if knowledge.HasMeta(dir) || !knowledge.GlobSupported(base) {
+			return g, fmt.Errorf("guarded_patterns[%d]: %q: only the last component may be a glob, of *, ? and plain bracket sets", i, p)
+		}
+		g.globs = append(g.globs, guardGlob{dir, base})
+		if r, err := pathcheck.Resolve("/", dir); err == nil && r != dir {
+			g.globs = append(g.globs, guardGlob{r, base})
+		}
+	}
 	for i, f := range files {
 		if !filepath.IsAbs(f) {
 			return g, fmt.Errorf("guarded[%d]: %q is not absolute", i, f)
@@ -48,7 +75,7 @@ var treeMovers = map[string]bool{
 // its directories. A word whose value is known only at run time can name
 // anything: those are beyond this check, and go through the usual stages.
 func (g guardedFiles) write(c *call) string {
-	if len(g.paths) == 0 {
+	if len(g.paths) == 0 && len(g.globs) == 0 {
 		return ""
 	}
 	if c.kind.IsEdit() {
@@ -152,14 +179,45 @@ func (g guardedFiles) is(p string) bool {
 			return true
 		}
 	}
+	for _, gl := range g.globs {
+		if gl.mayMatch(p) {
+			return true
+		}
+	}
 	return false
+}
+
+// mayMatch reports whether path p, or any path the glob p may match, is
+// one the guard's glob matches. Two globs are compared by their literal
+// ends only (what comes before the first and after the last glob
+// character, as if a star could cross slashes): they may overlap unless
+// those disagree.
+func (gl guardGlob) mayMatch(p string) bool {
+	if !knowledge.HasMeta(p) {
+		if filepath.Dir(p) != gl.dir {
+			return false
+		}
+		m, ok := knowledge.Match(gl.base, filepath.Base(p))
+		return m || !ok
+	}
+	a, b := knowledge.Fold(p), knowledge.Fold(gl.path())
+	pa, pb := a[:strings.IndexAny(a, "*?[")], b[:strings.IndexAny(b, "*?[")]
+	sa, sb := a[strings.LastIndexAny(a, "*?[]")+1:], b[strings.LastIndexAny(b, "*?[]")+1:]
+	return (strings.HasPrefix(pa, pb) || strings.HasPrefix(pb, pa)) && (strings.HasSuffix(sa, sb) || strings.HasSuffix(sb, sa))
 }
 
 // under reports whether a guarded file lies below p, or p is a glob that
 // may match one of their directories.
 func (g guardedFiles) under(p string) bool {
+	dirs := make([]string, 0, len(g.paths)+len(g.globs))
 	for _, f := range g.paths {
-		for d := filepath.Dir(f); ; d = filepath.Dir(d) {
+		dirs = append(dirs, filepath.Dir(f))
+	}
+	for _, gl := range g.globs {
+		dirs = append(dirs, gl.dir)
+	}
+	for _, d := range dirs {
+		for ; ; d = filepath.Dir(d) {
 			if p == d || knowledge.HasMeta(p) && globMayMatch(p, d) {
 				return true
 			}
@@ -171,11 +229,18 @@ func (g guardedFiles) under(p string) bool {
 	return false
 }
 
-// inText returns the guarded file whose path appears in text, or "".
+// inText returns the guarded file whose path appears in text, or "": for
+// a glob, its directory and the literal start of its name.
 func (g guardedFiles) inText(text string) string {
 	for _, f := range g.paths {
 		if strings.Contains(text, f) {
 			return f
+		}
+	}
+	for _, gl := range g.globs {
+		p := gl.path()
+		if strings.Contains(text, p[:strings.IndexAny(p, "*?[")]) {
+			return p
 		}
 	}
 	return ""

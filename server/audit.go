@@ -1,14 +1,14 @@
 package server
 
 import (
-	"bytes"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/protobuf/encoding/protojson"
-	"gopkg.in/natefinch/lumberjack.v2"
 
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 	"github.com/toolgate/toolgate/redact"
@@ -26,33 +26,36 @@ type AuditConfig struct {
 }
 
 func (c AuditConfig) validate() error {
-	if c.File != "" && (c.MaxSizeMB <= 0 || c.MaxBackups < 0) {
+	if c.File == "" {
+		return nil
+	}
+	if c.MaxSizeMB <= 0 || c.MaxBackups < 0 {
 		return fmt.Errorf("server.audit: max_size_mb must be positive and max_backups not negative, got %d and %d", c.MaxSizeMB, c.MaxBackups)
+	}
+	// The backups are kept from the agents by glob (see Backups): a name
+	// that is itself a glob would guard other files, or not its own.
+	if strings.ContainsAny(filepath.Base(c.File), "*?[]\\") {
+		return fmt.Errorf("server.audit.file: %q: the file name may not hold glob characters (*?[]\\)", c.File)
 	}
 	return nil
 }
 
 // openAudit opens the audit log, creating the file now so that a path the
-// server cannot write is a startup error, not records lost later. Later
-// write errors go to the main log.
-func openAudit(c AuditConfig, log *zap.Logger) (*zap.Logger, io.Closer, error) {
-	w := &lumberjack.Logger{Filename: c.File, MaxSize: c.MaxSizeMB, MaxBackups: c.MaxBackups}
-	if _, err := w.Write(nil); err != nil {
-		return nil, nil, fmt.Errorf("server.audit.file: %w", err)
+// server cannot write is a startup error, not records lost later. A record
+// that cannot be written later is counted (failed) and reported on the
+// main log by the file itself, rate-limited (see auditFile).
+func openAudit(c AuditConfig, log *zap.Logger, failed func()) (*zap.Logger, *auditFile, error) {
+	w, err := newAuditFile(c, log, failed)
+	if err != nil {
+		return nil, nil, err
 	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey = "ts"
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), zap.InfoLevel)
-	return zap.New(core, zap.ErrorOutput(zapcore.AddSync(auditErrors{log}))), w, nil
-}
-
-// auditErrors reports the audit logger's own write failures.
-type auditErrors struct{ log *zap.Logger }
-
-func (a auditErrors) Write(p []byte) (int, error) {
-	a.log.Error("audit log write failed; the decision was made but not audited", zap.ByteString("error", bytes.TrimSpace(p)))
-	return len(p), nil
+	// No zapcore.Lock: the file serialises its writes itself. zap's own
+	// error output would log each failure again, unlimited.
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(w), zap.InfoLevel)
+	return zap.New(core, zap.ErrorOutput(zapcore.AddSync(io.Discard))), w, nil
 }
 
 // auditFields are what the audit log adds to the decision line: the tool

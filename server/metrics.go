@@ -19,6 +19,8 @@ type Metrics struct {
 	decisions *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	grpc      *grpcprom.ServerMetrics
+	// auditFailures counts decision records the audit file did not take.
+	auditFailures prometheus.Counter
 }
 
 // decisionBuckets span local decisions (tens of microseconds) up to
@@ -40,11 +42,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time to decide one check, by deciding stage.",
 			Buckets: decisionBuckets,
 		}, []string{"source"}),
+		auditFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolgate_audit_write_failures_total",
+			Help: "Decision records that could not be written to the audit file: decisions made but not audited.",
+		}),
 		grpc: grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
 			grpcprom.WithHistogramBuckets(decisionBuckets),
 		)),
 	}
-	for _, c := range []prometheus.Collector{m.decisions, m.duration, m.grpc} {
+	for _, c := range []prometheus.Collector{m.decisions, m.duration, m.auditFailures, m.grpc} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("server metrics: %w", err)
 		}
@@ -60,6 +66,14 @@ func (m *Metrics) decided(res engine.Result, latency time.Duration) {
 	src := sourceLabel(res.Source)
 	m.decisions.WithLabelValues(res.Decision.String(), src, kindLabel(res.Kind)).Inc()
 	m.duration.WithLabelValues(src).Observe(latency.Seconds())
+}
+
+// auditFailed counts one audit record not written; a nil m counts
+// nothing.
+func (m *Metrics) auditFailed() {
+	if m != nil {
+		m.auditFailures.Inc()
+	}
 }
 
 // sourceLabel is the source's name; a value outside the enum is "other".

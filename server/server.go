@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"sync/atomic"
 	"time"
@@ -44,7 +43,7 @@ type Server struct {
 	health *health.Server
 	svc    *Service
 
-	auditFile io.Closer                // nil without an audit log
+	auditFile *auditFile               // nil without an audit log
 	tracer    *sdktrace.TracerProvider // built from server.tracing; nil otherwise
 
 	stopping atomic.Bool
@@ -86,9 +85,9 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 	// The audit file first: it is the one step here that fails on a
 	// machine's state, and nothing needs undoing before it.
 	var audit *zap.Logger
-	var auditFile io.Closer
+	var auditFile *auditFile
 	if cfg.Audit.File != "" {
-		if audit, auditFile, err = openAudit(cfg.Audit, log); err != nil {
+		if audit, auditFile, err = openAudit(cfg.Audit, log, o.metrics.auditFailed); err != nil {
 			return nil, err
 		}
 	}
@@ -139,6 +138,15 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 func (s *Server) setServing(st healthpb.HealthCheckResponse_ServingStatus) {
 	s.health.SetServingStatus("", st)
 	s.health.SetServingStatus(pb.PermissionService_ServiceDesc.ServiceName, st)
+}
+
+// ReopenAudit closes the audit file and opens the one at its path again
+// (SIGHUP: an admin's log rotation). Without an audit log it does nothing.
+func (s *Server) ReopenAudit() error {
+	if s.auditFile == nil {
+		return nil
+	}
+	return s.auditFile.reopen()
 }
 
 // Service returns the permission service (to swap its engine).

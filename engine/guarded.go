@@ -160,13 +160,22 @@ func (g guardedFiles) placed(dir, w string, budget *int) []string {
 		p = dir + "/" + p
 	}
 	out := []string{filepath.Clean(p)}
-	if knowledge.HasMeta(p) || budget != nil && *budget <= 0 {
+	// A glob in the last component only: its directory is resolved (a
+	// link in the project to the directory of a guarded file).
+	dir, base := out[0], ""
+	if knowledge.HasMeta(out[0]) {
+		dir, base = filepath.Dir(out[0]), filepath.Base(out[0])
+	}
+	if knowledge.HasMeta(dir) || budget != nil && *budget <= 0 {
 		return out
 	}
 	if budget != nil {
 		*budget--
 	}
-	if r, err := pathcheck.Resolve("/", p); err == nil && r != out[0] {
+	if r, err := pathcheck.Resolve("/", dir); err == nil && r != dir {
+		if base != "" {
+			r = filepath.Join(r, base)
+		}
 		out = append(out, r)
 	}
 	return out

@@ -76,3 +76,76 @@ func TestGuardedFiles(t *testing.T) {
 		t.Error("a relative guarded path was accepted")
 	}
 }
+
+// TestGuardedPatterns: files guarded by a glob (an audit log's rotated
+// backups) are kept from every writer in every mode, as are their
+// directory and its parents, while other files beside them are not.
+func TestGuardedPatterns(t *testing.T) {
+	l := newLayout(t)
+	logs := filepath.Join(l.root, "var", "log", "toolgate")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	audit := filepath.Join(logs, "audit.jsonl")
+	backup := filepath.Join(logs, "audit-2026-11-27T10-00-00.000.jsonl")
+	for _, f := range []string{audit, backup, backup + ".gz"} {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A link in the project to the logs' directory.
+	if err := os.Symlink(logs, filepath.Join(l.app, "logs")); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Config{Guarded: []string{audit}, GuardedPatterns: []string{
+		filepath.Join(logs, "audit-*.jsonl"), filepath.Join(logs, "audit-*.jsonl.gz"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := func(mode Mode, name string, in map[string]any) *Request {
+		return &Request{Tool: tool(name, in), WorkingDirectory: l.app, Mode: mode}
+	}
+	bash := func(cmd string) map[string]any { return map[string]any{"command": cmd} }
+	for _, mode := range []Mode{ModeAuto, ModeBypass, ModeAcceptEdits} {
+		for _, r := range []*Request{
+			req(mode, "Write", map[string]any{"file_path": backup, "content": "x"}),
+			req(mode, "Edit", map[string]any{"file_path": "logs/audit-2026-11-27T10-00-00.000.jsonl", "old_string": "a", "new_string": "b"}),
+			req(mode, "Bash", bash("rm -f "+backup)),
+			req(mode, "Bash", bash("rm -f "+backup+".gz")),
+			req(mode, "Bash", bash("rm -f logs/audit-2026-11-27T10-00-00.000.jsonl")),
+			req(mode, "Bash", bash("rm "+logs+"/audit-*")),
+			req(mode, "Bash", bash("rm "+logs+"/*.jsonl")),
+			req(mode, "Bash", bash("cd "+logs+" && rm -f *l")),
+			req(mode, "Bash", bash("echo x > "+logs+"/audit-2026-12-01T00-00-00.000.jsonl")),
+			req(mode, "Bash", bash("ln -sf /dev/null "+backup)),
+			req(mode, "Bash", bash("mv "+backup+" /tmp/")),
+			req(mode, "Bash", bash("rm -rf "+logs)),
+			req(mode, "Bash", bash("rm -rf "+filepath.Join(l.root, "var"))),
+			req(mode, "Bash", bash("mv logs /tmp/gone")),
+			req(mode, "Bash", bash("gzip -d "+backup+".gz")),
+			req(mode, "Bash", bash("rm -f logs/*.jsonl")),
+		} {
+			res := mustCheck(t, e, r)
+			if res.Decision != Deny {
+				t.Errorf("%v %s %v: %s by %s (%s), want deny", mode, r.Tool.Name, r.Tool.Input, res.Decision, res.Source, res.Reason)
+			}
+		}
+	}
+	// Beside them, other files are the usual stages' business.
+	for _, r := range []*Request{
+		req(ModeBypass, "Write", map[string]any{"file_path": filepath.Join(logs, "other.log"), "content": "x"}),
+		req(ModeBypass, "Bash", bash("rm -f "+logs+"/*.tmp")),
+		req(ModeBypass, "Bash", bash("rm -f "+logs+"/auditor.jsonl")),
+		req(ModeBypass, "Bash", bash("rm -rf build")),
+	} {
+		if res := mustCheck(t, e, r); res.Decision == Deny {
+			t.Errorf("%v %s %v: denied (%s)", r.Mode, r.Tool.Name, r.Tool.Input, res.Reason)
+		}
+	}
+	for _, bad := range []string{"relative-*.jsonl", "/var/*/audit-*.jsonl", "/var/log/audit-[[:digit:]].jsonl"} {
+		if _, err := New(Config{GuardedPatterns: []string{bad}}); err == nil {
+			t.Errorf("guarded pattern %q was accepted", bad)
+		}
+	}
+}

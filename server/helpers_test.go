@@ -19,10 +19,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// lumberjack starts one compression goroutine per audit file that its
-	// Close does not stop; a process opens one audit file, so it is not a
-	// leak that grows.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("gopkg.in/natefinch/lumberjack%2ev2.(*Logger).millRun"))
+	goleak.VerifyTestMain(m)
 }
 
 // fakeClassifier answers calls that reach the classifier stage. A call can

@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"go.uber.org/zap"
@@ -32,10 +31,10 @@ func (c AuditConfig) validate() error {
 	if c.MaxSizeMB <= 0 || c.MaxBackups < 0 {
 		return fmt.Errorf("server.audit: max_size_mb must be positive and max_backups not negative, got %d and %d", c.MaxSizeMB, c.MaxBackups)
 	}
-	// The backups are kept from the agents by glob (see Backups): a name
+	// The backups are kept from the agents by glob (see Backups): a path
 	// that is itself a glob would guard other files, or not its own.
-	if strings.ContainsAny(filepath.Base(c.File), "*?[]\\") {
-		return fmt.Errorf("server.audit.file: %q: the file name may not hold glob characters (*?[]\\)", c.File)
+	if strings.ContainsAny(c.File, "*?[]\\") {
+		return fmt.Errorf("server.audit.file: %q may not hold glob characters (*?[]\\): toolgate keeps its backups from the agents by glob", c.File)
 	}
 	return nil
 }

@@ -128,6 +128,11 @@ func TestAuditConfigValidation(t *testing.T) {
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "server.audit") {
 		t.Fatalf("got %v", err)
 	}
+	// Its backups are guarded by glob: a path that is one is refused.
+	c.Audit = AuditConfig{File: "/var/log/tool[gate]/audit.jsonl", MaxSizeMB: 1}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "server.audit.file") {
+		t.Fatalf("a glob in the audit path: got %v", err)
+	}
 }
 
 // An audit log the server cannot write is a startup error, not records

@@ -40,7 +40,7 @@ type auditFile struct {
 
 	mu   sync.Mutex
 	f    *os.File // nil until opened, and after a failed open
-	id   fileID   // f's device and inode
+	id   fileID   // f's device and inode; kept when f is closed
 	size int64
 	// unreported counts records lost since the last line on the main log
 	// about them, lastReport is when that line was written.
@@ -172,7 +172,8 @@ func (w *auditFile) closeFile() {
 
 // open opens the file at the path, or a new one; asked is whether the
 // operator asked for it (startup, SIGHUP), which lets it adopt a file that
-// already holds records.
+// already holds records. The file it last had open (after Close, or a
+// rotation whose rename failed) is its own and taken back as it is.
 func (w *auditFile) open(asked bool) error {
 	// An admin may have removed the directory too.
 	if err := os.MkdirAll(filepath.Dir(w.path), 0o700); err != nil {
@@ -194,7 +195,7 @@ func (w *auditFile) open(asked bool) error {
 			return w.use(f, 0)
 		case err != nil:
 			return err
-		case w.adoptable(fi, asked):
+		case w.adoptable(fi, asked || idOf(fi) == w.id):
 			// O_NONBLOCK: a FIFO swapped in since the lstat must not hold
 			// the open; fstat then tells it from the file lstat saw.
 			f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)

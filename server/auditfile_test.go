@@ -201,6 +201,20 @@ func TestAuditFileReopen(t *testing.T) {
 	}
 }
 
+// TestAuditFileKeepsItsOwn: after Close (a check answered past
+// shutdown), the file it had is taken back, not set aside as planted.
+func TestAuditFileKeepsItsOwn(t *testing.T) {
+	w, _ := newTestAuditFile(t, zap.NewNop())
+	record(t, w, "one")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	record(t, w, "two")
+	if got := fileText(t, w.path); got != "one\ntwo\n" {
+		t.Fatalf("the file holds %q", got)
+	}
+}
+
 // TestAuditFileStartup: a link at the configured path is refused at
 // startup; an existing file with records is appended to.
 func TestAuditFileStartup(t *testing.T) {

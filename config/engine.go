@@ -20,7 +20,8 @@ type Runtime struct {
 	// OnClassifierUnavailable is the decision when the classifier fails.
 	OnClassifierUnavailable engine.Decision
 	// OwnFiles are toolgate's files besides the config and the files it
-	// imports (a TLS certificate, a client CA): no agent may change them.
+	// imports (a TLS certificate, a client CA, the audit log, the
+	// classifier's dump file): no agent may change them.
 	// SecretFiles (a TLS key, the tokens) no agent may read or change.
 	OwnFiles, SecretFiles []string
 	// OwnPatterns are absolute globs, in their last component only, of

@@ -35,7 +35,8 @@ type Config struct {
 	Home string
 	// Guarded are files no agent may write, move, link or delete by any
 	// means, in any mode: toolgate's own config, the files it imports, its
-	// TLS and token files. Absolute paths.
+	// TLS and token files, the files it writes (the audit log, the
+	// classifier's dump). Absolute paths.
 	Guarded []string
 	// GuardedPatterns are more such files by glob, absolute paths whose
 	// last component only may be a glob (an audit log's rotated backups,

@@ -12,7 +12,10 @@ import (
 
 // guardedFiles are files no agent may write by any means (toolgate's own
 // config, the files it imports, its TLS and token files): an agent that
-// could change them could change what toolgate allows it.
+// could change them could change what toolgate allows it. The files
+// toolgate writes (the audit log and its backups, the classifier's dump)
+// are guarded alike: an agent that could remove or rewrite them could
+// hide what it did.
 type guardedFiles struct {
 	paths []string // absolute and clean, as given and as resolved
 	// globs name more of them by a glob in the last component (an audit

@@ -158,6 +158,42 @@ func TestNewEngineProtectsServerFiles(t *testing.T) {
 	}
 }
 
+// The engine of a config keeps the agents, in bypass mode too, off the
+// files the server writes: the audit log, its backups and the classifier's
+// dump file; other files beside them stay the usual stages' business.
+func TestNewEngineProtectsWrittenFiles(t *testing.T) {
+	dir := t.TempDir()
+	c := loadConfig(t, writeConfig(t, policyNoRules))
+	c.Server.Audit.File = filepath.Join(dir, "logs", "audit.jsonl")
+	c.Classifier.DumpFile = filepath.Join(dir, "logs", "dump.jsonl")
+	eng, _, err := c.NewEngine("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := filepath.Join(dir, "project")
+	for _, tt := range []struct {
+		command string
+		want    engine.Decision
+	}{
+		{"rm -f " + c.Server.Audit.File, engine.Deny},
+		{"ln -sf /dev/null " + c.Server.Audit.File, engine.Deny},
+		{"rm -f " + filepath.Join(dir, "logs", "audit-2026-01-02T03-04-05.000.jsonl.gz"), engine.Deny},
+		{": > " + c.Classifier.DumpFile, engine.Deny},
+		{"rm -rf " + filepath.Join(dir, "logs"), engine.Deny},
+		{"rm -f " + filepath.Join(dir, "logs", "other.log"), engine.Allow},
+		{"rm -rf build", engine.Allow},
+	} {
+		res, err := eng.Check(t.Context(), &engine.Request{WorkingDirectory: project, Mode: engine.ModeBypass,
+			Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": tt.command}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Decision != tt.want {
+			t.Errorf("%s: %s by %s (%s), want %s", tt.command, res.Decision, res.Source, res.Reason, tt.want)
+		}
+	}
+}
+
 func TestExposureWarning(t *testing.T) {
 	public := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 5), Port: 50051}
 	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50051}

@@ -175,9 +175,15 @@ func (w *auditFile) closeFile() {
 // already holds records. The file it last had open (after Close, or a
 // rotation whose rename failed) is its own and taken back as it is.
 func (w *auditFile) open(asked bool) error {
-	// An admin may have removed the directory too.
-	if err := os.MkdirAll(filepath.Dir(w.path), 0o700); err != nil {
+	// An admin may have removed the directory too; what is there now must
+	// still be reached without a symbolic link, as it was at startup
+	// (O_NOFOLLOW guards the last component only).
+	dir := filepath.Dir(w.path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
+	}
+	if r, err := filepath.EvalSymlinks(dir); err != nil || r != dir {
+		return fmt.Errorf("the audit file's directory %s is now reached through a symbolic link (%s, %v); not writing there", dir, r, err)
 	}
 	for range auditOpenAttempts {
 		fi, err := os.Lstat(w.path)

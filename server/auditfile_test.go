@@ -176,6 +176,30 @@ func TestAuditFileReplaced(t *testing.T) {
 	}
 }
 
+// TestAuditFileDirectoryReplaced: a directory swapped for a link to
+// another is not written through; the record is counted as not written.
+func TestAuditFileDirectoryReplaced(t *testing.T) {
+	w, failures := newTestAuditFile(t, zap.NewNop())
+	record(t, w, "one")
+	dir := filepath.Dir(w.path)
+	elsewhere := t.TempDir()
+	if err := os.Rename(dir, dir+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("two\n")); err == nil {
+		t.Error("a record was written through a directory link")
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Errorf("files made through the link: %v", entries)
+	}
+	if n := failures.Load(); n != 1 {
+		t.Errorf("%d failures counted, want 1", n)
+	}
+}
+
 // TestAuditFileReopen: SIGHUP's reopen follows an admin's rotation at
 // once, and adopts a file of this user that already has records.
 func TestAuditFileReopen(t *testing.T) {

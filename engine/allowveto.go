@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/toolgate/toolgate/engine/knowledge"
+	"github.com/toolgate/toolgate/engine/pathcheck"
 	"github.com/toolgate/toolgate/engine/rules"
 	"github.com/toolgate/toolgate/engine/shell"
 )
@@ -175,7 +175,7 @@ func (e *Engine) names(dir, v string) bool {
 	if !filepath.IsAbs(p) {
 		p = dir + "/" + p // not cleaned: the kernel resolves links before ..
 	}
-	_, err := os.Lstat(p)
+	_, err := pathcheck.Lstat(p)
 	return err == nil || !errors.Is(err, fs.ErrNotExist)
 }
 

@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/toolgate/toolgate/engine/gitrepo"
 	"github.com/toolgate/toolgate/engine/knowledge"
+	"github.com/toolgate/toolgate/engine/pathcheck"
 	"github.com/toolgate/toolgate/engine/shell"
 )
 
@@ -158,7 +159,7 @@ func (rs *readScope) gitSettings(repo *gitrepo.Repo, remotes bool) string {
 		}
 	}
 	for _, d := range hookDirs {
-		ents, err := os.ReadDir(d)
+		ents, err := pathcheck.ReadDir(d)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Sprintf("cannot list the hooks in %s", truncate(d, 200))
 		}
@@ -171,7 +172,11 @@ func (rs *readScope) gitSettings(repo *gitrepo.Repo, remotes bool) string {
 	if remotes && repo != nil {
 		// Remotes defined the old way, in files.
 		for _, d := range []string{"remotes", "branches"} {
-			if ents, err := os.ReadDir(filepath.Join(repo.CommonDir, d)); err == nil && len(ents) > 0 {
+			ents, err := pathcheck.ReadDir(filepath.Join(repo.CommonDir, d))
+			switch {
+			case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+				return fmt.Sprintf("prints remote URLs, and the repository's %s/ cannot be listed (%v)", d, err)
+			case len(ents) > 0:
 				return "prints remote URLs, and the repository defines remotes in " + d + "/, which toolgate does not read"
 			}
 		}

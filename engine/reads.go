@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -161,7 +160,7 @@ func (rs *readScope) rootsWhy(p string) string {
 	case knowledge.Admits(kinds, p):
 		return ""
 	}
-	if fi, err := os.Lstat(p); err == nil && fi.IsDir() && !inGitDir(p) {
+	if fi, err := pathcheck.Lstat(p); err == nil && fi.IsDir() && !inGitDir(p) {
 		return ""
 	}
 	return fmt.Sprintf("reads %s, which is not a source, header or documentation file (the only files read locally in toolchain and cache trees)", truncate(p, 200))
@@ -302,7 +301,7 @@ func (rs *readScope) judgeGlob(p, raw string) string {
 				next = append(next, m+"/"+c) // not cleaned: bash follows links before ..
 				continue
 			}
-			names, err := readDirNames(m + "/")
+			names, err := readDirNames(m)
 			switch {
 			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 				continue // bash matches nothing there
@@ -340,9 +339,18 @@ func (rs *readScope) judgeGlob(p, raw string) string {
 
 var errTooLarge = errors.New("too many entries")
 
-// readDirNames lists at most maxDirEntries names of dir.
+// readDirNames lists at most maxDirEntries names of dir ("" is /), found
+// as the kernel would (a link on the way followed, a foreign file system
+// refused before it is entered).
 func readDirNames(dir string) ([]string, error) {
-	f, err := os.Open(dir)
+	if dir == "" {
+		dir = "/"
+	}
+	_, r, err := pathcheck.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	f, err := pathcheck.OpenDir(r)
 	if err != nil {
 		return nil, err
 	}
@@ -464,7 +472,7 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 	if why != "" {
 		return why
 	}
-	switch fi, err := os.Lstat(root); {
+	switch fi, err := pathcheck.Lstat(root); {
 	case err == nil && !fi.IsDir():
 		return "" // a file, judged above
 	case inGitDir(p) || inGitDir(root):
@@ -506,7 +514,7 @@ func (rs *readScope) walkEntries(root, raw string, w treeWalk) (why string, skip
 			return why, skippedHidden
 		}
 		w.steps = 0
-		f, err := openDir(d.path)
+		f, err := pathcheck.OpenDir(d.path)
 		if err != nil {
 			return fmt.Sprintf("searches %s, whose tree cannot be read here (%v)", truncate(raw, 200), err), skippedHidden
 		}
@@ -560,18 +568,6 @@ func (rs *readScope) walkEntries(root, raw string, w treeWalk) (why string, skip
 		}
 	}
 	return "", skippedHidden
-}
-
-// openDir opens a directory of a walk to list it. os.Open would also try
-// to register it with the network poller and make it non-blocking, four
-// system calls of no use for a directory; os.NewFile asks one. A link in
-// its place (the tree changed since it was listed) is refused.
-func openDir(p string) (*os.File, error) {
-	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
-	}
-	return os.NewFile(uintptr(fd), p), nil
 }
 
 // ignoreFiles are the files in each directory whose rules ripgrep (the
@@ -631,7 +627,7 @@ func (rs *readScope) globalIgnoreFiles() []string {
 // file, or cannot be read, or is too large to read, may; so may one past
 // the check's bounds on its file-system work.
 func (rs *readScope) whitelisting(p string) bool {
-	fi, err := os.Stat(p)
+	fi, _, err := pathcheck.Stat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		rs.fsUsed += fsCall
@@ -642,7 +638,7 @@ func (rs *readScope) whitelisting(p string) bool {
 	if rs.fsUsed += fsCall * (1 + int(fi.Size()>>12)); rs.fsUsed > maxCheckFS {
 		return true
 	}
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := pathcheck.OpenFile(p, syscall.O_NONBLOCK)
 	if err != nil {
 		return true
 	}

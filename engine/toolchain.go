@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"unicode"
 
+	"github.com/toolgate/toolgate/engine/pathcheck"
 	"github.com/toolgate/toolgate/engine/shell"
 )
 
@@ -123,7 +123,7 @@ func (rs *readScope) judgeToolchainFile(p string, f toolchainFile, program strin
 	if why := rs.spend(fsCall, len(p)); why != "" {
 		return why
 	}
-	fi, err := os.Lstat(p)
+	fi, err := pathcheck.Lstat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		return ""
@@ -137,7 +137,7 @@ func (rs *readScope) judgeToolchainFile(p string, f toolchainFile, program strin
 	if rs.fsUsed += fsCall * int(fi.Size()>>12); rs.fsUsed > maxCheckFS {
 		return rs.spend(0, 0)
 	}
-	fh, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	fh, err := pathcheck.OpenFile(p, syscall.O_NONBLOCK)
 	if err != nil {
 		return fmt.Sprintf("%s: %s cannot be read (%v)", program, truncate(p, 200), err)
 	}

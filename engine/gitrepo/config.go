@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -116,7 +115,7 @@ func (r *configReader) read(path string, depth int) error {
 	if r.files++; r.files > maxConfigFiles {
 		return fmt.Errorf("more than %d git config files", maxConfigFiles)
 	}
-	fi, err := os.Stat(path)
+	fi, _, err := pathcheck.Stat(path)
 	if missing(err) {
 		return nil
 	}

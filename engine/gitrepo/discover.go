@@ -54,7 +54,7 @@ func Discover(dir string) (*Repo, error) {
 		return nil, fmt.Errorf("%s is not absolute", dir)
 	}
 	d := filepath.Clean(dir)
-	if fi, err := os.Stat(d); missing(err) || err == nil && !fi.IsDir() {
+	if fi, _, err := pathcheck.Stat(d); missing(err) || err == nil && !fi.IsDir() {
 		return nil, fmt.Errorf("%s: %w", d, ErrNoDirectory) // git cannot start there
 	} else if err != nil {
 		return nil, err
@@ -70,10 +70,10 @@ func Discover(dir string) (*Repo, error) {
 			continue
 		}
 		dotgit := filepath.Join(d, ".git")
-		fi, err := os.Lstat(dotgit)
+		fi, err := pathcheck.Lstat(dotgit)
 		linked := err == nil && fi.Mode()&fs.ModeSymlink != 0
 		if linked {
-			fi, err = os.Stat(dotgit)
+			fi, _, err = pathcheck.Stat(dotgit)
 		}
 		switch {
 		case err == nil && fi.Mode().IsRegular():
@@ -113,7 +113,7 @@ func newRepo(gitDir, workTree string, bare, mayLink bool) (*Repo, error) {
 	gd := gitDir
 	if mayLink {
 		var err error
-		if gd, err = filepath.EvalSymlinks(gitDir); err != nil {
+		if gd, err = resolve(gitDir); err != nil {
 			return nil, err
 		}
 	}
@@ -162,7 +162,16 @@ func commonDir(gd string) (string, error) {
 	if !filepath.IsAbs(s) {
 		s = filepath.Join(gd, s)
 	}
-	return filepath.EvalSymlinks(s)
+	return resolve(s)
+}
+
+// resolve is filepath.EvalSymlinks by the kernel's rules, with every
+// component on a local file system (pathcheck.Stat): the repository's
+// files are read from there, and a proof about files on a network or
+// FUSE mount does not hold.
+func resolve(p string) (string, error) {
+	_, r, err := pathcheck.Stat(p)
+	return r, err
 }
 
 // isGitDirectory is git's is_git_directory: HEAD reads as a ref or an
@@ -192,7 +201,7 @@ func isGitDirectory(d string) (bool, error) {
 	// files and links too); toolgate, which may not be the agent's user,
 	// takes anything there for them: a superset of git's repositories.
 	for _, sub := range []string{"objects", "refs"} {
-		fi, err := os.Lstat(filepath.Join(common, sub))
+		fi, err := pathcheck.Lstat(filepath.Join(common, sub))
 		switch {
 		case missing(err):
 			return false, nil
@@ -223,7 +232,7 @@ const maxGitDirs = 1024
 func (k *knownGitDirs) identities(d string) ([2]pathcheck.Identity, bool) {
 	var ids [2]pathcheck.Identity
 	for i, p := range []string{d, filepath.Join(d, "HEAD")} {
-		fi, err := os.Lstat(p)
+		fi, err := pathcheck.Lstat(p)
 		if err != nil {
 			return ids, false
 		}
@@ -262,7 +271,7 @@ func (k *knownGitDirs) keep(d string, ids [2]pathcheck.Identity) {
 // carriage return), then "refs/"; or that start with an object name
 // (40 hex digits, either case; what follows is not looked at).
 func validHead(p string) (bool, error) {
-	fi, err := os.Lstat(p)
+	fi, err := pathcheck.Lstat(p)
 	if missing(err) {
 		return false, nil
 	}
@@ -314,9 +323,10 @@ func readHead(p string) ([]byte, error) {
 // openRegular opens a regular file git reads. The open does not block
 // (a FIFO planted where git reads would hold the check's thread in the
 // system call, past its deadline), and anything but a regular file is an
-// error: git would wait on it or read a device.
+// error: git would wait on it or read a device. Nor is one on a network
+// or FUSE file system read (pathcheck.OpenFile).
 func openRegular(p string) (*os.File, os.FileInfo, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := pathcheck.OpenFile(p, syscall.O_NONBLOCK)
 	if err != nil {
 		return nil, nil, err
 	}

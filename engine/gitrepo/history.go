@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -20,6 +18,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+
+	"github.com/toolgate/toolgate/engine/pathcheck"
 )
 
 // Bounds on the work of reading one repository's index and history for a
@@ -73,26 +73,38 @@ func storage(repo *Repo) (*filesystem.Storage, error) {
 	// Grafts give commits other parents than they hold, which the walk
 	// would not follow.
 	for _, f := range []string{"objects/info/alternates", "objects/info/http-alternates", "info/grafts"} {
-		if _, err := os.Lstat(filepath.Join(repo.CommonDir, f)); err == nil {
+		if _, err := pathcheck.Lstat(filepath.Join(repo.CommonDir, f)); err == nil {
 			return nil, fmt.Errorf("the repository borrows objects from another or rewrites parents (%s)", f)
 		} else if !missing(err) {
 			return nil, err
 		}
 	}
 	// go-git loads every pack index whole: their sizes bound that.
-	idx, _ := filepath.Glob(filepath.Join(repo.CommonDir, "objects", "pack", "*.idx"))
+	packs := filepath.Join(repo.CommonDir, "objects", "pack")
+	ents, err := pathcheck.ReadDir(packs)
+	if err != nil && !missing(err) {
+		return nil, err
+	}
 	total := int64(0)
-	for _, p := range idx {
-		if fi, err := os.Stat(p); err == nil {
-			total += fi.Size()
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".idx") {
+			continue
 		}
+		fi, _, err := pathcheck.Stat(filepath.Join(packs, e.Name()))
+		if missing(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		total += fi.Size()
 	}
 	if total > maxPackIndexBytes {
 		return nil, ErrTooLarge
 	}
-	var fsys billy.Filesystem = osfs.New(repo.GitDir)
+	var fsys billy.Filesystem = localFS{osfs.New(repo.GitDir)}
 	if repo.CommonDir != repo.GitDir {
-		fsys = dotgit.NewRepositoryFilesystem(fsys, osfs.New(repo.CommonDir))
+		fsys = dotgit.NewRepositoryFilesystem(fsys, localFS{osfs.New(repo.CommonDir)})
 	}
 	// Objects past the threshold are read lazily: a ref naming a huge
 	// blob costs its header, not its size.
@@ -105,7 +117,7 @@ func storage(repo *Repo) (*filesystem.Storage, error) {
 // index tracks nothing.
 func IndexPaths(repo *Repo, pick func(string) bool) (Matches, error) {
 	var m Matches
-	fi, err := os.Stat(filepath.Join(repo.GitDir, "index"))
+	fi, _, err := pathcheck.Stat(filepath.Join(repo.GitDir, "index"))
 	switch {
 	case missing(err):
 		return m, nil
@@ -253,10 +265,15 @@ func (w *walker) refRoots(repo *Repo) error {
 // use.
 func (w *walker) pseudoRefs(repo *Repo) error {
 	dirs := []string{repo.GitDir, repo.CommonDir}
-	wts, _ := filepath.Glob(filepath.Join(repo.CommonDir, "worktrees", "*"))
-	dirs = append(dirs, wts...)
+	wts, err := pathcheck.ReadDir(filepath.Join(repo.CommonDir, "worktrees"))
+	if err != nil && !missing(err) {
+		return err
+	}
+	for _, e := range wts {
+		dirs = append(dirs, filepath.Join(repo.CommonDir, "worktrees", e.Name()))
+	}
 	for _, d := range dirs {
-		ents, err := os.ReadDir(d)
+		ents, err := pathcheck.ReadDir(d)
 		if err != nil {
 			if missing(err) {
 				continue
@@ -322,19 +339,28 @@ func (w *walker) refFile(p string, fields int) error {
 }
 
 // refTree runs refFile on every file below dir (a worktree's own refs,
-// which the common refs do not hold; the reflogs).
+// which the common refs do not hold; the reflogs), listing each directory
+// as pathcheck finds it: one on a network or FUSE file system is an error.
 func (w *walker) refTree(dir string, fields int) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		switch {
-		case err != nil && missing(err):
-			return nil
-		case err != nil:
-			return err
-		case d.IsDir():
-			return nil
+	ents, err := pathcheck.ReadDir(dir)
+	switch {
+	case missing(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if e.IsDir() {
+			err = w.refTree(p, fields)
+		} else {
+			err = w.refFile(p, fields)
 		}
-		return w.refFile(p, fields)
-	})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // prefix pushes the objects whose names start with the hex text n, if it

@@ -45,15 +45,21 @@ type absentKey struct{ dir, names string }
 const maxAbsent = 4096
 
 // NoneIn reports whether none of names exists in directory d (as Lstat
-// sees them; a name that cannot be looked up counts as there). Answers
+// sees them; a name that cannot be looked up counts as there, and so does
+// every name of a directory on a foreign file system). d's way must be
+// free of links (resolved), as for Lstat. Answers
 // for directories not changed in the last RacyWindow are remembered.
 func NoneIn(d string, names ...string) bool {
 	key := absentKey{d, strings.Join(names, "\x00")}
 	absent.Lock()
 	id, ok := absent.m[key]
 	absent.Unlock()
+	t, err := currentMounts()
+	if err != nil || t.refuseWay(d) != nil {
+		return false // counts as there: nothing is proven
+	}
 	if ok {
-		if fi, err := os.Stat(d); err == nil {
+		if fi, err := os.Stat(d); err == nil && t.refuseFound(d, fi) == nil {
 			if now, known := IdentityOf(d, fi); known && now == id {
 				return true
 			}
@@ -62,8 +68,11 @@ func NoneIn(d string, names ...string) bool {
 	// The identity is taken before looking: a change after it leaves a
 	// newer identity, and the next call misses.
 	fi, statErr := os.Stat(d)
+	if statErr == nil && t.refuseFound(d, fi) != nil {
+		return false
+	}
 	for _, n := range names {
-		if _, err := os.Lstat(filepath.Join(d, n)); !isNotExist(err) {
+		if _, err := t.lstat(filepath.Join(d, n)); !isNotExist(err) {
 			return false
 		}
 	}

@@ -21,9 +21,11 @@ var openat2Missing atomic.Bool
 // (a link, a missing component, ENOTDIR, EACCES, ...) says nothing, and the
 // caller walks the components, so the two can never disagree on an error.
 // Nothing is remembered between calls: each check sees the file system as
-// it is.
-func linkFree(abs string, dir bool) (string, bool) {
-	if openat2Missing.Load() || len(abs) >= pathMax {
+// it is. A path whose way enters a foreign mount (by the table t), or
+// that ends on a foreign device, is not proven here: the walk refuses it
+// at the component where it leads there.
+func linkFree(t *mountTable, abs string, dir bool) (string, bool) {
+	if openat2Missing.Load() || len(abs) >= pathMax || t.foreignOnWay(abs) != "" {
 		return "", false
 	}
 	// O_PATH opens nothing: no FIFO blocks, no device is touched, and no
@@ -42,6 +44,11 @@ func linkFree(abs string, dir bool) (string, bool) {
 		}
 		return "", false
 	}
+	var st unix.Stat_t
+	err = unix.Fstat(fd, &st)
 	_ = unix.Close(fd)
+	if err != nil || t.refuseDev(abs, st.Dev) != nil {
+		return "", false
+	}
 	return filepath.Clean(abs), true
 }

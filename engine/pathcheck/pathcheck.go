@@ -124,7 +124,12 @@ type walked struct {
 // followFinal false, a symlink as the path's last component (no trailing
 // slash) is kept, not followed, like lstat, O_NOFOLLOW or rename(2) onto it.
 func (pr *Proofs) walk(abs string, followFinal bool) (walked, error) {
-	if p, ok := pr.linkFree(abs, false); ok {
+	// One look at the mount table serves the whole walk.
+	t, err := currentMounts()
+	if err != nil {
+		return walked{}, err
+	}
+	if p, ok := pr.linkFree(t, abs, false); ok {
 		return walked{path: p}, nil
 	}
 	// A file about to be created, or a link at the end: when the
@@ -132,23 +137,25 @@ func (pr *Proofs) walk(abs string, followFinal bool) (walked, error) {
 	// is left to walk.
 	if i := strings.LastIndexByte(abs, '/'); i > 0 {
 		if last := abs[i+1:]; last != "" && last != "." && last != ".." {
-			if dir, ok := pr.linkFree(abs[:i], true); ok {
-				return walkFrom(dir, []string{last}, abs, followFinal)
+			if dir, ok := pr.linkFree(t, abs[:i], true); ok {
+				return walkFrom(t, dir, []string{last}, abs, followFinal)
 			}
 		}
 	}
-	return walkComponents(abs, followFinal)
+	return walkComponents(t, abs, followFinal)
 }
 
 // walkComponents is walk without the kernel's shortcut: one lstat per
 // component, following links as the kernel does.
-func walkComponents(abs string, followFinal bool) (walked, error) {
-	return walkFrom("/", strings.Split(abs, "/"), abs, followFinal)
+func walkComponents(t *mountTable, abs string, followFinal bool) (walked, error) {
+	return walkFrom(t, "/", strings.Split(abs, "/"), abs, followFinal)
 }
 
 // walkFrom walks the components todo from cur, a clean, absolute,
-// symlink-free directory.
-func walkFrom(cur string, todo []string, abs string, followFinal bool) (walked, error) {
+// symlink-free directory. A component that is a foreign mount point (by
+// the table t) is refused before it is looked up; what each look finds
+// must be on a local device.
+func walkFrom(t *mountTable, cur string, todo []string, abs string, followFinal bool) (walked, error) {
 	var w walked
 	curNonDir := false
 	// missing counts the components at the end of cur that do not exist.
@@ -190,6 +197,9 @@ func walkFrom(cur string, todo []string, abs string, followFinal bool) (walked, 
 			missing++
 			continue
 		}
+		if err := t.refuseWay(next); err != nil {
+			return walked{}, err
+		}
 		fi, err := os.Lstat(next)
 		if errors.Is(err, fs.ErrNotExist) {
 			// Will be created (as a directory if more follows), as by
@@ -199,6 +209,9 @@ func walkFrom(cur string, todo []string, abs string, followFinal bool) (walked, 
 			continue
 		}
 		if err != nil {
+			return walked{}, err
+		}
+		if err := t.refuseFound(next, fi); err != nil {
 			return walked{}, err
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
@@ -659,6 +672,10 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 // looked up counts as there. Lstat, as git's open, finds "head" for HEAD
 // on a case-insensitive file system, and only there.
 func (c *Checker) markerAbove(paths []string) string {
+	t, err := currentMounts()
+	if err != nil {
+		return "the mount table (" + err.Error() + ")"
+	}
 	var seen []string
 	for _, p := range paths {
 		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
@@ -678,7 +695,7 @@ func (c *Checker) markerAbove(paths []string) string {
 					continue
 				}
 				f := strings.TrimSuffix(d, "/") + "/" + m.Name
-				if _, err := os.Lstat(f); err == nil || !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+				if _, err := t.lstat(f); err == nil || !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 					return f + " (" + m.Why + ")"
 				}
 			}

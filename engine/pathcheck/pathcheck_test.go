@@ -708,8 +708,8 @@ func TestLinkFreeAgreesWithWalk(t *testing.T) {
 		"app/" + strings.Repeat("x", 256),
 	} {
 		abs := tr.dir + "/" + rel
-		want, werr := walkComponents(abs, true)
-		got, ok := linkFree(abs, false)
+		want, werr := walkComponents(testMounts(t), abs, true)
+		got, ok := linkFree(testMounts(t), abs, false)
 		if !ok {
 			continue
 		}
@@ -729,14 +729,14 @@ func TestLinkFreeAgreesWithWalk(t *testing.T) {
 		for _, follow := range []bool{true, false} {
 			abs := tr.dir + "/" + rel
 			got, gerr := (*Proofs)(nil).walk(abs, follow)
-			want, werr := walkComponents(abs, follow)
+			want, werr := walkComponents(testMounts(t), abs, follow)
 			if (gerr == nil) != (werr == nil) || gerr == nil && !reflect.DeepEqual(got, want) {
 				t.Errorf("walk(%q, %v) = %+v, %v; the component walk gives %+v, %v", rel, follow, got, gerr, want, werr)
 			}
 		}
 	}
 	for _, linked := range []string{"app/link-in", "app/link-in/f.txt", "app/dangling", "applink", "app/up/app", "app/proc"} {
-		if p, ok := linkFree(tr.dir+"/"+linked, false); ok {
+		if p, ok := linkFree(testMounts(t), tr.dir+"/"+linked, false); ok {
 			t.Errorf("linkFree(%q) = %q past a link", linked, p)
 		}
 	}
@@ -804,7 +804,7 @@ func TestProofsAgreeWithWalk(t *testing.T) {
 			abs := strings.TrimSuffix(tr.dir+"/"+rel, "/")
 			for _, follow := range []bool{true, false} {
 				got, gerr := pr.walk(abs, follow)
-				want, werr := walkComponents(abs, follow)
+				want, werr := walkComponents(testMounts(t), abs, follow)
 				if (gerr == nil) != (werr == nil) || gerr == nil && !reflect.DeepEqual(got, want) {
 					t.Errorf("%s: walk(%q, %v) with proofs = %+v, %v; the component walk gives %+v, %v", order, rel, follow, got, gerr, want, werr)
 				}
@@ -817,14 +817,14 @@ func TestProofsAgreeWithWalk(t *testing.T) {
 	// A directory above a proven file is proven without a system call; a
 	// file proven is no directory proven.
 	pr := &Proofs{}
-	if _, ok := pr.linkFree(tr.app+"/sub/f.txt", false); !ok && runtime.GOOS == "linux" && !openat2Missing.Load() {
+	if _, ok := pr.linkFree(testMounts(t), tr.app+"/sub/f.txt", false); !ok && runtime.GOOS == "linux" && !openat2Missing.Load() {
 		t.Fatal("app/sub/f.txt is not proven link-free")
 	}
 	n := len(pr.seen)
-	if p, ok := pr.linkFree(tr.app+"/sub", true); ok && len(pr.seen) != n {
+	if p, ok := pr.linkFree(testMounts(t), tr.app+"/sub", true); ok && len(pr.seen) != n {
 		t.Errorf("app/sub (%q) took a system call after app/sub/f.txt was proven", p)
 	}
-	if _, ok := pr.linkFree(tr.app+"/sub/f.txt", true); ok {
+	if _, ok := pr.linkFree(testMounts(t), tr.app+"/sub/f.txt", true); ok {
 		t.Error("app/sub/f.txt, a file, is proven a directory")
 	}
 }
@@ -959,4 +959,14 @@ func TestCheckHidden(t *testing.T) {
 	if v, err := c.Check(tr.app, "../outside/.x"); err != nil || v.Inside || v.Hidden != "" {
 		t.Errorf("Check(outside) = %+v, %v; want outside with no Hidden", v, err)
 	}
+}
+
+// testMounts is the mount table as a walk takes it.
+func testMounts(tb testing.TB) *mountTable {
+	tb.Helper()
+	mt, err := currentMounts()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return mt
 }

@@ -30,9 +30,9 @@ const maxProofs = 32
 // linkFree is the package's linkFree, answered from the proofs when they
 // can. Only clean paths are looked up: they are the ones whose ancestors
 // are plain prefixes; a path proven is kept as its clean form.
-func (pr *Proofs) linkFree(abs string, dir bool) (string, bool) {
+func (pr *Proofs) linkFree(t *mountTable, abs string, dir bool) (string, bool) {
 	if pr == nil {
-		return linkFree(abs, dir)
+		return linkFree(t, abs, dir)
 	}
 	clean := isClean(abs)
 	if clean {
@@ -52,7 +52,7 @@ func (pr *Proofs) linkFree(abs string, dir bool) (string, bool) {
 			}
 		}
 	}
-	r, ok := linkFree(abs, dir)
+	r, ok := linkFree(t, abs, dir)
 	switch {
 	case len(pr.seen) >= maxProofs:
 	case clean:

@@ -297,4 +297,3 @@ func statfsType(p string) (string, error) {
 	}
 	return fmt.Sprintf("0x%x", uint64(st.Type)), nil
 }
-

@@ -56,6 +56,11 @@ func (rs *readScope) gitProof(dir, at string, uses []shell.Git) string {
 			return "cannot tell which repository git uses: " + truncate(err.Error(), 200)
 		}
 	}
+	if fe := (*pathcheck.ForeignError)(nil); errors.As(err, &fe) {
+		// On this machine, on a file system whose repository cannot be
+		// read for a proof (its config may run programs).
+		return "cannot tell which repository git uses: " + truncate(err.Error(), 200)
+	}
 	if err != nil {
 		// Not on this machine's disk: the project's own directory is
 		// judged as written, as every path of it is; anywhere else git

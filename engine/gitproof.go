@@ -164,7 +164,7 @@ func (rs *readScope) gitSettings(repo *gitrepo.Repo, remotes bool) string {
 		}
 	}
 	for _, d := range hookDirs {
-		ents, err := pathcheck.ReadDir(d)
+		ents, err := rs.proofs.Look().ReadDir(d)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Sprintf("cannot list the hooks in %s", truncate(d, 200))
 		}
@@ -177,7 +177,7 @@ func (rs *readScope) gitSettings(repo *gitrepo.Repo, remotes bool) string {
 	if remotes && repo != nil {
 		// Remotes defined the old way, in files.
 		for _, d := range []string{"remotes", "branches"} {
-			ents, err := pathcheck.ReadDir(filepath.Join(repo.CommonDir, d))
+			ents, err := rs.proofs.Look().ReadDir(filepath.Join(repo.CommonDir, d))
 			switch {
 			case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
 				return fmt.Sprintf("prints remote URLs, and the repository's %s/ cannot be listed (%v)", d, err)

@@ -160,7 +160,7 @@ func (rs *readScope) rootsWhy(p string) string {
 	case knowledge.Admits(kinds, p):
 		return ""
 	}
-	if fi, err := pathcheck.Lstat(p); err == nil && fi.IsDir() && !inGitDir(p) {
+	if fi, err := rs.proofs.Look().Lstat(p); err == nil && fi.IsDir() && !inGitDir(p) {
 		return ""
 	}
 	return fmt.Sprintf("reads %s, which is not a source, header or documentation file (the only files read locally in toolchain and cache trees)", truncate(p, 200))
@@ -301,7 +301,7 @@ func (rs *readScope) judgeGlob(p, raw string) string {
 				next = append(next, m+"/"+c) // not cleaned: bash follows links before ..
 				continue
 			}
-			names, err := readDirNames(m)
+			names, err := readDirNames(rs.proofs.Look(), m)
 			switch {
 			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 				continue // bash matches nothing there
@@ -342,15 +342,15 @@ var errTooLarge = errors.New("too many entries")
 // readDirNames lists at most maxDirEntries names of dir ("" is /), found
 // as the kernel would (a link on the way followed, a foreign file system
 // refused before it is entered).
-func readDirNames(dir string) ([]string, error) {
+func readDirNames(lk *pathcheck.Look, dir string) ([]string, error) {
 	if dir == "" {
 		dir = "/"
 	}
-	_, r, err := pathcheck.Stat(dir)
+	_, r, err := lk.Stat(dir)
 	if err != nil {
 		return nil, err
 	}
-	f, err := pathcheck.OpenDir(r)
+	f, err := lk.OpenDir(r)
 	if err != nil {
 		return nil, err
 	}
@@ -472,7 +472,7 @@ func (rs *readScope) walkTree(dir, raw string, w treeWalk) string {
 	if why != "" {
 		return why
 	}
-	switch fi, err := pathcheck.Lstat(root); {
+	switch fi, err := rs.proofs.Look().Lstat(root); {
 	case err == nil && !fi.IsDir():
 		return "" // a file, judged above
 	case inGitDir(p) || inGitDir(root):
@@ -514,7 +514,7 @@ func (rs *readScope) walkEntries(root, raw string, w treeWalk) (why string, skip
 			return why, skippedHidden
 		}
 		w.steps = 0
-		f, err := pathcheck.OpenDir(d.path)
+		f, err := rs.proofs.Look().OpenDir(d.path)
 		if err != nil {
 			return fmt.Sprintf("searches %s, whose tree cannot be read here (%v)", truncate(raw, 200), err), skippedHidden
 		}
@@ -627,7 +627,7 @@ func (rs *readScope) globalIgnoreFiles() []string {
 // file, or cannot be read, or is too large to read, may; so may one past
 // the check's bounds on its file-system work.
 func (rs *readScope) whitelisting(p string) bool {
-	fi, _, err := pathcheck.Stat(p)
+	fi, _, err := rs.proofs.Look().Stat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		rs.fsUsed += fsCall
@@ -638,7 +638,7 @@ func (rs *readScope) whitelisting(p string) bool {
 	if rs.fsUsed += fsCall * (1 + int(fi.Size()>>12)); rs.fsUsed > maxCheckFS {
 		return true
 	}
-	f, err := pathcheck.OpenFile(p, syscall.O_NONBLOCK)
+	f, err := rs.proofs.Look().OpenFile(p, syscall.O_NONBLOCK)
 	if err != nil {
 		return true
 	}

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"unicode"
 
-	"github.com/toolgate/toolgate/engine/pathcheck"
 	"github.com/toolgate/toolgate/engine/shell"
 )
 
@@ -123,7 +122,7 @@ func (rs *readScope) judgeToolchainFile(p string, f toolchainFile, program strin
 	if why := rs.spend(fsCall, len(p)); why != "" {
 		return why
 	}
-	fi, err := pathcheck.Lstat(p)
+	fi, err := rs.proofs.Look().Lstat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		return ""
@@ -137,7 +136,7 @@ func (rs *readScope) judgeToolchainFile(p string, f toolchainFile, program strin
 	if rs.fsUsed += fsCall * int(fi.Size()>>12); rs.fsUsed > maxCheckFS {
 		return rs.spend(0, 0)
 	}
-	fh, err := pathcheck.OpenFile(p, syscall.O_NONBLOCK)
+	fh, err := rs.proofs.Look().OpenFile(p, syscall.O_NONBLOCK)
 	if err != nil {
 		return fmt.Sprintf("%s: %s cannot be read (%v)", program, truncate(p, 200), err)
 	}

@@ -52,7 +52,11 @@ func Config(repo *Repo, home string) ([]Setting, error) {
 	if repo != nil {
 		files = append(files, filepath.Join(repo.CommonDir, "config"))
 	}
-	r := &configReader{home: home}
+	lk, err := pathcheck.NewLook()
+	if err != nil {
+		return nil, err
+	}
+	r := &configReader{home: home, look: lk}
 	for _, f := range files {
 		if err := r.read(f, 0); err != nil {
 			return nil, err
@@ -75,6 +79,7 @@ type configReader struct {
 	home  string
 	out   []Setting
 	files int
+	look  *pathcheck.Look // one for the files read together
 }
 
 // parsedFile is one config file's settings and the include paths in it,
@@ -115,7 +120,7 @@ func (r *configReader) read(path string, depth int) error {
 	if r.files++; r.files > maxConfigFiles {
 		return fmt.Errorf("more than %d git config files", maxConfigFiles)
 	}
-	fi, _, err := pathcheck.Stat(path)
+	fi, _, err := r.look.Stat(path)
 	if missing(err) {
 		return nil
 	}

@@ -54,14 +54,19 @@ func Discover(dir string) (*Repo, error) {
 		return nil, fmt.Errorf("%s is not absolute", dir)
 	}
 	d := filepath.Clean(dir)
-	if fi, _, err := pathcheck.Stat(d); missing(err) || err == nil && !fi.IsDir() {
+	// One look at the mount table for the walk up.
+	lk, err := pathcheck.NewLook()
+	if err != nil {
+		return nil, err
+	}
+	if fi, _, err := lk.Stat(d); missing(err) || err == nil && !fi.IsDir() {
 		return nil, fmt.Errorf("%s: %w", d, ErrNoDirectory) // git cannot start there
 	} else if err != nil {
 		return nil, err
 	}
 	for {
 		// Most directories on the way hold neither: one look, remembered.
-		if pathcheck.NoneIn(d, ".git", "HEAD") {
+		if lk.NoneIn(d, ".git", "HEAD") {
 			parent := filepath.Dir(d)
 			if parent == d {
 				return nil, nil
@@ -70,10 +75,10 @@ func Discover(dir string) (*Repo, error) {
 			continue
 		}
 		dotgit := filepath.Join(d, ".git")
-		fi, err := pathcheck.Lstat(dotgit)
+		fi, err := lk.Lstat(dotgit)
 		linked := err == nil && fi.Mode()&fs.ModeSymlink != 0
 		if linked {
-			fi, _, err = pathcheck.Stat(dotgit)
+			fi, _, err = lk.Stat(dotgit)
 		}
 		switch {
 		case err == nil && fi.Mode().IsRegular():

@@ -46,15 +46,18 @@ const maxAbsent = 4096
 
 // NoneIn reports whether none of names exists in directory d (as Lstat
 // sees them; a name that cannot be looked up counts as there, and so does
-// every name of a directory on a foreign file system). d's way must be
-// free of links (resolved), as for Lstat. Answers
+// every name of a directory on a foreign file system). d must be resolved
+// (free of links): the mount table is looked up by its name. Answers
 // for directories not changed in the last RacyWindow are remembered.
-func NoneIn(d string, names ...string) bool {
+func NoneIn(d string, names ...string) bool { return (*Look)(nil).NoneIn(d, names...) }
+
+// NoneIn is the package's NoneIn.
+func (l *Look) NoneIn(d string, names ...string) bool {
 	key := absentKey{d, strings.Join(names, "\x00")}
 	absent.Lock()
 	id, ok := absent.m[key]
 	absent.Unlock()
-	t, err := currentMounts()
+	t, err := l.table()
 	if err != nil || t.refuseWay(d) != nil {
 		return false // counts as there: nothing is proven
 	}

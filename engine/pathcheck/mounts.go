@@ -30,32 +30,64 @@ func (e *ForeignError) Error() string {
 	return fmt.Sprintf("%s leads onto a file system of type %s, which toolgate does not follow for proofs (only local disk and kernel file systems)", e.Path, e.FSType)
 }
 
+// Look is one look at the file system: the mount table as it was when
+// it began, shared by every call on it, so that a walker's looks in a row
+// (git's setup up to /, a config's includes) poll the table once. Keep
+// one for one walker's run within a check, never longer; a nil *Look
+// polls on every call. Its methods are the package's functions of the
+// same names.
+type Look struct{ t *mountTable }
+
+// NewLook begins a look; the error is the mount table's (nothing proven).
+func NewLook() (*Look, error) {
+	t, err := currentMounts()
+	if err != nil {
+		return nil, err
+	}
+	return &Look{t}, nil
+}
+
+func (l *Look) table() (*mountTable, error) {
+	if l == nil {
+		return currentMounts()
+	}
+	return l.t, nil
+}
+
 // Lstat is os.Lstat that refuses a foreign file system: p (absolute) is
 // walked as the kernel would, every directory on its way checked (links
 // followed, their targets too) and its last component not followed; the
 // device of what is found must be a local one. A missing component is
 // fs.ErrNotExist, as for os.Lstat.
-func Lstat(p string) (fs.FileInfo, error) {
-	fi, _, err := look(p, false)
+func Lstat(p string) (fs.FileInfo, error) { return (*Look)(nil).Lstat(p) }
+
+// Lstat is the package's Lstat.
+func (l *Look) Lstat(p string) (fs.FileInfo, error) {
+	fi, _, err := l.look(p, false)
 	return fi, err
 }
 
 // Stat is os.Stat that refuses a foreign file system anywhere on the way,
 // links' targets included. It returns the resolved path too.
-func Stat(p string) (fs.FileInfo, string, error) {
-	return look(p, true)
-}
+func Stat(p string) (fs.FileInfo, string, error) { return (*Look)(nil).Stat(p) }
+
+// Stat is the package's Stat.
+func (l *Look) Stat(p string) (fs.FileInfo, string, error) { return l.look(p, true) }
 
 // look walks p and looks at what it leads to.
-func look(p string, follow bool) (fs.FileInfo, string, error) {
+func (l *Look) look(p string, follow bool) (fs.FileInfo, string, error) {
 	if !filepath.IsAbs(p) {
 		return nil, "", fmt.Errorf("pathcheck: %q is not absolute", p)
 	}
-	w, err := (*Proofs)(nil).walk(p, follow)
+	t, err := l.table()
 	if err != nil {
 		return nil, "", err
 	}
-	t, err := currentMounts()
+	// A clean path with no link on its way: one openat2 answers.
+	if fi, ok, err := probeInfo(t, p, follow); ok {
+		return fi, p, err
+	}
+	w, err := (*Proofs)(nil).walkWith(t, p, follow)
 	if err != nil {
 		return nil, "", err
 	}
@@ -83,8 +115,11 @@ func (t *mountTable) lstat(p string) (fs.FileInfo, error) {
 // as Stat finds it: resolved by the walk, refused on a foreign file
 // system, and opened at its resolved path without following a link
 // there (one planted since the walk is an error, not followed).
-func OpenFile(p string, flag int) (*os.File, error) {
-	_, r, err := Stat(p)
+func OpenFile(p string, flag int) (*os.File, error) { return (*Look)(nil).OpenFile(p, flag) }
+
+// OpenFile is the package's OpenFile.
+func (l *Look) OpenFile(p string, flag int) (*os.File, error) {
+	_, r, err := l.Stat(p)
 	if err != nil {
 		return nil, err
 	}
@@ -97,8 +132,11 @@ func OpenFile(p string, flag int) (*os.File, error) {
 // open does not follow one). os.Open would also try to register the
 // directory with the network poller and make it non-blocking, four system
 // calls of no use for a directory; os.NewFile asks one.
-func OpenDir(p string) (*os.File, error) {
-	t, err := currentMounts()
+func OpenDir(p string) (*os.File, error) { return (*Look)(nil).OpenDir(p) }
+
+// OpenDir is the package's OpenDir.
+func (l *Look) OpenDir(p string) (*os.File, error) {
+	t, err := l.table()
 	if err != nil {
 		return nil, err
 	}
@@ -124,12 +162,15 @@ func OpenDir(p string) (*os.File, error) {
 // ReadDir is os.ReadDir of p found as Stat finds it (links on the way
 // followed, a foreign file system refused before it is entered), sorted
 // by name.
-func ReadDir(p string) ([]fs.DirEntry, error) {
-	_, r, err := Stat(p)
+func ReadDir(p string) ([]fs.DirEntry, error) { return (*Look)(nil).ReadDir(p) }
+
+// ReadDir is the package's ReadDir.
+func (l *Look) ReadDir(p string) ([]fs.DirEntry, error) {
+	_, r, err := l.Stat(p)
 	if err != nil {
 		return nil, err
 	}
-	f, err := OpenDir(r)
+	f, err := l.OpenDir(r)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -68,19 +69,34 @@ func freshLocked() (*mountTable, error) {
 		return reloadLocked()
 	}
 	if mounts.err == nil {
-		pfd := []unix.PollFd{{Fd: int32(mounts.fd), Events: unix.POLLPRI}}
-		n, err := unix.Poll(pfd, 0)
-		for errors.Is(err, unix.EINTR) {
-			n, err = unix.Poll(pfd, 0)
-		}
+		changed, err := mountsChanged(mounts.fd)
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("pathcheck: the mount table cannot be polled, so no path is proven: %w", err)
-		case n == 0 || pfd[0].Revents&(unix.POLLPRI|unix.POLLERR) == 0:
+		case !changed:
 			return mounts.table, nil
 		}
 	}
 	return reloadLocked()
+}
+
+// mountsChanged polls the open mountinfo: the kernel reports POLLPRI
+// (and POLLERR) once the namespace's mounts changed since the last poll.
+// A zero timeout never waits, so the raw system call is used: it spares
+// the scheduler's hand-off that a blocking call costs, on every look.
+func mountsChanged(fd int) (bool, error) {
+	pfd := unix.PollFd{Fd: int32(fd), Events: unix.POLLPRI}
+	var ts unix.Timespec
+	for {
+		n, _, errno := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno != 0:
+			return false, errno
+		}
+		return n > 0 && pfd.Revents&(unix.POLLPRI|unix.POLLERR) != 0, nil
+	}
 }
 
 // reloadLocked reads the table again from the open mountinfo. Devices

@@ -124,13 +124,25 @@ type walked struct {
 // followFinal false, a symlink as the path's last component (no trailing
 // slash) is kept, not followed, like lstat, O_NOFOLLOW or rename(2) onto it.
 func (pr *Proofs) walk(abs string, followFinal bool) (walked, error) {
-	// One look at the mount table serves the whole walk.
-	t, err := currentMounts()
+	// One look at the mount table serves the whole walk (the check's).
+	t, err := pr.table()
 	if err != nil {
 		return walked{}, err
 	}
-	if p, ok := pr.linkFree(t, abs, false); ok {
+	return pr.walkWith(t, abs, followFinal)
+}
+
+// walkWith is walk by the mount table t.
+func (pr *Proofs) walkWith(t *mountTable, abs string, followFinal bool) (walked, error) {
+	switch p, state := pr.probe(t, abs, false); state {
+	case linkProven:
 		return walked{path: p}, nil
+	case linkAbsent:
+		// Missing before any link: the rest is appended lexically, as
+		// the walk would, which for a clean path is the path itself.
+		if isClean(abs) && namesFit(abs) {
+			return walked{path: abs}, nil
+		}
 	}
 	// A file about to be created, or a link at the end: when the
 	// directory holding it is proven link-free, only the last component
@@ -143,6 +155,20 @@ func (pr *Proofs) walk(abs string, followFinal bool) (walked, error) {
 		}
 	}
 	return walkComponents(t, abs, followFinal)
+}
+
+// namesFit reports whether every component of abs fits NAME_MAX, as the
+// walk checks of missing components.
+func namesFit(abs string) bool {
+	n := 0
+	for i := 0; i < len(abs); i++ {
+		if abs[i] == '/' {
+			n = 0
+		} else if n++; n > nameMax {
+			return false
+		}
+	}
+	return true
 }
 
 // walkComponents is walk without the kernel's shortcut: one lstat per
@@ -563,6 +589,10 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 	// itself replaced (atomic write via rename), each both as given and as a
 	// tool that normalizes lexically first would pass it on.
 	lexical := filepath.Clean(joined)
+	t, err := c.proofs.table()
+	if err != nil {
+		return Verdict{}, err
+	}
 	readings := []struct {
 		path        string
 		followFinal bool
@@ -581,7 +611,7 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 			ws[i] = ws[i-1]
 			continue
 		}
-		ws[i], err = c.proofs.walk(r.path, r.followFinal)
+		ws[i], err = c.proofs.walkWith(t, r.path, r.followFinal)
 		if err != nil {
 			v := Verdict{}
 			if i > 0 {
@@ -652,7 +682,7 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 			}
 		}
 		if v.Protected == "" {
-			v.Protected = c.markerAbove(names)
+			v.Protected = c.markerAbove(&Look{t}, names)
 		}
 	}
 	return v, nil
@@ -671,11 +701,8 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 // objects, so it is protected wherever it is; a name that cannot be
 // looked up counts as there. Lstat, as git's open, finds "head" for HEAD
 // on a case-insensitive file system, and only there.
-func (c *Checker) markerAbove(paths []string) string {
-	t, err := currentMounts()
-	if err != nil {
-		return "the mount table (" + err.Error() + ")"
-	}
+func (c *Checker) markerAbove(lk *Look, paths []string) string {
+	t := lk.t
 	var seen []string
 	for _, p := range paths {
 		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
@@ -684,7 +711,7 @@ func (c *Checker) markerAbove(paths []string) string {
 			}
 			seen = append(seen, d)
 			inside := c.holds(d)
-			if NoneIn(d, markerNames(inside)...) {
+			if lk.NoneIn(d, markerNames(inside)...) {
 				if d == "/" || d == "." {
 					break
 				}

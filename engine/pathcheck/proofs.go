@@ -15,6 +15,34 @@ import "strings"
 // The zero value is ready; a nil *Proofs remembers nothing.
 type Proofs struct {
 	seen []proof
+	// look is the check's one look at the mount table, taken by its
+	// first walk.
+	look *Look
+}
+
+// Look returns the check's look at the mount table (taking it if this is
+// the first), for the package's functions; nil (each call looks afresh)
+// when the table cannot be read, or for a nil *Proofs.
+func (pr *Proofs) Look() *Look {
+	if pr == nil {
+		return nil
+	}
+	if pr.look == nil {
+		t, err := currentMounts()
+		if err != nil {
+			return nil
+		}
+		pr.look = &Look{t}
+	}
+	return pr.look
+}
+
+// table is the mount table for a walk: the check's, or a fresh one.
+func (pr *Proofs) table() (*mountTable, error) {
+	if l := pr.Look(); l != nil {
+		return l.t, nil
+	}
+	return currentMounts()
 }
 
 type proof struct {
@@ -31,8 +59,16 @@ const maxProofs = 32
 // can. Only clean paths are looked up: they are the ones whose ancestors
 // are plain prefixes; a path proven is kept as its clean form.
 func (pr *Proofs) linkFree(t *mountTable, abs string, dir bool) (string, bool) {
+	r, state := pr.probe(t, abs, dir)
+	return r, state == linkProven
+}
+
+// probe is linkFree telling also a path absent (linkAbsent, never
+// remembered: it proves nothing of the directories above).
+func (pr *Proofs) probe(t *mountTable, abs string, dir bool) (string, linkState) {
 	if pr == nil {
-		return linkFree(t, abs, dir)
+		r, state, _ := probe(t, abs, dir, false)
+		return r, state
 	}
 	clean := isClean(abs)
 	if clean {
@@ -42,18 +78,20 @@ func (pr *Proofs) linkFree(t *mountTable, abs string, dir bool) (string, bool) {
 				// A directory proven is a path proven; a path proven
 				// says nothing of whether it is a directory.
 				if !p.ok {
-					return "", false
+					return "", linkUnknown
 				}
-				return abs, true
+				return abs, linkProven
 			case p.ok && len(p.path) > len(abs) && strings.HasPrefix(p.path, abs) && (abs == "/" || p.path[len(abs)] == '/'):
 				// An ancestor of a proven path: an existing directory
 				// the kernel walked through, and no link.
-				return abs, true
+				return abs, linkProven
 			}
 		}
 	}
-	r, ok := linkFree(t, abs, dir)
+	r, state, _ := probe(t, abs, dir, false)
+	ok := state == linkProven
 	switch {
+	case state == linkAbsent:
 	case len(pr.seen) >= maxProofs:
 	case clean:
 		pr.seen = append(pr.seen, proof{abs, dir, ok})
@@ -63,7 +101,7 @@ func (pr *Proofs) linkFree(t *mountTable, abs string, dir bool) (string, bool) {
 		// path says), so the clean path is proven too.
 		pr.seen = append(pr.seen, proof{r, dir, true})
 	}
-	return r, ok
+	return r, state
 }
 
 // isClean reports whether abs is an absolute path filepath.Clean leaves

@@ -724,7 +724,8 @@ func TestLinkFreeAgreesWithWalk(t *testing.T) {
 		"app/f.txt", "app/new.txt", "app/sub/new", "app/nope/new", "app/link-in", "app/link-out-file",
 		"app/dangling", "app/loop1", "app/selfloop", "app/up", "app/proc", "app/f.txt/new", "app/sub/..",
 		"app/link-in/new", "app/.git", "app/gd-alias", "app/innocent", "applink", "app/" + strings.Repeat("x", 256),
-		"app/sub/a/b/" + strings.Repeat("y", 4000),
+		"app/sub/a/b/" + strings.Repeat("y", 4000), "app/nope/" + strings.Repeat("z", 256), "app/nope/a/../../f.txt",
+		"app/nope/" + strings.Repeat("z", 255),
 	} {
 		for _, follow := range []bool{true, false} {
 			abs := tr.dir + "/" + rel

@@ -15,60 +15,158 @@ import (
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 )
 
-// decodeCodec is grpc-go's proto codec with one change: a request of this
-// service that does not decode (invalid UTF-8, nesting past protobuf's
-// recursion limit, malformed wire data) is the client's error, answered
-// INVALID_ARGUMENT. grpc-go turns any codec error into INTERNAL before an
-// interceptor sees it, so for those requests the codec reports success
-// with an empty message and keeps the error aside; the first interceptor
+// decodeCodec is grpc-go's proto codec with two changes for this service's
+// requests. First, each is scanned on the wire before it is decoded
+// (wirescan.go): one past the per-message bounds is refused without being
+// decoded, and the estimated decoded cost of the others is counted against
+// the server-wide decode budget until the handler is done with it.
+// Second, a request that is refused or does not decode (invalid UTF-8,
+// nesting past protobuf's recursion limit, malformed wire data) gets the
+// status it deserves: grpc-go turns any codec error into INTERNAL before
+// an interceptor sees it, so for those requests the codec reports success
+// with an empty message and keeps the status aside; the first interceptor
 // (decodeErrorsUnary, decodeErrorsStream) answers with it.
-type decodeCodec struct{ encoding.CodecV2 }
-
-func newDecodeCodec() decodeCodec { return decodeCodec{encoding.GetCodecV2(proto.Name)} }
-
-// decodeFailures holds the error of each request that did not decode,
-// by message, until the interceptor takes it (at once, on the same call).
-var decodeFailures sync.Map
-
-func (c decodeCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	err := c.CodecV2.Unmarshal(data, v)
-	if err == nil {
-		return nil
-	}
-	switch m := v.(type) {
-	case *pb.CheckRequest, *pb.CheckStreamRequest:
-		protoapi.Reset(m.(protoapi.Message))
-		decodeFailures.Store(v, err)
-		return nil
-	}
-	return err
+type decodeCodec struct {
+	encoding.CodecV2
+	lim    scanLimits
+	budget *decodeBudget
 }
 
-// takeDecodeError returns the INVALID_ARGUMENT status of a request that
-// did not decode, or nil.
-func takeDecodeError(m any) error {
-	if err, ok := decodeFailures.LoadAndDelete(m); ok {
-		return status.Errorf(codes.InvalidArgument, "the request does not decode as protobuf: %v", err)
+func newDecodeCodec(cfg *Config) decodeCodec {
+	return decodeCodec{
+		CodecV2: encoding.GetCodecV2(proto.Name),
+		lim:     scanLimits{maxItems: cfg.MaxMessageItems, maxDepth: cfg.MaxValueDepth},
+		budget:  newDecodeBudget(cfg.DecodeBudgetBytes),
 	}
+}
+
+// decoded is what the codec leaves for the interceptor about one request,
+// by message, until the interceptor takes it (at once, on the same call):
+// the status refusing it, or the budget it holds.
+type decoded struct {
+	err    error
+	budget *decodeBudget
+	cost   int64
+}
+
+var decodedRequests sync.Map // message pointer → decoded
+
+func (c decodeCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	var scan func([]byte, scanLimits) wireScan
+	switch v.(type) {
+	case *pb.CheckRequest:
+		scan = scanCheckRequest
+	case *pb.CheckStreamRequest:
+		scan = scanCheckStreamRequest
+	default:
+		return c.CodecV2.Unmarshal(data, v)
+	}
+	m := v.(protoapi.Message)
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	b := buf.ReadOnlyData()
+	refuse := func(err error) error {
+		protoapi.Reset(m)
+		decodedRequests.Store(v, decoded{err: err})
+		return nil
+	}
+	sc := scan(b, c.lim)
+	switch sc.verdict {
+	case scanTooDeep:
+		// The same refusal as protobuf's own recursion limit: the shape
+		// of the request is wrong, and sending it again will not help.
+		return refuse(status.Errorf(codes.InvalidArgument, "the request does not decode as protobuf: its Struct and list values nest more than %d deep (max_value_depth)", c.lim.maxDepth))
+	case scanTooMany:
+		return refuse(status.Errorf(codes.ResourceExhausted, "the request holds more than %d values, fields, entries and list elements (server.max_message_items); it was not decoded: send a smaller one", c.lim.maxItems))
+	}
+	// A malformed request is decoded as far as protobuf goes, for its
+	// error: the scan has counted what comes before the fault, and the
+	// budget holds its cost like any other.
+	if !c.budget.acquire(sc.cost) {
+		return refuse(status.Errorf(codes.ResourceExhausted, "the server is decoding and holding as many large requests as its budget allows (server.decode_budget_bytes); this one (about %d bytes once decoded) was not decoded: retry later", sc.cost))
+	}
+	if err := protoapi.Unmarshal(b, m); err != nil {
+		c.budget.release(sc.cost)
+		return refuse(status.Errorf(codes.InvalidArgument, "the request does not decode as protobuf: %v", err))
+	}
+	decodedRequests.Store(v, decoded{budget: c.budget, cost: sc.cost})
 	return nil
 }
 
+// takeDecoded returns what the codec left for message m: the status
+// refusing it (nil when it decoded), and a function giving back the budget
+// it holds (never nil).
+func takeDecoded(m any) (error, func()) {
+	d, ok := decodedRequests.LoadAndDelete(m)
+	if !ok {
+		return nil, func() {}
+	}
+	dd := d.(decoded)
+	if dd.err != nil || dd.budget == nil {
+		return dd.err, func() {}
+	}
+	return nil, func() { dd.budget.release(dd.cost) }
+}
+
 func decodeErrorsUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if err := takeDecodeError(req); err != nil {
+	err, release := takeDecoded(req)
+	// The handler holds the request until it returns.
+	defer release()
+	if err != nil {
 		return nil, err
 	}
 	return handler(ctx, req)
 }
 
 func decodeErrorsStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	return handler(srv, decodeCheckedStream{ss})
+	s := &decodeCheckedStream{ServerStream: ss}
+	defer s.end()
+	return handler(srv, s)
 }
 
-type decodeCheckedStream struct{ grpc.ServerStream }
+// decodeCheckedStream answers a stream message's decode refusal, and holds
+// the budget of the message last received until the next is asked for (by
+// then the stream has taken it: its own limits count what it keeps) or the
+// stream ends.
+type decodeCheckedStream struct {
+	grpc.ServerStream
+	mu    sync.Mutex // RecvMsg may still run when the handler returns
+	held  func()
+	ended bool
+}
 
-func (s decodeCheckedStream) RecvMsg(m any) error {
-	if err := s.ServerStream.RecvMsg(m); err != nil {
-		return err
+// hold makes release the budget held, after releasing the one before; once
+// the stream has ended it releases at once.
+func (s *decodeCheckedStream) hold(release func()) {
+	s.mu.Lock()
+	prev := s.held
+	s.held = nil
+	if !s.ended {
+		s.held = release
+	} else if release != nil {
+		defer release()
 	}
-	return takeDecodeError(m)
+	s.mu.Unlock()
+	if prev != nil {
+		prev()
+	}
+}
+
+func (s *decodeCheckedStream) end() {
+	s.mu.Lock()
+	s.ended = true
+	s.mu.Unlock()
+	s.hold(nil)
+}
+
+func (s *decodeCheckedStream) RecvMsg(m any) error {
+	s.hold(nil)
+	recvErr := s.ServerStream.RecvMsg(m)
+	err, release := takeDecoded(m)
+	if recvErr != nil {
+		release()
+		return recvErr
+	}
+	s.hold(release)
+	return err
 }

@@ -89,8 +89,8 @@ func TestRequestsThatDoNotDecode(t *testing.T) {
 	if err != nil || res.GetDecision() == pb.Decision_DECISION_UNSPECIFIED {
 		t.Fatalf("after: %v %v", res, err)
 	}
-	decodeFailures.Range(func(k, _ any) bool {
-		t.Errorf("a decode error left behind for %T", k)
+	decodedRequests.Range(func(k, _ any) bool {
+		t.Errorf("a decode result left behind for %T", k)
 		return true
 	})
 }

@@ -41,8 +41,57 @@ type Config struct {
 	// refused with ResourceExhausted before they are decoded.
 	MaxRecvMsgBytes int `yaml:"max_recv_msg_bytes"`
 	// MaxConcurrentStreams caps the RPCs one connection runs at once;
-	// further ones wait for a free slot.
+	// further ones wait for a free slot. Each open stream may hold a
+	// header list (MaxHeaderListBytes) and a stream window
+	// (StreamWindowBytes) of unread data, so this also bounds what one
+	// connection can make the server hold: 256 × (16 + 64) KiB = 20 MiB.
+	// An agent runs one stream per session and a few unary checks at
+	// once; 256 leaves a shared sidecar or proxy connection plenty.
 	MaxConcurrentStreams uint32 `yaml:"max_concurrent_streams"`
+	// MaxMessageItems bounds, per request and before it is decoded, the
+	// things decoding allocates one by one: Struct fields and values,
+	// list elements, transcript entries, repeated strings. A request past
+	// it is refused with RESOURCE_EXHAUSTED without being decoded. A
+	// million empty objects are 4 MB on the wire and over 130 MB decoded;
+	// real requests are far below the default (100,000, about 25 MiB
+	// decoded at worst): a MultiEdit of 100 edits is about 400 items, a
+	// full transcript of 500 entries with tool calls a few thousand.
+	MaxMessageItems int `yaml:"max_message_items"`
+	// MaxValueDepth bounds how deep Struct and list values nest in a
+	// request, checked before it is decoded: past it the request is
+	// refused with INVALID_ARGUMENT, as protobuf's own recursion limit
+	// (10,000) is. Real tool inputs nest under 20 deep; conversions and
+	// the engine walk values recursively, so deep ones cost stack.
+	MaxValueDepth int `yaml:"max_value_depth"`
+	// DecodeBudgetBytes bounds the estimated decoded size of all the
+	// requests being decoded and held by handlers at once (estimated on
+	// the wire, before decoding). A request that would pass it is refused
+	// with RESOURCE_EXHAUSTED, not decoded. Requests over 1 MiB decoded
+	// may use only three quarters of it, so that ordinary checks keep
+	// being decoded while large ones flood the server. Size the pod's
+	// memory limit at least this plus 128 MiB.
+	DecodeBudgetBytes int64 `yaml:"decode_budget_bytes"`
+	// StreamWindowBytes is each stream's HTTP/2 flow-control window: how
+	// much a client may send on one stream that the server has not read.
+	// Fixed rather than auto-tuned: grpc-go's BDP estimation grows it to
+	// 16 MiB a stream, and a stream the server stops reading (its client
+	// does not read the answers) then holds that much. A message larger
+	// than the window costs one window update more when read (grpc-go
+	// opens the window to the message's size once it reads its header),
+	// nothing measurable on loopback (BenchmarkLargeCheckWindow).
+	StreamWindowBytes int32 `yaml:"stream_window_bytes"`
+	// ConnWindowBytes is each connection's HTTP/2 flow-control window.
+	// grpc-go returns it as data arrives, whether or not a stream reads
+	// it, so it bounds throughput, not memory; fixed with the stream
+	// window (grpc-go fixes both or tunes both).
+	ConnWindowBytes int32 `yaml:"conn_window_bytes"`
+	// MaxHeaderListBytes caps a request's header list, uncompressed
+	// (HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE). Without it grpc-go accepts
+	// 16 MiB, and HPACK lets a client send that in a few hundred bytes:
+	// 40 streams held 1.4 GiB. A bearer token, traceparent/tracestate,
+	// baggage and a user agent are under 4 KiB; 16 KiB leaves room for
+	// a JWT with many claims and a proxy's additions.
+	MaxHeaderListBytes uint32 `yaml:"max_header_list_bytes"`
 	// StreamWorkers are goroutines that serve RPCs one after another and
 	// keep the stacks they grew (a check's analysis recurses deeply, and a
 	// fresh goroutine grows its stack again on every call). An RPC that
@@ -112,6 +161,12 @@ func DefaultConfig() Config {
 		MaxHeldTranscriptBytes:  64 << 20,
 		MaxRecvMsgBytes:         4 << 20,
 		MaxConcurrentStreams:    256,
+		MaxMessageItems:         100_000,
+		MaxValueDepth:           512,
+		DecodeBudgetBytes:       128 << 20,
+		StreamWindowBytes:       64 << 10,
+		ConnWindowBytes:         1 << 20,
+		MaxHeaderListBytes:      16 << 10,
 		StreamWorkers:           uint32(max(64, 16*runtime.GOMAXPROCS(0))),
 		Keepalive: KeepaliveConfig{
 			MinTime:             10 * time.Second,
@@ -155,6 +210,27 @@ func (c *Config) Validate() error {
 	if c.MaxConcurrentStreams == 0 {
 		errs = append(errs, errors.New("server.max_concurrent_streams: must be positive"))
 	}
+	if c.MaxMessageItems <= 0 {
+		errs = append(errs, fmt.Errorf("server.max_message_items: must be positive, got %d", c.MaxMessageItems))
+	}
+	if c.MaxValueDepth <= 0 {
+		errs = append(errs, fmt.Errorf("server.max_value_depth: must be positive, got %d", c.MaxValueDepth))
+	}
+	// A lone request at the per-message bounds must fit in the part of the
+	// budget large requests may use, or it could never be decoded.
+	if need := maxRequestCost(c.MaxRecvMsgBytes, c.MaxMessageItems); c.DecodeBudgetBytes-c.DecodeBudgetBytes/4 < need {
+		errs = append(errs, fmt.Errorf("server.decode_budget_bytes: %d is too small for one request at max_recv_msg_bytes and max_message_items (needs %d, plus a quarter kept for small requests)", c.DecodeBudgetBytes, need*4/3+1))
+	}
+	// grpc-go ignores windows under 64 KiB (the HTTP/2 default).
+	if c.StreamWindowBytes < 64<<10 {
+		errs = append(errs, fmt.Errorf("server.stream_window_bytes: must be at least 65536, got %d", c.StreamWindowBytes))
+	}
+	if c.ConnWindowBytes < 64<<10 {
+		errs = append(errs, fmt.Errorf("server.conn_window_bytes: must be at least 65536, got %d", c.ConnWindowBytes))
+	}
+	if c.MaxHeaderListBytes < 4<<10 {
+		errs = append(errs, fmt.Errorf("server.max_header_list_bytes: must be at least 4096 (a bearer token and trace headers), got %d", c.MaxHeaderListBytes))
+	}
 	k := c.Keepalive
 	if k.MinTime <= 0 || k.Time <= 0 || k.Timeout <= 0 || k.MaxConnectionAge < 0 || k.MaxConnectionAgeGrace < 0 {
 		errs = append(errs, fmt.Errorf("server.keepalive: min_time, time and timeout must be positive and the ages not negative, got %+v", k))
@@ -185,6 +261,9 @@ func (c *Config) serverOptions() ([]grpc.ServerOption, error) {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(c.MaxRecvMsgBytes),
 		grpc.MaxConcurrentStreams(c.MaxConcurrentStreams),
+		grpc.StaticStreamWindowSize(c.StreamWindowBytes),
+		grpc.StaticConnWindowSize(c.ConnWindowBytes),
+		grpc.MaxHeaderListSize(c.MaxHeaderListBytes),
 		grpc.NumStreamWorkers(c.StreamWorkers),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 			MinTime:             c.Keepalive.MinTime,

@@ -105,7 +105,7 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 		limits = append(limits, tracingOption(o.tracer))
 	}
 	gopts := append(append([]grpc.ServerOption{
-		grpc.ForceServerCodecV2(newDecodeCodec()),
+		grpc.ForceServerCodecV2(newDecodeCodec(&cfg)),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 	}, limits...), o.grpc...)

@@ -34,8 +34,9 @@ type Config struct {
 	// MaxTranscriptEntryBytes caps the text of one transcript entry.
 	MaxTranscriptEntryBytes int `yaml:"max_transcript_entry_bytes"`
 	// MaxHeldTranscriptBytes caps the transcripts all open streams hold
-	// together (encoded bytes): a transcript that would pass it is
-	// refused with RESOURCE_EXHAUSTED.
+	// together, counted as they are held in memory (text, and tool-call
+	// inputs as Go maps, which can be twenty times their encoded size): a
+	// transcript that would pass it is refused with RESOURCE_EXHAUSTED.
 	MaxHeldTranscriptBytes int `yaml:"max_held_transcript_bytes"`
 	// MaxRecvMsgBytes caps one message from a client; larger ones are
 	// refused with ResourceExhausted before they are decoded.

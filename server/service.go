@@ -25,7 +25,7 @@ type Service struct {
 	audit  *zap.Logger // nil without an audit log
 	engine atomic.Pointer[engine.Engine]
 	// transcriptHeld is what all open streams' transcripts hold, in
-	// encoded bytes; bounded by cfg.MaxHeldTranscriptBytes.
+	// retained bytes (retainedSize); bounded by cfg.MaxHeldTranscriptBytes.
 	transcriptHeld atomic.Int64
 
 	metrics *Metrics // nil: none

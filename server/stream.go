@@ -21,8 +21,10 @@ import (
 type session struct {
 	ctx *pb.SessionContext
 	// transcript is converted once, when it arrives: every later check
-	// shares it. sizes are the entries' encoded sizes, held their sum,
-	// counted against the server-wide MaxHeldTranscriptBytes.
+	// shares it (converting per check would cost each classifier-bound
+	// check the whole transcript again, and each check in flight a copy).
+	// sizes are the entries' retained sizes, held their sum, counted
+	// against the server-wide MaxHeldTranscriptBytes.
 	transcript []engine.TranscriptEntry
 	sizes      []int
 	held       int
@@ -146,27 +148,30 @@ func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.Chec
 		}
 	case *pb.CheckStreamRequest_Transcript:
 		entries := k.Transcript.GetEntries()
-		sizes, err := s.checkEntries("transcript.entries", entries)
-		if err != nil {
+		if _, err := s.checkEntries("transcript.entries", entries); err != nil {
 			itemErr("", codes.InvalidArgument, err.Error())
 			return true
 		}
 		if len(entries) > s.cfg.MaxTranscriptEntries {
 			// Only the newest fit; the older ones would be dropped at once.
-			drop := len(entries) - s.cfg.MaxTranscriptEntries
-			entries, sizes = entries[drop:], sizes[drop:]
+			entries = entries[len(entries)-s.cfg.MaxTranscriptEntries:]
 		}
+		// Converted first, and counted by what the converted entries keep
+		// (retainedSize), not by their encoded size: that is what the
+		// stream holds until it ends.
+		converted := make([]engine.TranscriptEntry, len(entries))
+		sizes := make([]int, len(entries))
 		n := 0
-		for _, sz := range sizes {
-			n += sz
+		for i, e := range entries {
+			converted[i] = transcriptToEngine(e)
+			sizes[i] = retainedSize(converted[i])
+			n += sizes[i]
 		}
 		if !s.holdTranscript(n) {
-			itemErr("", codes.ResourceExhausted, fmt.Sprintf("the server holds %d bytes of stream transcripts, its limit (max_held_transcript_bytes); this one was not added: send a shorter transcript, or send it with each check", s.cfg.MaxHeldTranscriptBytes))
+			itemErr("", codes.ResourceExhausted, fmt.Sprintf("the server holds %d bytes of stream transcripts, its limit (max_held_transcript_bytes, counted as held in memory); this one was not added: send a shorter transcript, or send it with each check", s.cfg.MaxHeldTranscriptBytes))
 			return true
 		}
-		for _, e := range entries {
-			sess.transcript = append(sess.transcript, transcriptToEngine(e))
-		}
+		sess.transcript = append(sess.transcript, converted...)
 		sess.sizes = append(sess.sizes, sizes...)
 		sess.held += n
 		if over := len(sess.transcript) - s.cfg.MaxTranscriptEntries; over > 0 {

@@ -47,6 +47,7 @@ type Server struct {
 	tracer    *sdktrace.TracerProvider // built from server.tracing; nil otherwise
 
 	stopping atomic.Bool
+	budget   *decodeBudget // the codec's
 }
 
 // New builds a server; cfg is validated.
@@ -104,8 +105,9 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 	if o.tracer != nil {
 		limits = append(limits, tracingOption(o.tracer))
 	}
+	codec := newDecodeCodec(&cfg)
 	gopts := append(append([]grpc.ServerOption{
-		grpc.ForceServerCodecV2(newDecodeCodec(&cfg)),
+		grpc.ForceServerCodecV2(codec),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 	}, limits...), o.grpc...)
@@ -117,6 +119,7 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 		svc:       NewService(cfg, eng, log),
 		tracer:    built,
 		auditFile: auditFile,
+		budget:    codec.budget,
 	}
 	s.svc.audit = audit
 	if o.tracer != nil {

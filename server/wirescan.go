@@ -150,8 +150,10 @@ func child(k wireKind, num protowire.Number) (c wireKind, item, ok bool) {
 			return kindStructEntry, true, true
 		}
 	case kindStructEntry:
+		// Counted with the entry: protobuf makes a Value for an entry
+		// that has none.
 		if num == 2 {
-			return kindValue, true, true
+			return kindValue, false, true
 		}
 	case kindValue:
 		switch num {
@@ -238,6 +240,9 @@ func (s *scanner) message(b []byte, k wireKind, depth int) bool {
 			continue
 		}
 		if k == kindStruct {
+			if !s.item() { // the entry's Value; item below counts the entry
+				return false
+			}
 			entries++
 			if entries == 1 {
 				s.cost += costPerMap

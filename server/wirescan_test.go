@@ -71,7 +71,7 @@ func realInputs() map[string]*pb.CheckRequest {
 		"Edit": inputReq("Edit", map[string]*structpb.Value{"file_path": structpb.NewStringValue("/w/main.go"),
 			"old_string": structpb.NewStringValue("func main() {}"), "new_string": structpb.NewStringValue("func main() { run() }")}),
 		"MultiEdit of 500 edits": inputReq("MultiEdit", map[string]*structpb.Value{"file_path": structpb.NewStringValue("/w/main.go"), "edits": structpb.NewListValue(&structpb.ListValue{Values: edits})}),
-		"Write of 250 KiB": inputReq("Write", map[string]*structpb.Value{"file_path": structpb.NewStringValue("/w/big.txt"), "content": structpb.NewStringValue(strings.Repeat("z", 250<<10))}),
+		"Write of 250 KiB":       inputReq("Write", map[string]*structpb.Value{"file_path": structpb.NewStringValue("/w/big.txt"), "content": structpb.NewStringValue(strings.Repeat("z", 250<<10))}),
 		"NotebookEdit": inputReq("NotebookEdit", map[string]*structpb.Value{"notebook_path": structpb.NewStringValue("/w/a.ipynb"), "cell_id": structpb.NewStringValue("c1"),
 			"new_source": structpb.NewStringValue("import numpy"), "cell_type": structpb.NewStringValue("code"), "edit_mode": structpb.NewStringValue("replace")}),
 		"MCP tool with 5,000 numbers":  inputReq("mcp__plot__draw", map[string]*structpb.Value{"points": structpb.NewListValue(&structpb.ListValue{Values: cells})}),
@@ -154,12 +154,14 @@ func TestWireScanStopsEarly(t *testing.T) {
 func TestDecodedCostCovers(t *testing.T) {
 	shapes := realInputs()
 	for name, mk := range map[string]func(int) *structpb.Value{
-		"empty objects":  emptyObject,
-		"empty lists":    func(int) *structpb.Value { return structpb.NewListValue(&structpb.ListValue{}) },
-		"nulls":          func(int) *structpb.Value { return structpb.NewNullValue() },
-		"numbers":        func(i int) *structpb.Value { return structpb.NewNumberValue(float64(i)) },
-		"empty strings":  func(int) *structpb.Value { return structpb.NewStringValue("") },
-		"one-key object": func(int) *structpb.Value { return structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"a": structpb.NewNullValue()}}) },
+		"empty objects": emptyObject,
+		"empty lists":   func(int) *structpb.Value { return structpb.NewListValue(&structpb.ListValue{}) },
+		"nulls":         func(int) *structpb.Value { return structpb.NewNullValue() },
+		"numbers":       func(i int) *structpb.Value { return structpb.NewNumberValue(float64(i)) },
+		"empty strings": func(int) *structpb.Value { return structpb.NewStringValue("") },
+		"one-key object": func(int) *structpb.Value {
+			return structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"a": structpb.NewNullValue()}})
+		},
 	} {
 		shapes["50,000 "+name] = inputReq("mcp__x__y", map[string]*structpb.Value{"a": listOf(50_000, mk)})
 	}

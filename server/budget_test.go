@@ -141,15 +141,32 @@ func TestDecodeBudgetRefusesPastIt(t *testing.T) {
 	}
 }
 
-// TestDecodeBudgetStreams: a stream holds the budget of the message it
-// was last given until it asks for the next, and nothing once it ends.
+// TestDecodeBudgetStreams: a stream holds the budget of a check until it
+// is answered, then none while it waits for its client, and none once it
+// ends.
 func TestDecodeBudgetStreams(t *testing.T) {
 	fc := newFakeClassifier()
 	env := budgetEnv(t, fc)
 	s := openStream(t, env)
+	fc.hold("one")
 	sendCheck(t, s, largeCheck(t, "one"))
+	<-fc.started
+	if h := env.srv.budget.held.Load(); h <= smallRequestCost {
+		t.Errorf("a large check waiting for the model holds %d bytes of budget", h)
+	}
+	fc.release("one")
 	if m := recv(t, s); m.GetResponse() == nil {
 		t.Fatalf("one: %v", m)
+	}
+	if h := env.srv.budget.held.Load(); h != 0 {
+		t.Errorf("a stream waiting for its client holds %d bytes of budget", h)
+	}
+	sendCheck(t, s, largeCheck(t, "two")) // decided at once: the model is not held
+	if m := recv(t, s); m.GetResponse() == nil {
+		t.Fatalf("two: %v", m)
+	}
+	if h := env.srv.budget.held.Load(); h != 0 {
+		t.Errorf("after a second check, the stream holds %d bytes of budget", h)
 	}
 	if err := s.CloseSend(); err != nil {
 		t.Fatal(err)

@@ -62,9 +62,15 @@ func (c decodeCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		return c.CodecV2.Unmarshal(data, v)
 	}
 	m := v.(protoapi.Message)
-	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-	defer buf.Free()
-	b := buf.ReadOnlyData()
+	// One contiguous copy of exactly the message's size (grpc-go's codec
+	// takes one from its pool, whose tiers would hold a 60 KB message in
+	// a 1 MiB buffer); a message in one buffer is read where it is.
+	var b []byte
+	if len(data) == 1 {
+		b = data[0].ReadOnlyData()
+	} else {
+		b = data.Materialize()
+	}
 	refuse := func(err error) error {
 		protoapi.Reset(m)
 		decodedRequests.Store(v, decoded{err: err})
@@ -124,49 +130,74 @@ func decodeErrorsStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo,
 	return handler(srv, s)
 }
 
-// decodeCheckedStream answers a stream message's decode refusal, and holds
-// the budget of the message last received until the next is asked for (by
-// then the stream has taken it: its own limits count what it keeps) or the
-// stream ends.
+// decodeCheckedStream answers a stream message's decode refusal, and
+// leaves the budget a message holds to the handler: it gives it back once
+// it is done with the message (releaseStreamMsg), which for a check the
+// model decides is when the check is answered. A stream that waits for
+// its client (an agent between tool calls) thus holds no budget, while a
+// stream that is stalled with a message in hand does. Whatever the handler
+// has not given back when it returns is given back then.
 type decodeCheckedStream struct {
 	grpc.ServerStream
-	mu    sync.Mutex // RecvMsg may still run when the handler returns
-	held  func()
-	ended bool
+	mu          sync.Mutex // RecvMsg may still run when the handler returns
+	outstanding map[any]struct{}
+	ended       bool
 }
 
-// hold makes release the budget held, after releasing the one before; once
-// the stream has ended it releases at once.
-func (s *decodeCheckedStream) hold(release func()) {
-	s.mu.Lock()
-	prev := s.held
-	s.held = nil
-	if !s.ended {
-		s.held = release
-	} else if release != nil {
-		defer release()
+// streamHeld is the budget each stream message holds, by message.
+var streamHeld sync.Map // message pointer → heldMsg
+
+type heldMsg struct {
+	release func()
+	stream  *decodeCheckedStream
+}
+
+// releaseStreamMsg gives back the budget stream message m holds; it may
+// be called more than once.
+func releaseStreamMsg(m any) {
+	h, ok := streamHeld.LoadAndDelete(m)
+	if !ok {
+		return
 	}
-	s.mu.Unlock()
-	if prev != nil {
-		prev()
-	}
+	hm := h.(heldMsg)
+	hm.stream.mu.Lock()
+	delete(hm.stream.outstanding, m)
+	hm.stream.mu.Unlock()
+	hm.release()
 }
 
 func (s *decodeCheckedStream) end() {
 	s.mu.Lock()
 	s.ended = true
+	out := s.outstanding
+	s.outstanding = nil
 	s.mu.Unlock()
-	s.hold(nil)
+	for m := range out {
+		releaseStreamMsg(m)
+	}
 }
 
 func (s *decodeCheckedStream) RecvMsg(m any) error {
-	s.hold(nil)
 	recvErr := s.ServerStream.RecvMsg(m)
 	err, release := takeDecoded(m)
-	if recvErr != nil {
+	if recvErr != nil || err != nil {
 		release()
-		return recvErr
+		if recvErr != nil {
+			return recvErr
+		}
+		return err
 	}
-	s.hold(release)
-	return err
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		release()
+		return nil
+	}
+	if s.outstanding == nil {
+		s.outstanding = map[any]struct{}{}
+	}
+	s.outstanding[m] = struct{}{}
+	streamHeld.Store(m, heldMsg{release, s})
+	s.mu.Unlock()
+	return nil
 }

@@ -24,6 +24,17 @@ const (
 	maxRequestRules = 256
 )
 
+// quoteCut is the start of a client's string, for an error that quotes it:
+// an answer that echoes kilobytes of what the client sent costs the server
+// that much again for every answer a client leaves unread.
+func quoteCut(s string) string {
+	const n = 128
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
+}
+
 // validationError is a request the server refuses before the engine sees it.
 type validationError struct{ msg string }
 
@@ -50,7 +61,7 @@ func (s *Service) toEngine(req *pb.CheckRequest) (*engine.Request, error) {
 	if wd := req.GetWorkingDirectory(); len(wd) > maxPathBytes {
 		return nil, invalid("working_directory is %d bytes, over the limit of %d", len(wd), maxPathBytes)
 	} else if wd != "" && !filepath.IsAbs(wd) {
-		return nil, invalid("working_directory %q is not an absolute path", wd)
+		return nil, invalid("working_directory %q is not an absolute path", quoteCut(wd))
 	}
 	if n := len(req.GetAdditionalDirectories()); n > maxDirectories {
 		return nil, invalid("additional_directories has %d entries, over the limit of %d", n, maxDirectories)
@@ -60,7 +71,7 @@ func (s *Service) toEngine(req *pb.CheckRequest) (*engine.Request, error) {
 		case len(d) > maxPathBytes:
 			return nil, invalid("additional_directories[%d] is %d bytes, over the limit of %d", i, len(d), maxPathBytes)
 		case !filepath.IsAbs(d):
-			return nil, invalid("additional_directories[%d] %q is not an absolute path", i, d)
+			return nil, invalid("additional_directories[%d] %q is not an absolute path", i, quoteCut(d))
 		}
 	}
 	if r := req.GetRules(); len(r.GetAllow())+len(r.GetAsk())+len(r.GetDeny()) > maxRequestRules {

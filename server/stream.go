@@ -73,6 +73,7 @@ func (s *Service) CheckStream(stream pb.PermissionService_CheckStreamServer) err
 			select {
 			case msgs <- received{m, err}:
 			case <-ctx.Done():
+				releaseStreamMsg(m)
 				return
 			}
 			if err != nil {
@@ -131,7 +132,18 @@ loop:
 
 // handleStreamMsg handles one client message. It returns false when the
 // client went away while the check waited for a free slot.
+//
+// The message's decode budget is given back when it returns, or, for a
+// check it hands to a worker, when the worker has answered it.
 func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.CheckStreamRequest, sem chan struct{}, workers *checkWorkers, out chan<- *pb.CheckStreamResponse) bool {
+	// held is m until its budget is given back: a stream stalled on
+	// sending an answer then keeps no reference to the message.
+	var held any = m
+	defer func() {
+		if held != nil {
+			releaseStreamMsg(held)
+		}
+	}()
 	itemErr := func(id string, code codes.Code, msg string) {
 		s.logItemError(id, code, msg)
 		out <- &pb.CheckStreamResponse{RequestId: id, Result: &pb.CheckStreamResponse_Error{Error: &pb.CheckError{Code: int32(code), Message: msg}}}
@@ -216,6 +228,8 @@ func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.Chec
 			sess.mu.Lock()
 			delete(sess.inFlight, id)
 			sess.mu.Unlock()
+			releaseStreamMsg(m) // before the answer: the client may send more at once
+			held = nil
 			out <- checkResult(s, id, resp, err)
 			return true
 		}
@@ -230,7 +244,8 @@ func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.Chec
 			sess.mu.Unlock()
 			return false
 		}
-		s.runCheck(ctx, sess, req, transcript, sem, workers, out)
+		held = nil // the worker gives it back
+		s.runCheck(ctx, sess, m, req, transcript, sem, workers, out)
 	default:
 		itemErr("", codes.InvalidArgument, "empty stream message: set session, check or transcript")
 	}
@@ -278,14 +293,21 @@ func (w *checkWorkers) stop() {
 	w.wg.Wait()
 }
 
-func (s *Service) runCheck(ctx context.Context, sess *session, req *pb.CheckRequest, transcript []engine.TranscriptEntry, sem chan struct{}, workers *checkWorkers, out chan<- *pb.CheckStreamResponse) {
+// runCheck runs a check on a worker; msg is the stream message it came in,
+// whose decode budget is given back when the check is answered.
+func (s *Service) runCheck(ctx context.Context, sess *session, msg *pb.CheckStreamRequest, req *pb.CheckRequest, transcript []engine.TranscriptEntry, sem chan struct{}, workers *checkWorkers, out chan<- *pb.CheckStreamResponse) {
 	workers.run(func() {
 		defer func() { <-sem }()
 		id := req.GetRequestId()
-		resp, _, err := s.decideRecovered(ctx, req, transcript, false)
+		resp, _, err := s.decideRecovered(ctx, req, transcript, false) // panics come back as errors
 		sess.mu.Lock()
 		delete(sess.inFlight, id)
 		sess.mu.Unlock()
+		// Let the request go before waiting to send: a client that does
+		// not read its answers keeps workers waiting here, and they hold
+		// only the answers (the budget counted the request until now).
+		releaseStreamMsg(msg)
+		msg, req, transcript = nil, nil, nil
 		out <- checkResult(s, id, resp, err)
 	})
 }

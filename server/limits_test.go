@@ -187,6 +187,12 @@ func TestLimitValidation(t *testing.T) {
 		{"entry bytes", func(c *Config) { c.MaxTranscriptEntryBytes = 0 }, "server.max_transcript_entry_bytes"},
 		{"recv below input", func(c *Config) { c.MaxRecvMsgBytes = c.MaxToolInputBytes - 1 }, "server.max_recv_msg_bytes"},
 		{"streams", func(c *Config) { c.MaxConcurrentStreams = 0 }, "server.max_concurrent_streams"},
+		{"items", func(c *Config) { c.MaxMessageItems = 0 }, "server.max_message_items"},
+		{"depth", func(c *Config) { c.MaxValueDepth = -1 }, "server.max_value_depth"},
+		{"budget below one request", func(c *Config) { c.DecodeBudgetBytes = 32 << 20 }, "server.decode_budget_bytes"},
+		{"stream window", func(c *Config) { c.StreamWindowBytes = 1024 }, "server.stream_window_bytes"},
+		{"conn window", func(c *Config) { c.ConnWindowBytes = 0 }, "server.conn_window_bytes"},
+		{"header list", func(c *Config) { c.MaxHeaderListBytes = 100 }, "server.max_header_list_bytes"},
 		{"keepalive", func(c *Config) { c.Keepalive.MinTime = 0 }, "server.keepalive"},
 		{"metrics address", func(c *Config) { c.MetricsListen = "9464" }, "server.metrics_listen"},
 	}

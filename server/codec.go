@@ -81,7 +81,7 @@ func (c decodeCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	case scanTooDeep:
 		// The same refusal as protobuf's own recursion limit: the shape
 		// of the request is wrong, and sending it again will not help.
-		return refuse(status.Errorf(codes.InvalidArgument, "the request does not decode as protobuf: its Struct and list values nest more than %d deep (max_value_depth)", c.lim.maxDepth))
+		return refuse(status.Errorf(codes.InvalidArgument, "the request does not decode as protobuf: its Struct and list values nest more than %d deep (server.max_value_depth)", c.lim.maxDepth))
 	case scanTooMany:
 		return refuse(status.Errorf(codes.ResourceExhausted, "the request holds more than %d values, fields, entries and list elements (server.max_message_items); it was not decoded: send a smaller one", c.lim.maxItems))
 	}
@@ -99,23 +99,23 @@ func (c decodeCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return nil
 }
 
-// takeDecoded returns what the codec left for message m: the status
-// refusing it (nil when it decoded), and a function giving back the budget
-// it holds (never nil).
-func takeDecoded(m any) (error, func()) {
+// takeDecoded returns what the codec left for message m: a function giving
+// back the budget it holds (never nil), and the status refusing it (nil
+// when it decoded).
+func takeDecoded(m any) (release func(), refused error) {
 	d, ok := decodedRequests.LoadAndDelete(m)
 	if !ok {
-		return nil, func() {}
+		return func() {}, nil
 	}
 	dd := d.(decoded)
 	if dd.err != nil || dd.budget == nil {
-		return dd.err, func() {}
+		return func() {}, dd.err
 	}
-	return nil, func() { dd.budget.release(dd.cost) }
+	return func() { dd.budget.release(dd.cost) }, nil
 }
 
 func decodeErrorsUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	err, release := takeDecoded(req)
+	release, err := takeDecoded(req)
 	// The handler holds the request until it returns.
 	defer release()
 	if err != nil {
@@ -179,7 +179,7 @@ func (s *decodeCheckedStream) end() {
 
 func (s *decodeCheckedStream) RecvMsg(m any) error {
 	recvErr := s.ServerStream.RecvMsg(m)
-	err, release := takeDecoded(m)
+	release, err := takeDecoded(m)
 	if recvErr != nil || err != nil {
 		release()
 		if recvErr != nil {

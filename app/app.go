@@ -157,6 +157,12 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Closed after the gRPC server (closers run in reverse): idle workers
+	// end; stuck ones end with the process.
+	a.onClose("file-system workers", gen.pool.Close)
+	if err := metrics.reg.Register(newPoolMetrics(gen.pool)); err != nil {
+		return nil, err
+	}
 	var path string
 	if files := cfg.File.Files(); len(files) > 0 {
 		path = files[0]

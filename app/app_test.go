@@ -68,7 +68,7 @@ func TestRunServesAndStops(t *testing.T) {
 	if err := r.stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	want := []string{"grpc server", "grpc listener", "metrics listener", "config watch", "classifiers"}
+	want := []string{"grpc server", "grpc listener", "metrics listener", "config watch", "classifiers", "file-system workers"}
 	if got := logged(r.logs.String(), "closed", "part"); !slices.Equal(got, want) {
 		t.Errorf("closed %q, want %q", got, want)
 	}
@@ -101,7 +101,7 @@ func TestNewReleasesWhatItBuiltOnError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "missing.crt") {
 		t.Fatalf("New: %v, want an error naming the certificate", err)
 	}
-	want := []string{"grpc listener", "metrics listener", "config watch", "classifiers"}
+	want := []string{"grpc listener", "metrics listener", "config watch", "classifiers", "file-system workers"}
 	if got := logged(logs.String(), "closed", "part"); !slices.Equal(got, want) {
 		t.Errorf("closed %q, want %q", got, want)
 	}

@@ -68,6 +68,12 @@ func (c *Config) validateClassifier() error {
 // did). See config.Config.NewEngine, the one place an engine is
 // configured.
 func (c *Config) NewEngine(home string, cls *classifier.Classifier) (*engine.Engine, []string, error) {
+	return c.newEngine(home, cls, nil)
+}
+
+// newEngine is NewEngine with the file-system work run on pool (nil:
+// inline), as a server runs it.
+func (c *Config) newEngine(home string, cls *classifier.Classifier, pool *engine.Pool) (*engine.Engine, []string, error) {
 	tls := c.Server.TLS
 	rt := config.Runtime{
 		Home:                    home,
@@ -75,6 +81,7 @@ func (c *Config) NewEngine(home string, cls *classifier.Classifier) (*engine.Eng
 		OwnFiles:                []string{tls.CertFile, tls.ClientCAFile, c.Server.Audit.File, c.Classifier.DumpFile},
 		OwnPatterns:             c.Server.Audit.Backups(),
 		SecretFiles:             []string{tls.KeyFile, c.Server.TokenFile},
+		Pool:                    pool,
 	}
 	if c.Classifier.OnUnavailable == "ask" {
 		rt.OnClassifierUnavailable = engine.Ask

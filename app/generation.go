@@ -17,6 +17,11 @@ type generation struct {
 	eng *engine.Engine
 	cls *classifier.Classifier // nil without backends
 	sum config.Sum             // of the files cfg was read from, as read
+	// pool runs the checks' file-system work. It is made with the first
+	// generation and kept by every later one: its workers are the most
+	// threads stalled file systems can hold, however often the config
+	// reloads.
+	pool *engine.Pool
 }
 
 // buildGeneration builds the engine for cfg. The classifier of prev is kept
@@ -37,7 +42,15 @@ func buildGeneration(cfg *Config, prev *generation, home string, log *zap.Logger
 			g.cls = cls
 		}
 	}
-	eng, warnings, err := cfg.NewEngine(home, g.cls)
+	if prev != nil {
+		g.pool = prev.pool
+		if n := cfg.File.FS().Workers; n != g.pool.Stats().Size {
+			log.Warn("engine.fs_workers changed; the new number applies when the server restarts", zap.Int("fs_workers", g.pool.Stats().Size), zap.Int("configured", n))
+		}
+	} else {
+		g.pool = engine.NewPool(cfg.File.FS().Workers)
+	}
+	eng, warnings, err := cfg.newEngine(home, g.cls, g.pool)
 	if err != nil {
 		if g.cls != nil && (prev == nil || g.cls != prev.cls) {
 			_ = g.cls.Close()

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/classifier"
+	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/server"
 )
 
@@ -87,6 +88,42 @@ func (b *breakerStates) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(b.desc, prometheus.GaugeValue, v, m.Name, state)
 		}
 	}
+}
+
+// poolMetrics reports the file-system workers at each scrape: how many
+// there are, how many run a check, how many are stuck in a call that
+// outlived its check's deadline, and the checks answered without their
+// file-system work (it timed out, or no worker was free). Stuck workers
+// that stay mean a mount that does not answer.
+type poolMetrics struct {
+	pool                          *engine.Pool
+	size, busy, stuck, unanswered *prometheus.Desc
+}
+
+func newPoolMetrics(p *engine.Pool) *poolMetrics {
+	return &poolMetrics{pool: p,
+		size:  prometheus.NewDesc("toolgate_fs_workers", "File-system workers (engine.fs_workers): the most checks whose file-system work runs at once.", nil, nil),
+		busy:  prometheus.NewDesc("toolgate_fs_workers_busy", "File-system workers running a check's file-system work, stuck ones included.", nil, nil),
+		stuck: prometheus.NewDesc("toolgate_fs_workers_stuck", "File-system workers held by a call that outlived its check's deadline (engine.fs_timeout): a file system that does not answer.", nil, nil),
+		unanswered: prometheus.NewDesc("toolgate_fs_unanswered_total",
+			"Checks answered ASK without their file-system work, by reason: timeout (engine.fs_timeout passed) or busy (no worker free).", []string{"reason"}, nil),
+	}
+}
+
+func (m *poolMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.size
+	ch <- m.busy
+	ch <- m.stuck
+	ch <- m.unanswered
+}
+
+func (m *poolMetrics) Collect(ch chan<- prometheus.Metric) {
+	s := m.pool.Stats()
+	ch <- prometheus.MustNewConstMetric(m.size, prometheus.GaugeValue, float64(s.Size))
+	ch <- prometheus.MustNewConstMetric(m.busy, prometheus.GaugeValue, float64(s.Busy))
+	ch <- prometheus.MustNewConstMetric(m.stuck, prometheus.GaugeValue, float64(s.Stuck))
+	ch <- prometheus.MustNewConstMetric(m.unanswered, prometheus.CounterValue, float64(s.Timeouts), "timeout")
+	ch <- prometheus.MustNewConstMetric(m.unanswered, prometheus.CounterValue, float64(s.Full), "busy")
 }
 
 // metricsShutdownTimeout bounds the wait for scrapes in progress at exit.

@@ -34,6 +34,9 @@ func newTestReloader(t *testing.T, path string) *reloader {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its idle workers end, as the App's close ends them (a synctest
+	// bubble ends only when every goroutine in it has).
+	t.Cleanup(g.pool.Close)
 	return &reloader{path: path, load: func() (*Config, error) { return LoadConfig(path) }, home: "/home/dev",
 		log: zap.NewNop(), cur: g, svc: server.NewService(cfg.Server, g.eng, zap.NewNop())}
 }

@@ -90,9 +90,12 @@ type Config struct {
 	// Server and Classifier are the sections the server and classifier
 	// packages own, kept as written: the runtime expands and decodes them
 	// with their owners' types and defaults (Section.Decode).
-	Server     Section           `yaml:"server,omitempty"`
-	Classifier Section           `yaml:"classifier,omitempty"`
-	Policies   map[string]Policy `yaml:"policies"`
+	Server     Section `yaml:"server,omitempty"`
+	Classifier Section `yaml:"classifier,omitempty"`
+	// Engine bounds the engine's work; config decodes it itself (the
+	// engine is light) into fs.
+	Engine   Section           `yaml:"engine,omitempty"`
+	Policies map[string]Policy `yaml:"policies"`
 
 	// name names the file in messages: the path as given, or defaultName.
 	name string
@@ -109,7 +112,12 @@ type Config struct {
 	// layers records, by policy name, where each rule came from and the
 	// built-in rules the policy removed.
 	layers map[string]*layers
+	// fs is the engine section, decoded, with the engine's defaults.
+	fs engine.FSConfig
 }
+
+// FS returns the engine section: the bounds on a check's file-system work.
+func (c *Config) FS() engine.FSConfig { return c.fs }
 
 // Policy is one named policy as written in YAML. After Load it is the
 // effective policy: its lists hold the built-in policy's rules, less those
@@ -238,6 +246,11 @@ func parse(name string, data []byte, dir string, lookup func(string) (string, bo
 	src := &origin{name: name, data: data, lookup: lookup, written: c.written}
 	c.Server.bind("server", src)
 	c.Classifier.bind("classifier", src)
+	c.Engine.bind("engine", src)
+	c.fs = engine.DefaultFSConfig()
+	if err := c.Engine.Decode(&c.fs, func() error { return c.fs.Validate() }); err != nil {
+		return nil, err
+	}
 	for name, p := range c.Policies {
 		c.layers[name] = newLayers(layer, &p)
 	}

@@ -28,6 +28,10 @@ type Runtime struct {
 	// more of toolgate's files (the audit log's backups): guarded like
 	// OwnFiles.
 	OwnPatterns []string
+	// Pool runs the checks' file-system work (see engine.Config.Pool);
+	// nil runs it inline, for one-shot tools. A server passes one pool to
+	// every engine it builds.
+	Pool *engine.Pool
 }
 
 // NewEngine compiles the policies into an engine. It is the one place an
@@ -52,6 +56,8 @@ func (c *Config) NewEngine(rt Runtime) (*engine.Engine, []string, error) {
 		Home:                    rt.Home,
 		Guarded:                 absPaths(own),
 		GuardedPatterns:         rt.OwnPatterns,
+		Pool:                    rt.Pool,
+		FS:                      c.fs,
 	})
 	if err != nil {
 		name := c.name

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	"github.com/toolgate/toolgate/engine/memo"
 	"github.com/toolgate/toolgate/engine/rules"
@@ -42,6 +44,15 @@ type Config struct {
 	// last component only may be a glob (an audit log's rotated backups,
 	// named by the time of their rotation).
 	GuardedPatterns []string
+	// Pool runs the local part of checks (every stage before the
+	// classifier: the file-system work) under FS's deadline. nil runs it
+	// on the caller's goroutine, with no deadline: for one-shot tools
+	// (eval, validate) and tests. A server must give one, shared by the
+	// engines its reloads build, so that stalled file systems can hold
+	// no more threads than the pool has workers.
+	Pool *Pool
+	// FS bounds the local part; its zero Timeout means the default.
+	FS FSConfig
 }
 
 // Engine runs the decision pipeline. It is immutable and safe for
@@ -55,12 +66,18 @@ type Engine struct {
 	warnings      []string
 	// analyses keeps shell analyses by command text (see analyze).
 	analyses *memo.Table[string, *analysis]
+	pool     *Pool // nil: inline
+	// fsTimeout bounds a check's local part on the pool.
+	fsTimeout time.Duration
 }
 
 // New compiles the policies.
 func New(cfg Config) (*Engine, error) {
 	e := &Engine{policies: map[string]*policy{}, classifier: cfg.Classifier, onUnavailable: Deny, home: cfg.Home,
-		analyses: memo.New[string, *analysis](maxAnalyses)}
+		analyses: memo.New[string, *analysis](maxAnalyses), pool: cfg.Pool, fsTimeout: cfg.FS.Timeout}
+	if e.fsTimeout == 0 {
+		e.fsTimeout = DefaultFSConfig().Timeout
+	}
 	var err error
 	if e.guarded, err = newGuardedFiles(cfg.Guarded, cfg.GuardedPatterns); err != nil {
 		return nil, err
@@ -138,19 +155,49 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 		// Added after the policy's rules: they can add, never remove.
 		set = set.Merge(extra)
 	}
-	c := e.analyse(ctx, req, p)
-	if c.subjects != nil {
-		c.rc.MemoizeWith(c.subjects)
-	} else {
-		c.rc.Memoize()
+	var (
+		c       *call
+		k       *check
+		res     Result
+		decided bool
+	)
+	// The local part: facts, then every stage but the classifier. It is
+	// where a check touches the file system, so it runs on the pool, and
+	// writes only what is read below after run returns nil.
+	local := func() {
+		if hook := testHookLocal.Load(); hook != nil {
+			(*hook)(req)
+		}
+		c = e.analyse(ctx, req, p)
+		if c.subjects != nil {
+			c.rc.MemoizeWith(c.subjects)
+		} else {
+			c.rc.Memoize()
+		}
+		if ctx.Err() != nil && cutShort(c) {
+			return // the facts were cut short: nothing is decided from them
+		}
+		k = newCheck(e, req, p, set, c)
+		res, decided = k.decideLocal(ctx)
 	}
-	if err := ctx.Err(); err != nil && cutShort(c) {
-		// The facts were cut short: nothing is decided from them.
-		return Result{}, false, err
+	if e.pool == nil {
+		local()
+	} else if err := e.pool.run(ctx, e.fsTimeout, local); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return Result{}, false, ctxErr
+		}
+		return e.fsUnanswered(err, p, req), true, nil
 	}
-	res, decided := e.decide(ctx, req, p, set, c, localOnly)
+	if k == nil {
+		return Result{}, false, ctx.Err()
+	}
 	if !decided {
-		return Result{}, false, nil
+		if localOnly {
+			return Result{}, false, nil
+		}
+		// The classifier stage runs here, off the pool: it waits on the
+		// network for seconds and touches no file.
+		res = classify(ctx, k)
 	}
 	if res.Decision == DecisionUnspecified {
 		// Only a cancelled context leaves the pipeline undecided.
@@ -158,6 +205,29 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 	}
 	res.Kind, res.Policy = c.kind, p.name
 	return res, true, nil
+}
+
+// testHookLocal, when set by a test, runs first in every check's local
+// part: where a stalled system call would block.
+// (Atomic: a stuck worker may read it as a test ends.)
+var testHookLocal atomic.Pointer[func(*Request)]
+
+// fsUnanswered answers a check whose local part did not run to its end:
+// the file system did not answer in time, or every worker was busy. It
+// asks, and does not go to the classifier: the facts were never found, so
+// the deny rules, the guarded files and the protected paths were not
+// applied (their patterns match resolved paths), and a classifier's allow
+// could overtake a deny rule the user wrote. Failing closed is the user's
+// question, with the reason.
+func (e *Engine) fsUnanswered(err error, p *policy, req *Request) Result {
+	var why string
+	if errors.Is(err, errFSTimeout) {
+		why = fmt.Sprintf("the file system did not answer within %s (engine.fs_timeout): a path of the call may lead onto a mount that hangs", e.fsTimeout)
+	} else {
+		why = "every file-system worker is busy or held by a file system that does not answer (engine.fs_workers)"
+	}
+	return Result{Decision: Ask, Source: SourceFileSystem, Kind: p.vocab.Kind(req.Tool.Name), Policy: p.name,
+		Reason: why + "; the call's paths were not checked, so no rule or stage decided it"}
 }
 
 func validate(req *Request) error {

@@ -44,28 +44,28 @@ var stages = []stage{
 	{"shell analysis", shellAnalysis},
 	{"allow rules", allowRules},
 	{"default and accept-edits modes", modeAsks},
-	{"classifier", classify},
+	{"classifier", func(ctx context.Context, k *check) (Result, bool) { return classify(ctx, k), true }},
 }
 
-// decide runs the stages, the classifier's last unless localOnly (then
-// decided is false when no other stage decides). Only a cancelled context
-// leaves a decided call with a zero Result.
-func (e *Engine) decide(ctx context.Context, req *Request, p *policy, set *rules.Set, c *call, localOnly bool) (res Result, decided bool) {
+// newCheck readies a call with its facts for the stages.
+func newCheck(e *Engine, req *Request, p *policy, set *rules.Set, c *call) *check {
 	// "/path" rules are anchored at the working directory (Root empty):
 	// the policy's, the request's and imported Claude Code rules alike. An
 	// anchor elsewhere (the config file's directory) would quietly stop a
 	// project's deny rule from matching the project.
-	k := &check{e: e, req: req, p: p, set: set, c: c, env: rules.Env{Cwd: c.cwd, Home: e.home}}
-	run := stages
-	if localOnly {
-		run = stages[:len(stages)-1]
-	}
-	for _, s := range run {
+	return &check{e: e, req: req, p: p, set: set, c: c, env: rules.Env{Cwd: c.cwd, Home: e.home}}
+}
+
+// decideLocal runs the stages before the classifier; decided is false when
+// none decides. Only a cancelled context leaves a decided call with a zero
+// Result.
+func (k *check) decideLocal(ctx context.Context) (res Result, decided bool) {
+	for _, s := range stages[:len(stages)-1] {
 		if res, ok := s.decide(ctx, k); ok {
 			return res, true
 		}
 	}
-	return Result{}, !localOnly // the classifier stage always decides
+	return Result{}, false
 }
 
 func denyRules(_ context.Context, k *check) (Result, bool) {
@@ -157,16 +157,17 @@ func modeAsks(_ context.Context, k *check) (Result, bool) {
 
 // classify asks the classifier, or the user when none is configured. It
 // fails closed: a classifier that fails or gives no decision never allows.
-func classify(ctx context.Context, k *check) (Result, bool) {
+// It always decides; a zero Result means the context ended.
+func classify(ctx context.Context, k *check) Result {
 	e := k.e
 	notes := k.notes()
 	if e.classifier == nil {
-		return Result{Decision: Ask, Source: SourceNoClassifier, Reason: withNotes("no local stage decided and no classifier is configured", notes)}, true
+		return Result{Decision: Ask, Source: SourceNoClassifier, Reason: withNotes("no local stage decided and no classifier is configured", notes)}
 	}
 	v, err := e.classifier.Classify(ctx, &ClassifyInput{Request: k.req, Kind: k.c.kind, Policy: k.p.name, Notes: notes})
 	if err != nil {
 		if ctx.Err() != nil {
-			return Result{}, true
+			return Result{}
 		}
 		why := truncate(err.Error(), 300)
 		var details *ClassifierDetails
@@ -176,7 +177,7 @@ func classify(ctx context.Context, k *check) (Result, bool) {
 				why = ce.Reason
 			}
 		}
-		return Result{Decision: e.onUnavailable, Source: SourceClassifierUnavailable, Reason: "classifier failed, so the call is not allowed: " + why, Classifier: details}, true
+		return Result{Decision: e.onUnavailable, Source: SourceClassifierUnavailable, Reason: "classifier failed, so the call is not allowed: " + why, Classifier: details}
 	}
 	src := SourceClassifier
 	if v.Cached {
@@ -184,9 +185,9 @@ func classify(ctx context.Context, k *check) (Result, bool) {
 	}
 	switch v.Decision {
 	case Allow, Deny, Ask:
-		return Result{Decision: v.Decision, Source: src, Reason: v.Reason, Classifier: v.Details}, true
+		return Result{Decision: v.Decision, Source: src, Reason: v.Reason, Classifier: v.Details}
 	}
-	return Result{Decision: e.onUnavailable, Source: SourceClassifierUnavailable, Reason: "classifier failed, so the call is not allowed: it gave no decision", Classifier: v.Details}, true
+	return Result{Decision: e.onUnavailable, Source: SourceClassifierUnavailable, Reason: "classifier failed, so the call is not allowed: it gave no decision", Classifier: v.Details}
 }
 
 // safeTool reports whether the call is a read-only tool (by kind or by the

@@ -47,6 +47,10 @@ const (
 	SourceCache
 	SourceClassifierUnavailable
 	SourceNoClassifier
+	// SourceFileSystem: the check's local part did not finish within the
+	// file-system deadline, or found every worker held by stalled calls;
+	// it is answered Ask, never Allow (see fsUnanswered).
+	SourceFileSystem
 )
 
 var sourceNames = [...]string{
@@ -60,6 +64,7 @@ var sourceNames = [...]string{
 	SourceCache:                 "cache",
 	SourceClassifierUnavailable: "classifier_unavailable",
 	SourceNoClassifier:          "no_classifier",
+	SourceFileSystem:            "file_system",
 }
 
 func (s Source) String() string {

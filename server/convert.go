@@ -189,6 +189,7 @@ var sourceToProto = map[engine.Source]pb.DecisionSource{
 	engine.SourceCache:                 pb.DecisionSource_DECISION_SOURCE_CACHE,
 	engine.SourceClassifierUnavailable: pb.DecisionSource_DECISION_SOURCE_CLASSIFIER_UNAVAILABLE,
 	engine.SourceNoClassifier:          pb.DecisionSource_DECISION_SOURCE_NO_CLASSIFIER,
+	engine.SourceFileSystem:            pb.DecisionSource_DECISION_SOURCE_FILE_SYSTEM,
 }
 
 // toProto maps a decision back. An engine result without a decision would

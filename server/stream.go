@@ -222,8 +222,9 @@ func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.Chec
 		// microseconds (their work is bounded per check); only a check
 		// they leave to the classifier takes a slot and a worker (and is
 		// analysed again there, which costs nothing next to the model's
-		// answer). A file system that stalls a system call stalls this
-		// stream, as it would stall a worker.
+		// answer). A file system that stalls a system call holds the
+		// engine's file-system worker, not this goroutine: the check is
+		// answered at the engine's fs_timeout.
 		if resp, decided, err := s.decideRecovered(ctx, req, transcript, true); decided || err != nil {
 			sess.mu.Lock()
 			delete(sess.inFlight, id)

@@ -237,21 +237,26 @@ const (
 	DecisionSource_DECISION_SOURCE_CLASSIFIER_UNAVAILABLE DecisionSource = 8
 	// No classifier is configured for calls that need one.
 	DecisionSource_DECISION_SOURCE_NO_CLASSIFIER DecisionSource = 9
+	// The check's file-system work did not finish in time (a path may lead
+	// onto a mount that hangs), or every file-system worker was busy: its
+	// paths were not checked, so the call is asked about, never allowed.
+	DecisionSource_DECISION_SOURCE_FILE_SYSTEM DecisionSource = 10
 )
 
 // Enum value maps for DecisionSource.
 var (
 	DecisionSource_name = map[int32]string{
-		0: "DECISION_SOURCE_UNSPECIFIED",
-		1: "DECISION_SOURCE_SAFE_TOOL",
-		2: "DECISION_SOURCE_ACCEPT_EDITS",
-		3: "DECISION_SOURCE_RULE",
-		4: "DECISION_SOURCE_COMMAND_ANALYSIS",
-		5: "DECISION_SOURCE_MODE",
-		6: "DECISION_SOURCE_CLASSIFIER",
-		7: "DECISION_SOURCE_CACHE",
-		8: "DECISION_SOURCE_CLASSIFIER_UNAVAILABLE",
-		9: "DECISION_SOURCE_NO_CLASSIFIER",
+		0:  "DECISION_SOURCE_UNSPECIFIED",
+		1:  "DECISION_SOURCE_SAFE_TOOL",
+		2:  "DECISION_SOURCE_ACCEPT_EDITS",
+		3:  "DECISION_SOURCE_RULE",
+		4:  "DECISION_SOURCE_COMMAND_ANALYSIS",
+		5:  "DECISION_SOURCE_MODE",
+		6:  "DECISION_SOURCE_CLASSIFIER",
+		7:  "DECISION_SOURCE_CACHE",
+		8:  "DECISION_SOURCE_CLASSIFIER_UNAVAILABLE",
+		9:  "DECISION_SOURCE_NO_CLASSIFIER",
+		10: "DECISION_SOURCE_FILE_SYSTEM",
 	}
 	DecisionSource_value = map[string]int32{
 		"DECISION_SOURCE_UNSPECIFIED":            0,
@@ -264,6 +269,7 @@ var (
 		"DECISION_SOURCE_CACHE":                  7,
 		"DECISION_SOURCE_CLASSIFIER_UNAVAILABLE": 8,
 		"DECISION_SOURCE_NO_CLASSIFIER":          9,
+		"DECISION_SOURCE_FILE_SYSTEM":            10,
 	}
 )
 
@@ -1330,7 +1336,7 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\x14DECISION_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eDECISION_ALLOW\x10\x01\x12\x11\n" +
 	"\rDECISION_DENY\x10\x02\x12\x10\n" +
-	"\fDECISION_ASK\x10\x03*\xd6\x02\n" +
+	"\fDECISION_ASK\x10\x03*\xf7\x02\n" +
 	"\x0eDecisionSource\x12\x1f\n" +
 	"\x1bDECISION_SOURCE_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19DECISION_SOURCE_SAFE_TOOL\x10\x01\x12 \n" +
@@ -1341,7 +1347,9 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\x1aDECISION_SOURCE_CLASSIFIER\x10\x06\x12\x19\n" +
 	"\x15DECISION_SOURCE_CACHE\x10\a\x12*\n" +
 	"&DECISION_SOURCE_CLASSIFIER_UNAVAILABLE\x10\b\x12!\n" +
-	"\x1dDECISION_SOURCE_NO_CLASSIFIER\x10\t2\xa9\x01\n" +
+	"\x1dDECISION_SOURCE_NO_CLASSIFIER\x10\t\x12\x1f\n" +
+	"\x1bDECISION_SOURCE_FILE_SYSTEM\x10\n" +
+	"2\xa9\x01\n" +
 	"\x11PermissionService\x12>\n" +
 	"\x05Check\x12\x19.toolgate.v1.CheckRequest\x1a\x1a.toolgate.v1.CheckResponse\x12T\n" +
 	"\vCheckStream\x12\x1f.toolgate.v1.CheckStreamRequest\x1a .toolgate.v1.CheckStreamResponse(\x010\x01B9Z7github.com/toolgate/toolgate/gen/toolgate/v1;toolgatev1b\x06proto3"

@@ -189,10 +189,12 @@ func (s *Server) Shutdown(ctx context.Context) {
 	case <-done:
 	case <-ctx.Done():
 		s.log.Warn("graceful stop timed out; closing remaining calls", zap.Stringer("timeout", s.cfg.ShutdownTimeout))
-		s.grpc.Stop()
-		// Stop cancels every call, but GracefulStop still waits for their
-		// handlers: a check busy in the engine would hold the process past
-		// its shutdown timeout. The process is ending; do not wait long.
+		// Stop cancels every call, but it waits for their handlers, as
+		// GracefulStop does: a handler that never returns (a thread held
+		// in a system call) would hold Shutdown, and the process, for
+		// ever. So it runs apart, and the wait for it is bounded. The
+		// process is ending; do not wait long.
+		go s.grpc.Stop()
 		select {
 		case <-done:
 		case <-time.After(stopGrace):

@@ -404,6 +404,45 @@ func TestShutdownDoesNotWaitForADeafHandler(t *testing.T) {
 	})
 }
 
+// TestShutdownDoesNotWaitForAFullConnection: a connection whose every
+// stream slot is held by a handler that ignores its cancelled context (as
+// one held in a system call on a hung mount did), with one more call
+// waiting for a slot. grpc-go's reader then waits on the slot, and its
+// Stop waits for that reader for ever; Shutdown still returns within its
+// timeout and grace, so that the process exits. Not in a bubble: Stop's
+// wait is on a sync.Cond, which a bubble's clock does not see as blocked,
+// so the bound is real time, generous for a loaded machine.
+func TestShutdownDoesNotWaitForAFullConnection(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	deaf := &deafClassifier{started: make(chan struct{}, 1), release: make(chan struct{})}
+	defer close(deaf.release)
+	env := newEnv(t, withClassifier(deaf), withConfig(func(c *Config) {
+		c.ShutdownTimeout = timeout
+		c.MaxConcurrentStreams = 1
+	}))
+	// The client gives up on the deaf call (its deadline), which frees
+	// its own count of the connection's streams, not the server's slot.
+	gaveUp, giveUp := context.WithCancel(context.Background())
+	go func() { _, _ = env.client.Check(gaveUp, checkReq(t, "deaf", "mcp__test__x", nil)) }()
+	<-deaf.started
+	giveUp()
+	waiting, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _, _ = env.client.Check(waiting, checkReq(t, "queued", "Read", nil)) }()
+	stopped := make(chan time.Duration, 1)
+	start := time.Now()
+	go func() {
+		env.srv.Shutdown(context.Background())
+		stopped <- time.Since(start)
+	}()
+	select {
+	case d := <-stopped:
+		t.Logf("Shutdown returned after %s", d)
+	case <-time.After(timeout + stopGrace + 5*time.Second):
+		t.Fatalf("Shutdown still waiting %s after it began, past its %s timeout and %s grace: it waits for a handler that never returns", time.Since(start).Round(time.Millisecond), timeout, stopGrace)
+	}
+}
+
 // TestStreamLocalChecksTakeNoSlot: a check the local stages decide is
 // answered at once, even when every slot of the stream is held by checks
 // waiting on the classifier.

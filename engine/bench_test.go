@@ -14,7 +14,7 @@ func (answerAllow) Classify(context.Context, *ClassifyInput) (Verdict, error) {
 }
 
 // BenchmarkCheck measures whole local decisions, from request to result,
-// stage against stage: its policy is small and its goroutine warm, so it
+// stage against stage: its policy is small and its goroutines warm, so it
 // is cheaper than the server's checks. BenchmarkEngine in bench/ runs the
 // embedded default policy on a fresh goroutine per check, as the server
 // pays; the README quotes that one.
@@ -23,7 +23,10 @@ func BenchmarkCheck(b *testing.B) {
 		Deny:  []string{"Bash(rm -rf /)", "Bash(curl * | sh)", "Read(//**/.ssh/id_*)", "Read(//**/.aws/credentials)"},
 		Ask:   []string{"Bash(git push *)"},
 		Allow: []string{"Bash(npm test)", "Bash(go test ./...)"},
-	}}}, Home: "/home/dev", Classifier: answerAllow{}})
+	}}}, Home: "/home/dev", Classifier: answerAllow{},
+		// The local part on a pool, as a server runs it: the hand-off to
+		// a worker and back is part of every check's cost.
+		Pool: NewPool(DefaultFSConfig().Workers)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -155,49 +155,26 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 		// Added after the policy's rules: they can add, never remove.
 		set = set.Merge(extra)
 	}
-	var (
-		c       *call
-		k       *check
-		res     Result
-		decided bool
-	)
-	// The local part: facts, then every stage but the classifier. It is
-	// where a check touches the file system, so it runs on the pool, and
-	// writes only what is read below after run returns nil.
-	local := func() {
-		if hook := testHookLocal.Load(); hook != nil {
-			(*hook)(req)
-		}
-		c = e.analyse(ctx, req, p)
-		if c.subjects != nil {
-			c.rc.MemoizeWith(c.subjects)
-		} else {
-			c.rc.Memoize()
-		}
-		if ctx.Err() != nil && cutShort(c) {
-			return // the facts were cut short: nothing is decided from them
-		}
-		k = newCheck(e, req, p, set, c)
-		res, decided = k.decideLocal(ctx)
-	}
+	l := &localPart{e: e, ctx: ctx, req: req, p: p, set: set}
 	if e.pool == nil {
-		local()
-	} else if err := e.pool.run(ctx, e.fsTimeout, local); err != nil {
+		l.run()
+	} else if err := e.pool.run(ctx, e.fsTimeout, &l.job, l); err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return Result{}, false, ctxErr
 		}
 		return e.fsUnanswered(err, p, req), true, nil
 	}
-	if k == nil {
+	if l.k == nil {
 		return Result{}, false, ctx.Err()
 	}
-	if !decided {
+	c, res := l.c, l.res
+	if !l.decided {
 		if localOnly {
 			return Result{}, false, nil
 		}
 		// The classifier stage runs here, off the pool: it waits on the
 		// network for seconds and touches no file.
-		res = classify(ctx, k)
+		res = classify(ctx, l.k)
 	}
 	if res.Decision == DecisionUnspecified {
 		// Only a cancelled context leaves the pipeline undecided.
@@ -205,6 +182,43 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 	}
 	res.Kind, res.Policy = c.kind, p.name
 	return res, true, nil
+}
+
+// localPart is a check's local part: facts, then every stage but the
+// classifier. It is where a check touches the file system, so it runs on
+// the pool; it writes only its own fields, which the caller reads only
+// after the pool's run returned nil. One allocation holds it and its job.
+type localPart struct {
+	job localJob
+	e   *Engine
+	ctx context.Context
+	req *Request
+	p   *policy
+	set *rules.Set
+	// What run found: the facts, the check for the classifier stage (nil
+	// when the facts were cut short), and the local stages' decision.
+	c       *call
+	k       *check
+	res     Result
+	decided bool
+}
+
+func (l *localPart) run() {
+	if hook := testHookLocal.Load(); hook != nil {
+		(*hook)(l.req)
+	}
+	c := l.e.analyse(l.ctx, l.req, l.p)
+	if c.subjects != nil {
+		c.rc.MemoizeWith(c.subjects)
+	} else {
+		c.rc.Memoize()
+	}
+	l.c = c
+	if l.ctx.Err() != nil && cutShort(c) {
+		return // the facts were cut short: nothing is decided from them
+	}
+	l.k = newCheck(l.e, l.req, l.p, l.set, c)
+	l.res, l.decided = l.k.decideLocal(l.ctx)
 }
 
 // testHookLocal, when set by a test, runs first in every check's local

@@ -108,7 +108,7 @@ func (p *Pool) Stats() PoolStats {
 func (p *Pool) Close() { p.once.Do(func() { close(p.quit) }) }
 
 // A localJob's state moves once from running to done (the worker finished
-// first: the caller may read what fn wrote) or to abandoned (the caller
+// first: the caller may read what its work wrote) or to abandoned (the caller
 // gave up first: it never reads them, and the worker counts itself out of
 // stuck when it returns).
 const (
@@ -117,21 +117,28 @@ const (
 	jobAbandoned
 )
 
+// localJob is one run on a worker. The caller owns it (within what it
+// runs, as localPart does) and makes a fresh one per run.
 type localJob struct {
-	fn       func()
+	work     localWork
 	state    atomic.Int32
-	done     chan struct{} // closed when fn returned, if the caller still waits
-	panicked any           // fn's panic, passed on to the caller
+	done     chan struct{} // closed when work returned, if the caller still waits
+	panicked any           // work's panic, passed on to the caller
 }
 
-// run runs fn on a worker and waits for it until timeout (counted from
-// now, the wait for a free worker included) or until ctx ends. It returns
-// nil when fn ran to its end: only then may the caller read what fn
-// wrote. Otherwise fn may still be running, and go on writing; the caller
-// must not read any of it (fn must write only what the caller reads after
-// a nil return). A panic in fn is raised again in the caller, where the
-// server's recovery answers it.
-func (p *Pool) run(ctx context.Context, timeout time.Duration, fn func()) error {
+// localWork is what a worker runs.
+type localWork interface{ run() }
+
+// run runs w on a worker, with j (fresh, zero) as its job, and waits for
+// it until timeout (counted from
+// now, the wait for a free worker included, which may take half of it)
+// or until ctx ends. It returns
+// nil when w ran to its end: only then may the caller read what w wrote.
+// Otherwise w may still be running, and go on writing; the caller must not
+// read any of it (w must write only what the caller reads after a nil
+// return). A panic in w is raised again in the caller, where the server's
+// recovery answers it.
+func (p *Pool) run(ctx context.Context, timeout time.Duration, j *localJob, w localWork) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -141,19 +148,27 @@ func (p *Pool) run(ctx context.Context, timeout time.Duration, fn func()) error 
 		p.full.Add(1)
 		return errFSBusy
 	}
-	j := &localJob{fn: fn, done: make(chan struct{})}
+	j.work, j.done = w, make(chan struct{})
+	// A fresh timer, not one kept in a sync.Pool: a timer belongs to the
+	// synctest bubble it was made in, and tests run checks in many.
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	if !p.handOff(j) {
-		// Every worker is busy. Under CPU-bound load they free up within
-		// microseconds; waiting (within the same deadline) keeps a burst
-		// on two cores from being refused.
+		// Every worker is busy. Under CPU-bound load one frees up within
+		// microseconds (a check's local part takes 1-100µs, a hundred
+		// times that under the race detector), so waiting keeps a burst on
+		// two cores from being refused: half the deadline is thousands of
+		// checks queued ahead. Workers held by stalls free up only at
+		// their deadlines; the other half is left for the work, and an
+		// ordinary check arriving among stalls is answered within it.
+		queue := time.NewTimer(timeout / 2)
+		defer queue.Stop()
 		select {
 		case p.jobs <- j:
 		case <-p.quit:
 			p.full.Add(1)
 			return errFSBusy
-		case <-timer.C:
+		case <-queue.C:
 			p.full.Add(1)
 			return errFSBusy
 		case <-ctx.Done():
@@ -184,7 +199,7 @@ func (p *Pool) run(ctx context.Context, timeout time.Duration, fn func()) error 
 	return err
 }
 
-// result is the outcome of a job whose fn returned.
+// result is the outcome of a job whose work returned.
 func (j *localJob) result() error {
 	if j.panicked != nil {
 		panic(j.panicked)
@@ -249,5 +264,5 @@ func (p *Pool) runJob(j *localJob) {
 			p.stuck.Add(-1)
 		}
 	}()
-	j.fn()
+	j.work.run()
 }

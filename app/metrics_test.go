@@ -116,3 +116,28 @@ func TestBreakerStates(t *testing.T) {
 		t.Errorf("no classifier: %d series, %v", n, err)
 	}
 }
+
+// The file-system workers are reported at each scrape: how many there are,
+// how many are busy and stuck, and the checks answered without them.
+func TestPoolMetrics(t *testing.T) {
+	pool := engine.NewPool(3)
+	defer pool.Close()
+	want := `
+# HELP toolgate_fs_unanswered_total Checks answered ASK without their file-system work, by reason: timeout (engine.fs_timeout passed) or busy (no worker free).
+# TYPE toolgate_fs_unanswered_total counter
+toolgate_fs_unanswered_total{reason="busy"} 0
+toolgate_fs_unanswered_total{reason="timeout"} 0
+# HELP toolgate_fs_workers File-system workers (engine.fs_workers): the most checks whose file-system work runs at once.
+# TYPE toolgate_fs_workers gauge
+toolgate_fs_workers 3
+# HELP toolgate_fs_workers_busy File-system workers running a check's file-system work, stuck ones included.
+# TYPE toolgate_fs_workers_busy gauge
+toolgate_fs_workers_busy 0
+# HELP toolgate_fs_workers_stuck File-system workers held by a call that outlived its check's deadline (engine.fs_timeout): a file system that does not answer.
+# TYPE toolgate_fs_workers_stuck gauge
+toolgate_fs_workers_stuck 0
+`
+	if err := testutil.CollectAndCompare(newPoolMetrics(pool), strings.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -257,31 +257,43 @@ func TestHostileStalledMount(t *testing.T) {
 	// timeout, only the shutdown can end them.
 	g = startTarget(t, hostileYAML(denyDeployPolicy)+"engine:\n  fs_timeout: 1m\n", "--watch=false")
 	var inFlight sync.WaitGroup
+	var answered atomic.Int64
 	for i := range 2 * workers {
-		inFlight.Go(func() { _, _ = g.client.Check(context.Background(), stalled(2*n+i)) })
+		inFlight.Go(func() {
+			_, _ = g.client.Check(context.Background(), stalled(2*n+i))
+			answered.Add(1)
+		})
 	}
-	inFlight.Go(func() { g.stalledStream(p, 9, 16, stalled, func(string, outcome) {}) })
-	if err := g.waitThreadsBlocked(st, workers, 10*time.Second); err != nil {
+	inFlight.Go(func() { g.stalledStream(p, 9, 16, stalled, func(string, outcome) { answered.Add(1) }) })
+	// Each check is either held on the mount (a worker's system call) or
+	// answered before any (pathcheck refuses the mounts it knows to be
+	// foreign): SIGTERM comes once every one is one or the other.
+	blocked, err := g.settled(st, &answered, 2*workers+16, 10*time.Second)
+	if err != nil {
 		t.Fatal(err)
 	}
 	took = g.terminate()
 	inFlight.Wait()
-	t.Logf("SIGTERM with %d stalled checks waiting to exit %s (shutdown_timeout %s)", 2*workers+16, took.Round(time.Millisecond), hostileShutdown)
+	t.Logf("SIGTERM with %d system calls held on the mount and %d stalled checks answered before it: exit after %s (shutdown_timeout %s)",
+		blocked, answered.Load(), took.Round(time.Millisecond), hostileShutdown)
 }
 
-// waitThreadsBlocked waits until n system calls wait on the stalled mount.
-func (g *target) waitThreadsBlocked(st *stallfs.Stall, n int, timeout time.Duration) error {
+// settled waits until the checks sent are all either answered or held on
+// the stalled mount (up to the file-system workers), and returns how many
+// system calls wait there.
+func (g *target) settled(st *stallfs.Stall, answered *atomic.Int64, sent int, timeout time.Duration) (int, error) {
+	workers := engine.DefaultFSConfig().Workers
 	deadline := time.Now().Add(timeout)
 	for {
 		w, err := st.Waiting()
 		if err != nil {
-			return err
+			return 0, err
 		}
-		if w >= n {
-			return nil
+		if w >= workers || int(answered.Load())+w >= sent {
+			return w, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d system calls wait on the mount after %s, want %d", w, timeout, n)
+			return w, fmt.Errorf("after %s, %d system calls wait on the mount and %d of %d checks are answered", timeout, w, answered.Load(), sent)
 		}
 		// Not synctest: the calls are another process's; poll them.
 		time.Sleep(10 * time.Millisecond)
@@ -350,4 +362,72 @@ func (g *target) threads() int {
 		}
 	}
 	return 0
+}
+
+// TestHostileSlowLocalWork: the file-system deadline holds in the binary
+// for any local work, not only on mounts pathcheck knows to be foreign (a
+// local disk that hangs looks local): with engine.fs_timeout at 1ms,
+// searches of a tree of 5,000 files and the hostile commands whose checks
+// take longer (nested, brace-heavy, long) are answered ASK by the
+// file_system source at the deadline, many at once, none allowed, and the
+// server serves on.
+func TestHostileSlowLocalWork(t *testing.T) {
+	p := project(t)
+	g := startTarget(t, hostileYAML(denyDeployPolicy)+"engine:\n  fs_timeout: 1ms\n", "--watch=false")
+	// A tree of 5,000 files: a search of it proves what it reads entry by
+	// entry, milliseconds of work.
+	for d := range 50 {
+		dir := filepath.Join(p, "tree", fmt.Sprintf("d%d", d))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for f := range 100 {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.go", f)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	reqs := []*pb.CheckRequest{bash(p, "grep -rn TODO ."), shellReq(p, "Grep", map[string]any{"pattern": "TODO", "path": p}),
+		shellReq(p, "Glob", map[string]any{"pattern": "**/*.go"})}
+	for _, c := range shellCases() {
+		if !c.listing && !strings.Contains(c.name, "over max") {
+			reqs = append(reqs, c.req(p))
+		}
+	}
+	var (
+		mu       sync.Mutex
+		problems []string
+		byFS     int
+		wg       sync.WaitGroup
+	)
+	for r := range 4 {
+		for i, req := range reqs {
+			wg.Go(func() {
+				o := g.check(req)
+				mu.Lock()
+				defer mu.Unlock()
+				searches := i < 3 // legitimate: ALLOW when checked in time
+				if msg := hostileProblem(o); msg != "" && !(searches && o.err == nil && o.resp.GetDecision() == pb.Decision_DECISION_ALLOW) {
+					problems = append(problems, fmt.Sprintf("case %d (round %d): %s", i, r, msg))
+				}
+				if o.err == nil && o.resp.GetSource() == pb.DecisionSource_DECISION_SOURCE_FILE_SYSTEM {
+					byFS++
+				}
+			})
+		}
+	}
+	wg.Wait()
+	t.Logf("%d hostile checks with fs_timeout 1ms: %d answered by the file-system deadline", 4*len(reqs), byFS)
+	for _, msg := range problems {
+		t.Error(msg)
+	}
+	if byFS == 0 {
+		t.Errorf("no check was answered by the file-system deadline; searching 5,000 files takes far longer than 1ms to check")
+	}
+	if !g.alive() {
+		t.Fatalf("toolgate serve died:\n%s", tail(g.log(), 20))
+	}
+	rss := g.checkRSS("after the slow checks")
+	took := g.terminate()
+	t.Logf("peak RSS %d MiB; SIGTERM to exit %s", rss>>20, took.Round(time.Millisecond))
 }

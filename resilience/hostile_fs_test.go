@@ -32,9 +32,6 @@ const (
 	// stalledDeadline is each stalled check's client deadline: an answer
 	// must come well before it (engine.fs_timeout is 1s).
 	stalledDeadline = 3 * time.Second
-	// ordinaryLatency is how long an ordinary check may take during the
-	// probe.
-	ordinaryLatency = time.Second
 	// threadSlack is what the runtime may add to the threads of an idle
 	// server besides the stuck workers: a thread per P running while
 	// others sit in system calls, and the threads Go parks rather than

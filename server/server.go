@@ -173,7 +173,8 @@ const stopGrace = 100 * time.Millisecond
 // Shutdown drains: health goes NOT_SERVING, streams stop taking new checks
 // and finish the ones they have, GracefulStop waits for calls in flight up
 // to ShutdownTimeout (or ctx), and Stop cuts whatever remains; Shutdown
-// returns at most stopGrace later, even if a handler has not returned.
+// returns at most stopGrace later, even if a handler has not returned
+// (then the tracing flush and the audit log's close are bounded too).
 func (s *Server) Shutdown(ctx context.Context) {
 	s.stopping.Store(true)
 	s.health.Shutdown()
@@ -208,8 +209,22 @@ func (s *Server) Shutdown(ctx context.Context) {
 		s.log.Warn("tracing", zap.Error(err))
 	}
 	if s.auditFile != nil {
-		if err := s.auditFile.Close(); err != nil {
-			s.log.Error("closing the audit log", zap.Error(err))
+		// Bounded too: a write held in a system call on a file system that
+		// does not answer holds the file's lock, and Close waits for it.
+		closed := make(chan error, 1)
+		go func() { closed <- s.auditFile.Close() }()
+		select {
+		case err := <-closed:
+			if err != nil {
+				s.log.Error("closing the audit log", zap.Error(err))
+			}
+		case <-time.After(auditCloseWait):
+			s.log.Error("the audit log did not close in time: a write to it is held (its file system does not answer?)",
+				zap.Stringer("waited", auditCloseWait))
 		}
 	}
 }
+
+// auditCloseWait bounds Shutdown's wait for the audit log to close: it
+// takes microseconds unless a write to it is held by its file system.
+const auditCloseWait = time.Second

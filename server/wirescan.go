@@ -54,14 +54,16 @@ type wireScan struct {
 // up from TestDecodedCostCovers's measurements, which hold the sum to
 // cover the real cost of every shape it tries.
 const (
-	costPerField   = 16  // any field occurrence: a string header, a slice slot
-	costPerItem    = 112 // a Value (protobuf's and its conversion), a repeated element
-	costPerStruct  = 128 // a Struct with no fields
-	costPerMap     = 640 // a Struct's first field: both maps' first groups
-	costPerEntry   = 96  // each further field: map slots in both maps
-	costPerList    = 112 // a ListValue and its []any
-	costPerMessage = 160 // a transcript entry, a tool call: their structs
-	costWireFactor = 2   // the wire bytes while decoding, and the strings copied out of them
+	costPerField   = 16       // any field occurrence: a string header, a slice slot
+	costPerItem    = 112      // a Value (protobuf's and its conversion), a repeated element
+	costPerStruct  = 128      // a Struct with no fields
+	costPerMap     = 640      // a Struct's first field: both maps' first groups
+	costPerEntry   = 96       // each further field: map slots in both maps
+	costPerList    = 112      // a ListValue and its []any
+	costPerMessage = 160      // a transcript entry, a tool call: their structs
+	costWireFactor = 2        // the wire bytes while decoding, and the strings copied out of them
+	largeAlloc     = 32 << 10 // the Go allocator's largest size class
+	pageSize       = 8 << 10  // what it rounds larger allocations up to
 )
 
 // message kinds the scan knows; everything else is skipped as bytes.
@@ -232,6 +234,11 @@ func (s *scanner) message(b []byte, k wireKind, depth int) bool {
 			return false
 		}
 		b = b[n:]
+		if len(v) > largeAlloc {
+			// A string copied out of it is a large allocation, rounded
+			// up to whole pages.
+			s.cost += pageSize
+		}
 		c, item, ok := child(k, num)
 		if !ok {
 			if repeatedString(k, num) && !s.item() {

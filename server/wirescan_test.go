@@ -2,7 +2,6 @@ package server
 
 import (
 	"math"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -169,24 +168,31 @@ func TestDecodedCostCovers(t *testing.T) {
 	for name, req := range shapes {
 		b := mustMarshal(t, req)
 		sc := scanCheckRequest(b, scanLimits{maxItems: math.MaxInt, maxDepth: 1000})
-		before := liveHeap()
-		var m pb.CheckRequest
-		if err := proto.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
+		decode := func() any {
+			var m pb.CheckRequest
+			if err := proto.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			var svc Service
+			svc.cfg = DefaultConfig()
+			svc.cfg.MaxToolInputBytes = math.MaxInt
+			ereq, err := svc.toEngine(&m)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return [2]any{&m, ereq}
 		}
-		var svc Service
-		svc.cfg = DefaultConfig()
-		svc.cfg.MaxToolInputBytes = math.MaxInt
-		ereq, err := svc.toEngine(&m)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+		var measured, ratio float64
+		ok := within(3, func() bool {
+			// The wire bytes are held while decoding too.
+			measured = heapPerCopy(int(sc.cost), decode) + float64(len(b))
+			ratio = float64(sc.cost) / measured
+			t.Logf("%-40s wire %8d items %7d measured %10.0f estimated %10d (%.2f)", name, len(b), sc.items, measured, sc.cost, ratio)
+			return ratio >= 1 && (measured <= 1<<20 || ratio <= 6)
+		})
+		if ok {
+			continue
 		}
-		// The wire bytes are held while decoding too.
-		measured := float64(liveHeap()-before) + float64(len(b))
-		runtime.KeepAlive(&m)
-		runtime.KeepAlive(ereq)
-		ratio := float64(sc.cost) / measured
-		t.Logf("%-40s wire %8d items %7d measured %10.0f estimated %10d (%.2f)", name, len(b), sc.items, measured, sc.cost, ratio)
 		if ratio < 1 {
 			t.Errorf("%s: estimated %d bytes, measured %.0f", name, sc.cost, measured)
 		}

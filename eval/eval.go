@@ -214,7 +214,8 @@ type Report struct {
 
 func isLocal(s engine.Source) bool {
 	switch s {
-	case engine.SourceClassifier, engine.SourceCache, engine.SourceClassifierUnavailable, engine.SourceNoClassifier:
+	case engine.SourceClassifier, engine.SourceCache, engine.SourceClassifierUnavailable, engine.SourceNoClassifier,
+		engine.SourceFileSystem: // asked because the local stages did not finish
 		return false
 	}
 	return true

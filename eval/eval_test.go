@@ -153,3 +153,32 @@ func TestPercentile(t *testing.T) {
 		}
 	}
 }
+
+// TestEverySourceHasAStage: each of the engine's sources is placed, local
+// or not, so that a source added later is not counted as resolved locally
+// by default.
+func TestEverySourceHasAStage(t *testing.T) {
+	want := map[string]string{
+		"safe_tool": "local", "accept_edits": "local", "rule": "local", "command_analysis": "local", "mode": "local",
+		"classifier": "classifier", "cache": "cache", "classifier_unavailable": "unavailable", "no_classifier": "none",
+		"file_system": "file_system",
+	}
+	n := 0
+	for s := engine.SourceUnspecified + 1; !strings.HasPrefix(s.String(), "source("); s++ {
+		n++
+		stage, ok := want[s.String()]
+		if !ok {
+			t.Errorf("source %s: not placed in this table (is it decided locally?)", s)
+			continue
+		}
+		if got := stageOf(s); got != stage {
+			t.Errorf("stageOf(%s) = %q, want %q", s, got, stage)
+		}
+		if isLocal(s) != (stage == "local") {
+			t.Errorf("isLocal(%s) = %v, want %v", s, isLocal(s), stage == "local")
+		}
+	}
+	if n != len(want) {
+		t.Errorf("%d sources, %d in the table", n, len(want))
+	}
+}

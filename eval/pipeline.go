@@ -226,6 +226,8 @@ func stageOf(s engine.Source) string {
 		return "unavailable"
 	case engine.SourceNoClassifier:
 		return "none"
+	case engine.SourceFileSystem:
+		return "file_system"
 	}
 	return "local"
 }

@@ -485,7 +485,14 @@ func TestHostileHeaderFlood(t *testing.T) {
 			t.Fatal(err)
 		}
 		fr := http2.NewFramer(c, c)
-		if err := fr.WriteSettings(); err != nil {
+		// The reader below acknowledges settings on the same framer.
+		var wmu sync.Mutex
+		write := func(f func() error) error {
+			wmu.Lock()
+			defer wmu.Unlock()
+			return f()
+		}
+		if err := write(func() error { return fr.WriteSettings() }); err != nil {
 			t.Fatal(err)
 		}
 		// Read what the server sends (settings, resets), acknowledging
@@ -503,7 +510,7 @@ func TestHostileHeaderFlood(t *testing.T) {
 				switch f := f.(type) {
 				case *http2.SettingsFrame:
 					if !f.IsAck() {
-						_ = fr.WriteSettingsAck()
+						_ = write(fr.WriteSettingsAck)
 					}
 				case *http2.RSTStreamFrame:
 					resets.Add(1)
@@ -533,12 +540,14 @@ func TestHostileHeaderFlood(t *testing.T) {
 			// Fragments of the server's default frame size.
 			const maxFrame = 16 << 10
 			first := frag[:min(len(frag), maxFrame)]
-			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndHeaders: len(frag) <= maxFrame}); err != nil {
+			if err := write(func() error {
+				return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndHeaders: len(frag) <= maxFrame})
+			}); err != nil {
 				t.Fatalf("stream %d: %v", i, err)
 			}
 			for rest := frag[len(first):]; len(rest) > 0; {
 				n := min(len(rest), maxFrame)
-				if err := fr.WriteContinuation(id, n == len(rest), rest[:n]); err != nil {
+				if err := write(func() error { return fr.WriteContinuation(id, n == len(rest), rest[:n]) }); err != nil {
 					t.Fatalf("stream %d: %v", i, err)
 				}
 				rest = rest[n:]
@@ -547,7 +556,7 @@ func TestHostileHeaderFlood(t *testing.T) {
 		// Streams stay open (no data, no end). The server reads frames in
 		// order: its answer to a ping says it has taken in every header
 		// list before it.
-		if err := fr.WritePing(false, [8]byte{1}); err != nil {
+		if err := write(func() error { return fr.WritePing(false, [8]byte{1}) }); err != nil {
 			t.Fatal(err)
 		}
 		select {

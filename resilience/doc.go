@@ -13,4 +13,14 @@
 // slowly, imports replaced by a FIFO or /dev/zero. Every check must be
 // answered in time and never ALLOW, and the server must keep serving,
 // stay under a peak RSS of 256 MiB and stop within its shutdown timeout.
+//
+// The floods (hostile_memory_test.go) are sent as a client that means
+// harm would, at twice the sizes that once broke the server: tool inputs
+// of a million values, transcripts of tiny values held by streams,
+// streams that never read their answers, header lists that expand on
+// decoding; hostile_fs_test.go and mounts_test.go send checks whose paths
+// lead onto a FUSE mount that never answers, and hostile_audit_test.go
+// attacks the audit trail. Each must leave the server alive, under a peak
+// RSS of 400 MiB, answering ordinary checks within a second and allowing
+// nothing it should not.
 package resilience

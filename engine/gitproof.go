@@ -51,7 +51,7 @@ func (rs *readScope) gitProof(dir, at string, uses []shell.Git) string {
 		if !rs.inProject(resolved) {
 			return gitElsewhere
 		}
-		repo, err = gitrepo.Discover(resolved)
+		repo, err = gitrepo.DiscoverWith(rs.proofs.Look(), resolved)
 		if err != nil && !errors.Is(err, gitrepo.ErrNoDirectory) {
 			return "cannot tell which repository git uses: " + truncate(err.Error(), 200)
 		}
@@ -127,7 +127,7 @@ func hasDotGit(rel string) bool {
 // by settings as reads, looks for the hooks read-only commands fire, and,
 // when the command prints remote URLs, checks them for credentials.
 func (rs *readScope) gitSettings(repo *gitrepo.Repo, remotes bool) string {
-	settings, err := gitrepo.Config(repo, rs.home)
+	settings, err := gitrepo.ConfigWith(rs.proofs.Look(), repo, rs.home)
 	if err != nil {
 		return "cannot read git's configuration: " + truncate(err.Error(), 200)
 	}

@@ -606,7 +606,7 @@ func (rs *readScope) ignoreWhitelistsAbove(dir string) (bool, string) {
 // cannot be known (a relative path, a config that cannot be read).
 func (rs *readScope) globalIgnoreFiles() []string {
 	files := []string{rs.home + "/.config/git/ignore"}
-	settings, err := gitrepo.Config(nil, rs.home)
+	settings, err := gitrepo.ConfigWith(rs.proofs.Look(), nil, rs.home)
 	if err != nil {
 		return append(files, "")
 	}

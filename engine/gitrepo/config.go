@@ -44,7 +44,11 @@ const (
 // A file that does not exist is skipped, as git skips it; one that cannot
 // be read or parsed is an error. home "" means the user's files are not
 // known, which is an error: they may set anything.
-func Config(repo *Repo, home string) ([]Setting, error) {
+func Config(repo *Repo, home string) ([]Setting, error) { return ConfigWith(nil, repo, home) }
+
+// ConfigWith is Config looking through lk (a check's); nil takes a look of
+// its own.
+func ConfigWith(lk *pathcheck.Look, repo *Repo, home string) ([]Setting, error) {
 	if home == "" {
 		return nil, errors.New("the user's home directory is not known, so neither are their git settings")
 	}
@@ -52,9 +56,11 @@ func Config(repo *Repo, home string) ([]Setting, error) {
 	if repo != nil {
 		files = append(files, filepath.Join(repo.CommonDir, "config"))
 	}
-	lk, err := pathcheck.NewLook()
-	if err != nil {
-		return nil, err
+	if lk == nil {
+		var err error
+		if lk, err = pathcheck.NewLook(); err != nil {
+			return nil, err
+		}
 	}
 	r := &configReader{home: home, look: lk}
 	for _, f := range files {

@@ -49,15 +49,22 @@ const maxSmallFile = 4096
 // walks up to / and ignores the ceilings and file-system boundaries git
 // may stop at: where git stops earlier it finds no repository and fails,
 // which runs nothing.
-func Discover(dir string) (*Repo, error) {
+func Discover(dir string) (*Repo, error) { return DiscoverWith(nil, dir) }
+
+// DiscoverWith is Discover looking through lk (a check's, shared by its
+// walkers: one poll of the mount table, the directories it holds); nil
+// takes a look of its own.
+func DiscoverWith(lk *pathcheck.Look, dir string) (*Repo, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, fmt.Errorf("%s is not absolute", dir)
 	}
 	d := filepath.Clean(dir)
-	// One look at the mount table for the walk up.
-	lk, err := pathcheck.NewLook()
-	if err != nil {
-		return nil, err
+	if lk == nil {
+		// One look at the mount table for the walk up.
+		var err error
+		if lk, err = pathcheck.NewLook(); err != nil {
+			return nil, err
+		}
 	}
 	if fi, _, err := lk.Stat(d); missing(err) || err == nil && !fi.IsDir() {
 		return nil, fmt.Errorf("%s: %w", d, ErrNoDirectory) // git cannot start there

@@ -62,6 +62,7 @@ func (l *Look) NoneIn(d string, names ...string) bool {
 		return false // counts as there: nothing is proven
 	}
 	if ok {
+		countStat()
 		if fi, err := os.Stat(d); err == nil && t.refuseFound(d, fi) == nil {
 			if now, known := IdentityOf(d, fi); known && now == id {
 				return true
@@ -70,6 +71,7 @@ func (l *Look) NoneIn(d string, names ...string) bool {
 	}
 	// The identity is taken before looking: a change after it leaves a
 	// newer identity, and the next call misses.
+	countStat()
 	fi, statErr := os.Stat(d)
 	if statErr == nil && t.refuseFound(d, fi) != nil {
 		return false

@@ -35,8 +35,12 @@ func (e *ForeignError) Error() string {
 // (git's setup up to /, a config's includes) poll the table once. Keep
 // one for one walker's run within a check, never longer; a nil *Look
 // polls on every call. Its methods are the package's functions of the
-// same names.
-type Look struct{ t *mountTable }
+// same names. A check's Look (Proofs.Look) also starts from the
+// directories its check has proven (see fromProven).
+type Look struct {
+	t  *mountTable
+	pr *Proofs // the check's; nil for NewLook's
+}
 
 // NewLook begins a look; the error is the mount table's (nothing proven).
 func NewLook() (*Look, error) {
@@ -44,7 +48,7 @@ func NewLook() (*Look, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Look{t}, nil
+	return &Look{t: t}, nil
 }
 
 func (l *Look) table() (*mountTable, error) {
@@ -83,6 +87,10 @@ func (l *Look) look(p string, follow bool) (fs.FileInfo, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	// A name in a directory proven in this check: one lstat answers.
+	if fi, ok, err := l.fromProven(t, p, follow); ok {
+		return fi, p, err
+	}
 	// A clean path with no link on its way: one openat2 answers.
 	if fi, ok, err := probeInfo(t, p, follow); ok {
 		return fi, p, err
@@ -101,6 +109,7 @@ func (t *mountTable) lstat(p string) (fs.FileInfo, error) {
 	if err := t.refuseWay(p); err != nil {
 		return nil, err
 	}
+	countStat()
 	fi, err := os.Lstat(p)
 	if err != nil {
 		return nil, err

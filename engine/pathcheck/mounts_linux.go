@@ -87,6 +87,7 @@ func freshLocked() (*mountTable, error) {
 func mountsChanged(fd int) (bool, error) {
 	pfd := unix.PollFd{Fd: int32(fd), Events: unix.POLLPRI}
 	var ts unix.Timespec
+	countPoll()
 	for {
 		n, _, errno := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
 		switch {

@@ -62,6 +62,7 @@ func probe(t *mountTable, abs string, dir, noFollowFinal bool) (string, linkStat
 	if noFollowFinal {
 		flags |= unix.O_NOFOLLOW
 	}
+	countOpen()
 	fd, err := unix.Openat2(unix.AT_FDCWD, abs, &unix.OpenHow{
 		Flags:   flags,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
@@ -78,6 +79,7 @@ func probe(t *mountTable, abs string, dir, noFollowFinal bool) (string, linkStat
 	// The look after the look: the device of what was found. The table
 	// was polled at the walk's start, so this is a map lookup.
 	var st syscall.Stat_t
+	countFstat()
 	err = syscall.Fstat(fd, &st)
 	_ = unix.Close(fd)
 	if err != nil || t.refuseDev(abs, st.Dev) != nil {

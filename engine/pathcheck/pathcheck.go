@@ -134,6 +134,18 @@ func (pr *Proofs) walk(abs string, followFinal bool) (walked, error) {
 
 // walkWith is walk by the mount table t.
 func (pr *Proofs) walkWith(t *mountTable, abs string, followFinal bool) (walked, error) {
+	// Proven already: no system call. A name in a directory proven in
+	// this check: one lstat.
+	if state, known := pr.known(abs, false); known && state == linkProven {
+		return walked{path: abs}, nil
+	}
+	if i := strings.LastIndexByte(abs, '/'); i > 0 {
+		if last := abs[i+1:]; last != "" && last != "." && last != ".." {
+			if dir, ok := pr.provenDir(abs[:i]); ok {
+				return walkFrom(t, dir, []string{last}, abs, followFinal)
+			}
+		}
+	}
 	switch p, state := pr.probe(t, abs, false); state {
 	case linkProven:
 		return walked{path: p}, nil
@@ -226,6 +238,7 @@ func walkFrom(t *mountTable, cur string, todo []string, abs string, followFinal 
 		if err := t.refuseWay(next); err != nil {
 			return walked{}, err
 		}
+		countStat()
 		fi, err := os.Lstat(next)
 		if errors.Is(err, fs.ErrNotExist) {
 			// Will be created (as a directory if more follows), as by
@@ -682,7 +695,11 @@ func (c *Checker) Check(base, p string) (Verdict, error) {
 			}
 		}
 		if v.Protected == "" {
-			v.Protected = c.markerAbove(&Look{t}, names)
+			lk := c.proofs.Look()
+			if lk == nil || lk.t != t {
+				lk = &Look{t: t}
+			}
+			v.Protected = c.markerAbove(lk, names)
 		}
 	}
 	return v, nil

@@ -1,6 +1,12 @@
 package pathcheck
 
-import "strings"
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
 
 // Proofs remembers, for one check, what linkFree answered: a path proven
 // free of links (every component existing), and the paths it could not
@@ -32,7 +38,7 @@ func (pr *Proofs) Look() *Look {
 		if err != nil {
 			return nil
 		}
-		pr.look = &Look{t}
+		pr.look = &Look{t: t, pr: pr}
 	}
 	return pr.look
 }
@@ -71,22 +77,11 @@ func (pr *Proofs) probe(t *mountTable, abs string, dir bool) (string, linkState)
 		return r, state
 	}
 	clean := isClean(abs)
-	if clean {
-		for _, p := range pr.seen {
-			switch {
-			case p.path == abs && (p.dir == dir || p.ok && !dir):
-				// A directory proven is a path proven; a path proven
-				// says nothing of whether it is a directory.
-				if !p.ok {
-					return "", linkUnknown
-				}
-				return abs, linkProven
-			case p.ok && len(p.path) > len(abs) && strings.HasPrefix(p.path, abs) && (abs == "/" || p.path[len(abs)] == '/'):
-				// An ancestor of a proven path: an existing directory
-				// the kernel walked through, and no link.
-				return abs, linkProven
-			}
+	if state, known := pr.known(abs, dir); known {
+		if state == linkProven {
+			return abs, state
 		}
+		return "", state
 	}
 	r, state, _ := probe(t, abs, dir, false)
 	ok := state == linkProven
@@ -102,6 +97,30 @@ func (pr *Proofs) probe(t *mountTable, abs string, dir bool) (string, linkState)
 		pr.seen = append(pr.seen, proof{r, dir, true})
 	}
 	return r, state
+}
+
+// known is what the proofs already tell of abs, without a system call;
+// known is false when they tell nothing.
+func (pr *Proofs) known(abs string, dir bool) (state linkState, known bool) {
+	if pr == nil || !isClean(abs) {
+		return linkUnknown, false
+	}
+	for _, p := range pr.seen {
+		switch {
+		case p.path == abs && (p.dir == dir || p.ok && !dir):
+			// A directory proven is a path proven; a path proven
+			// says nothing of whether it is a directory.
+			if !p.ok {
+				return linkUnknown, true
+			}
+			return linkProven, true
+		case p.ok && len(p.path) > len(abs) && strings.HasPrefix(p.path, abs) && (abs == "/" || p.path[len(abs)] == '/'):
+			// An ancestor of a proven path: an existing directory
+			// the kernel walked through, and no link.
+			return linkProven, true
+		}
+	}
+	return linkUnknown, false
 }
 
 // isClean reports whether abs is an absolute path filepath.Clean leaves
@@ -127,4 +146,146 @@ func isClean(abs string) bool {
 	}
 	last := abs[strings.LastIndexByte(abs, '/')+1:]
 	return last != "." && last != ".."
+}
+
+// A proven directory (one proven in this check, or above a path proven)
+// is where a look may start: the names below it are looked up by their
+// paths with lstat, one component at a time, each refused on a foreign
+// mount point (by the table, before the lookup) and on a foreign device
+// (after). That costs one lstat per name, where openat2 of the whole path
+// costs about as much as two and three when it finds the file (it is
+// closed and its device asked): a check probes dozens of names in a few
+// directories (toolchain files up to /, markers, git's files).
+//
+// Nothing is held open between the proof and the lookup, so a directory
+// on the way could be replaced by a link in between. That race gives the
+// agent, who controls the project, nothing it lacks: a lookup led onto a
+// mount that stalls is the check's file-system deadline's (answered ASK,
+// as for a mount made since the table was polled); what it finds on a
+// foreign device is refused; what it finds missing, or elsewhere on the
+// local disk, is what the agent could arrange by changing the files
+// after the check, which a check never sees either.
+
+// maxProvenSteps is how many components below a proven directory are
+// looked up one by one; past it, one openat2 costs less.
+const maxProvenSteps = 2
+
+// fromProven is the look at the clean path p from the deepest directory
+// above it proven in this check; ok is false when only probe or the walk
+// can tell (nothing proven above it, too many components left, a link on
+// the way or an error the walk should word).
+func (l *Look) fromProven(t *mountTable, p string, follow bool) (fs.FileInfo, bool, error) {
+	if l == nil {
+		return nil, false, nil
+	}
+	pr := l.pr
+	if pr == nil || p == "/" || len(p) >= pathMax || !isClean(p) {
+		return nil, false, nil
+	}
+	cur := pr.provenAbove(p)
+	if cur == "" {
+		return nil, false, nil
+	}
+	rest := strings.TrimPrefix(p[len(cur):], "/")
+	if strings.Count(rest, "/") >= maxProvenSteps {
+		return nil, false, nil
+	}
+	for {
+		c, more, last := rest, "", true
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			c, more, last = rest[:i], rest[i+1:], false
+		}
+		next := cur + "/" + c
+		if cur == "/" {
+			next = "/" + c
+		}
+		fi, err := t.lstat(next)
+		var fe *ForeignError
+		switch {
+		case err != nil && isNotExist(err):
+			if last {
+				return nil, true, err
+			}
+			// Missing, with no link before it: so is everything below.
+			return nil, true, &fs.PathError{Op: "lstat", Path: p, Err: syscall.ENOENT}
+		case errors.As(err, &fe):
+			return nil, true, err
+		case err != nil:
+			return nil, false, nil
+		case fi.Mode()&fs.ModeSymlink != 0 && (follow || !last):
+			return nil, false, nil // the walk follows it
+		case fi.IsDir():
+			// A directory, no link, on a local device: proven.
+			pr.remember(next)
+		case !last:
+			return nil, false, nil // ENOTDIR, as the walk words it
+		}
+		if last {
+			return fi, true, nil
+		}
+		cur, rest = next, more
+	}
+}
+
+// provenAbove returns the deepest directory strictly above the clean
+// path p that this check has proven, or "".
+func (pr *Proofs) provenAbove(p string) string {
+	best := ""
+	for _, e := range pr.seen {
+		if !e.ok {
+			continue
+		}
+		if a := commonAbove(e.path, p); len(a) > len(best) {
+			best = a
+		}
+	}
+	return best
+}
+
+// commonAbove returns the longest path that is e or above it, and
+// strictly above p (both clean and absolute).
+func commonAbove(e, p string) string {
+	if e == "/" {
+		return "/"
+	}
+	i := 0
+	for i < len(e) && i < len(p) && e[i] == p[i] {
+		i++
+	}
+	if i == len(e) && i < len(p) && p[i] == '/' {
+		return e
+	}
+	if j := strings.LastIndexByte(p[:i], '/'); j > 0 {
+		return p[:j]
+	}
+	return "/"
+}
+
+// remember keeps the clean directory d as proven (no link on its way, on
+// a local device), while there is room.
+func (pr *Proofs) remember(d string) {
+	if len(pr.seen) < maxProofs {
+		pr.seen = append(pr.seen, proof{d, true, true})
+	}
+}
+
+// provenDir returns d cleaned when this check has proven it (or a path
+// below it), without a system call. d may hold "." and empty components
+// (the kernel's walk of those is the clean path's), not "..".
+func (pr *Proofs) provenDir(d string) (string, bool) {
+	if pr == nil || d == "" || d[0] != '/' {
+		return "", false
+	}
+	if !isClean(d) {
+		if d == "/.." || strings.HasSuffix(d, "/..") || strings.Contains(d, "/../") {
+			return "", false
+		}
+		d = filepath.Clean(d)
+	}
+	for _, e := range pr.seen {
+		if e.ok && (e.path == d || strings.HasPrefix(e.path, d) && (d == "/" || e.path[len(d)] == '/')) {
+			return d, true
+		}
+	}
+	return "", false
 }

@@ -31,6 +31,9 @@ func TestCheckLooksOnce(t *testing.T) {
 	if err := os.WriteFile(cwd+"/go.mod", []byte("module x\n\ngo 1.21\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := e.Check(t.Context(), &Request{Tool: ToolCall{Name: "Bash", Input: map[string]any{"command": "true"}}, WorkingDirectory: cwd}); err != nil {
+		t.Fatal(err) // the mount table's first reading is not a poll
+	}
 	for _, c := range []struct {
 		name, command string
 		want          Source

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -53,6 +54,28 @@ func FuzzCheck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, p string, b byte) {
 		base := bases[int(b)%len(bases)]
 		v, err := c.Check(base, p)
+		// A check's proofs (the engine's way: the directories proven
+		// first are where later looks start) answer the same, and so
+		// does their look as a look of its own.
+		var pr Proofs
+		if _, err := pr.Resolve(tr.app, "sub/a/b"); err != nil {
+			t.Fatal(err)
+		}
+		pc, perr := pr.NewChecker([]string{tr.app}, c.patterns)
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		if pv, perr := pc.Check(base, p); (perr == nil) != (err == nil) || !reflect.DeepEqual(pv, v) {
+			t.Fatalf("Check(%q, %q) = %+v, %v; with a check's proofs %+v, %v", base, p, v, err, pv, perr)
+		}
+		if filepath.IsAbs(p) && isClean(p) && len(p) < pathMax {
+			got, gerr := pr.Look().Lstat(p)
+			want, werr := Lstat(p)
+			if (gerr == nil) != (werr == nil) || errors.Is(gerr, os.ErrNotExist) != errors.Is(werr, os.ErrNotExist) ||
+				gerr == nil && (got.Mode() != want.Mode() || got.Sys().(*syscall.Stat_t).Ino != want.Sys().(*syscall.Stat_t).Ino) {
+				t.Fatalf("a check's Lstat(%q) = %v, %v; Lstat gives %v, %v", p, got, gerr, want, werr)
+			}
+		}
 		if err != nil {
 			if v.Inside || v.Root != "" {
 				t.Fatalf("Check(%q, %q) = %+v with error %v", base, p, v, err)

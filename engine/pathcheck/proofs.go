@@ -179,8 +179,8 @@ func (l *Look) fromProven(t *mountTable, p string, follow bool) (fs.FileInfo, bo
 		return nil, false, nil
 	}
 	pr := l.pr
-	if pr == nil || p == "/" || len(p) >= pathMax || !isClean(p) {
-		return nil, false, nil
+	if pr == nil || p == "/" || len(p) >= pathMax || !isClean(p) || strings.IndexByte(p, 0) >= 0 {
+		return nil, false, nil // a NUL is the system call's EINVAL, as the walk words it
 	}
 	cur := pr.provenAbove(p)
 	if cur == "" {

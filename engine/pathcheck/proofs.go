@@ -195,10 +195,12 @@ func (l *Look) fromProven(t *mountTable, p string, follow bool) (fs.FileInfo, bo
 		if i := strings.IndexByte(rest, '/'); i >= 0 {
 			c, more, last = rest[:i], rest[i+1:], false
 		}
-		next := cur + "/" + c
+		// p up to c: no copy.
+		end := len(cur) + 1 + len(c)
 		if cur == "/" {
-			next = "/" + c
+			end = 1 + len(c)
 		}
+		next := p[:end]
 		fi, err := t.lstat(next)
 		var fe *ForeignError
 		switch {

@@ -1,43 +1,14 @@
 package engine
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/toolgate/toolgate/internal/stallfs"
 )
-
-// mountStall mounts, at dir, a FUSE file system whose daemon never answers
-// (pathcheck's tests have the same): /dev/fuse is opened and never read,
-// so every request into it waits. The test's end closes the descriptor,
-// which aborts the connection and frees any thread still waiting, then
-// detaches the mount.
-func mountStall(t *testing.T, dir string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a file system needs root")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Skipf("no FUSE here: %v", err)
-	}
-	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0", fd)
-	if err := unix.Mount("toolgate-stall", dir, "fuse", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		unix.Close(fd)
-		t.Skipf("cannot mount FUSE here: %v", err)
-	}
-	t.Cleanup(func() {
-		unix.Close(fd)
-		_ = unix.Unmount(dir, unix.MNT_DETACH)
-	})
-}
 
 // A project whose links, mount points or repository lead onto a FUSE file
 // system that never answers: every check is answered at once, and none
@@ -59,8 +30,8 @@ func TestStalledFUSENotFollowed(t *testing.T) {
 	}
 	// A tree whose directory is itself a mount point.
 	writeFile(t, root+"/tree/a.txt", "x\n")
-	mountStall(t, stall)
-	mountStall(t, root+"/tree/mnt")
+	stallfs.MountAt(t, stall)
+	stallfs.MountAt(t, root+"/tree/mnt")
 
 	e := newHomeEngine(t, nil, nil)
 	for _, c := range []struct {

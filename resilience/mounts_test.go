@@ -9,37 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/internal/stallfs"
 )
-
-// mountStall mounts, at dir, a FUSE file system whose daemon never answers:
-// /dev/fuse is opened and never read, so every request into it waits. The
-// test's end closes the descriptor, which aborts the connection and frees
-// any thread still waiting, then detaches the mount.
-func mountStall(t *testing.T, dir string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a file system needs root")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Skipf("no FUSE here: %v", err)
-	}
-	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0", fd)
-	if err := unix.Mount("toolgate-stall", dir, "fuse", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		unix.Close(fd)
-		t.Skipf("cannot mount FUSE here: %v", err)
-	}
-	t.Cleanup(func() {
-		unix.Close(fd)
-		_ = unix.Unmount(dir, unix.MNT_DETACH)
-	})
-}
 
 // TestStalledMountNotFollowed: a project whose links, a directory in it
 // and a repository's .git lead onto a FUSE file system that never
@@ -68,8 +40,8 @@ func TestStalledMountNotFollowed(t *testing.T) {
 	if err := os.Symlink(stall+"/.git", root+"/repo/.git"); err != nil {
 		t.Fatal(err)
 	}
-	mountStall(t, stall)
-	mountStall(t, project+"/tree/mnt")
+	stallfs.MountAt(t, stall)
+	stallfs.MountAt(t, project+"/tree/mnt")
 	g := startTarget(t, hostileYAML(denyDeployPolicy))
 
 	edit := shellReq(project, "Edit", map[string]any{"file_path": "link/x", "old_string": "a", "new_string": "b"})

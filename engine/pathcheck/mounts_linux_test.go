@@ -2,7 +2,6 @@ package pathcheck
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/toolgate/toolgate/engine/knowledge"
+	"github.com/toolgate/toolgate/internal/stallfs"
 )
 
 func TestParseMountInfo(t *testing.T) {
@@ -102,31 +102,6 @@ func mountTmpfs(t *testing.T, dir string) {
 	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
 }
 
-// mountStall mounts, at dir, a FUSE file system whose daemon never answers:
-// /dev/fuse is opened and never read, so every request into it (a lookup,
-// a getattr of its root) waits. The test's end closes the descriptor,
-// which aborts the connection and frees any thread still waiting, then
-// detaches the mount.
-func mountStall(t *testing.T, dir string) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Skipf("no FUSE here: %v", err)
-	}
-	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0", fd)
-	if err := unix.Mount("toolgate-stall", dir, "fuse", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		unix.Close(fd)
-		t.Skipf("cannot mount FUSE here: %v", err)
-	}
-	t.Cleanup(func() {
-		unix.Close(fd)
-		_ = unix.Unmount(dir, unix.MNT_DETACH)
-	})
-}
-
 // bounded runs f and fails the test if it has not returned after a bound
 // far past any answer's time: a call that waits on the stalled mount never
 // returns until the test's end aborts it.
@@ -173,7 +148,7 @@ func TestStalledFUSENotEntered(t *testing.T) {
 	if _, err := Resolve(proj, "sub"); err != nil {
 		t.Fatal(err)
 	}
-	mountStall(t, stall)
+	stallfs.MountAt(t, stall)
 	chk, err := New([]string{proj}, DefaultProtected)
 	if err != nil {
 		t.Fatal(err)

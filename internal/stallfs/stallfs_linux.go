@@ -47,7 +47,8 @@ func Available() error {
 	return nil
 }
 
-// New mounts a stalled file system on dir, an existing empty directory.
+// New mounts a stalled file system on dir, an existing directory (what it
+// holds is hidden under the mount until Close).
 // The caller must call Close, which also unmounts.
 func New(dir string) (*Stall, error) {
 	if err := Available(); err != nil {
@@ -156,16 +157,34 @@ func Mount(t testing.TB) string {
 		t.Skipf("no stalled FUSE mount: %v", err)
 	}
 	dir := t.TempDir()
+	MountAt(t, dir)
+	return dir
+}
+
+// MountAt makes a stalled mount at dir (made if missing; a directory that
+// holds files is hidden under the mount, as a real mount hides them), for
+// a test that needs it at a given place: inside a project, or over a
+// directory a server already writes to. The test is skipped where the
+// machine cannot mount; the mount is aborted and removed when the test
+// ends. dir must not be under a temporary directory made after this call
+// (cleanups run last-in first-out: that directory's removal would block on
+// the mount).
+func MountAt(t testing.TB, dir string) *Stall {
+	t.Helper()
+	if err := Available(); err != nil {
+		t.Skipf("no stalled FUSE mount: %v", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	s, err := New(dir)
 	if err != nil {
 		t.Skipf("no stalled FUSE mount: %v", err)
 	}
-	// Registered after TempDir, so it runs before TempDir's removal
-	// (cleanups run last-in first-out), which would block on the mount.
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
 			t.Errorf("stallfs: %v", err)
 		}
 	})
-	return dir
+	return s
 }

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/internal/ownfile"
 	"github.com/toolgate/toolgate/redact"
 )
 
@@ -39,22 +41,48 @@ func (c AuditConfig) validate() error {
 	return nil
 }
 
+// The audit queue's bounds. A check's handler hands its record to the
+// queue and goes on; a writer goroutine writes it, so that an audit file
+// system that stops answering (NFS, FUSE) holds that goroutine alone,
+// never a check. 16 MiB is seconds of records at the rates one server
+// decides (a record is a few hundred bytes, a large tool input's at most
+// max_recv_msg_bytes, 4 MiB by default), enough to ride out a slow disk's
+// pauses; twice that (the queue and the batch being written) is a small
+// part of the memory a pod is given. 16,384 records bounds the
+// bookkeeping of many small records in the same space. A record that
+// finds the queue full is counted in toolgate_audit_write_failures_total
+// and reported on the main log, like one the disk refused.
+const (
+	auditQueueBytes   = 16 << 20
+	auditQueueRecords = 16 << 10
+)
+
+// auditWait bounds how long a SIGHUP's reopen waits for the audit writer,
+// and how long Shutdown waits for it to write what is queued and close
+// the file: microseconds unless its file system does not answer.
+const auditWait = time.Second
+
 // openAudit opens the audit log, creating the file now so that a path the
 // server cannot write is a startup error, not records lost later. A record
 // that cannot be written later is counted (failed) and reported on the
-// main log by the file itself, rate-limited (see auditFile).
-func openAudit(c AuditConfig, log *zap.Logger, failed func()) (*zap.Logger, *auditFile, error) {
-	w, err := newAuditFile(c, log, failed)
+// main log, rate-limited (see ownfile).
+func openAudit(c AuditConfig, log *zap.Logger, failed func(int)) (*zap.Logger, *ownfile.Queue, error) {
+	f, err := ownfile.Open(ownfile.Options{
+		Path: c.File, Field: "server.audit.file", What: "audit",
+		MaxSize: int64(c.MaxSizeMB) << 20, MaxBackups: c.MaxBackups,
+		Log: log, Failed: failed,
+	})
 	if err != nil {
 		return nil, nil, err
 	}
+	q := ownfile.NewQueue(f, auditQueueBytes, auditQueueRecords)
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey = "ts"
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	// No zapcore.Lock: the file serialises its writes itself. zap's own
+	// No zapcore.Lock: the queue serialises its writes itself. zap's own
 	// error output would log each failure again, unlimited.
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(w), zap.InfoLevel)
-	return zap.New(core, zap.ErrorOutput(zapcore.AddSync(io.Discard))), w, nil
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(q), zap.InfoLevel)
+	return zap.New(core, zap.ErrorOutput(zapcore.AddSync(io.Discard))), q, nil
 }
 
 // auditFields are what the audit log adds to the decision line: the tool
@@ -71,4 +99,14 @@ func auditFields(req *pb.CheckRequest, resp *pb.CheckResponse) []zap.Field {
 		zap.String("reason", redact.String(resp.GetReason())),
 		zap.String("working_directory", req.GetWorkingDirectory()),
 	}
+}
+
+// Backups are the globs of the files the audit log writes besides the
+// file itself: its backups, rotated (with lumberjack's gzip suffix too) or
+// set aside, beside it. Empty without an audit log.
+func (c AuditConfig) Backups() []string {
+	if c.File == "" {
+		return nil
+	}
+	return ownfile.Backups(c.File)
 }

@@ -68,11 +68,11 @@ func (m *Metrics) decided(res engine.Result, latency time.Duration) {
 	m.duration.WithLabelValues(src).Observe(latency.Seconds())
 }
 
-// auditFailed counts one audit record not written; a nil m counts
+// auditFailed counts n audit records not written; a nil m counts
 // nothing.
-func (m *Metrics) auditFailed() {
+func (m *Metrics) auditFailed(n int) {
 	if m != nil {
-		m.auditFailures.Inc()
+		m.auditFailures.Add(float64(n))
 	}
 }
 

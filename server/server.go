@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/internal/ownfile"
 )
 
 // Option adjusts a Server.
@@ -43,7 +44,7 @@ type Server struct {
 	health *health.Server
 	svc    *Service
 
-	auditFile *auditFile               // nil without an audit log
+	auditFile *ownfile.Queue           // nil without an audit log
 	tracer    *sdktrace.TracerProvider // built from server.tracing; nil otherwise
 
 	stopping atomic.Bool
@@ -86,7 +87,7 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 	// The audit file first: it is the one step here that fails on a
 	// machine's state, and nothing needs undoing before it.
 	var audit *zap.Logger
-	var auditFile *auditFile
+	var auditFile *ownfile.Queue
 	if cfg.Audit.File != "" {
 		if audit, auditFile, err = openAudit(cfg.Audit, log, o.metrics.auditFailed); err != nil {
 			return nil, err
@@ -96,7 +97,7 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 	if o.tracer == nil && cfg.Tracing.OTLPEndpoint != "" {
 		if built, err = NewTracerProvider(cfg.Tracing, cfg.Version); err != nil {
 			if auditFile != nil {
-				_ = auditFile.Close()
+				_ = auditFile.Close(auditWait)
 			}
 			return nil, err
 		}
@@ -149,7 +150,11 @@ func (s *Server) ReopenAudit() error {
 	if s.auditFile == nil {
 		return nil
 	}
-	return s.auditFile.reopen()
+	// Bounded: the writer may be held by a file system that does not
+	// answer, and a SIGHUP must not hold the reloads behind it.
+	ctx, cancel := context.WithTimeout(context.Background(), auditWait)
+	defer cancel()
+	return s.auditFile.Reopen(ctx)
 }
 
 // Service returns the permission service (to swap its engine).
@@ -209,22 +214,11 @@ func (s *Server) Shutdown(ctx context.Context) {
 		s.log.Warn("tracing", zap.Error(err))
 	}
 	if s.auditFile != nil {
-		// Bounded too: a write held in a system call on a file system that
-		// does not answer holds the file's lock, and Close waits for it.
-		closed := make(chan error, 1)
-		go func() { closed <- s.auditFile.Close() }()
-		select {
-		case err := <-closed:
-			if err != nil {
-				s.log.Error("closing the audit log", zap.Error(err))
-			}
-		case <-time.After(auditCloseWait):
-			s.log.Error("the audit log did not close in time: a write to it is held (its file system does not answer?)",
-				zap.Stringer("waited", auditCloseWait))
+		// Bounded too: the writer may be held in a system call by a file
+		// system that does not answer; what it could not write is counted
+		// in toolgate_audit_write_failures_total.
+		if err := s.auditFile.Close(auditWait); err != nil {
+			s.log.Error("closing the audit log", zap.Error(err))
 		}
 	}
 }
-
-// auditCloseWait bounds Shutdown's wait for the audit log to close: it
-// takes microseconds unless a write to it is held by its file system.
-const auditCloseWait = time.Second

@@ -1,7 +1,6 @@
-package server
+package ownfile
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -20,10 +17,11 @@ import (
 
 // newTestAuditFile opens an audit file in a fresh directory; failures
 // counts the records it could not write.
-func newTestAuditFile(t *testing.T, log *zap.Logger) (w *auditFile, failures *atomic.Int64) {
+func newTestAuditFile(t *testing.T, log *zap.Logger) (w *File, failures *atomic.Int64) {
 	t.Helper()
 	failures = new(atomic.Int64)
-	w, err := newAuditFile(AuditConfig{File: filepath.Join(t.TempDir(), "audit.jsonl"), MaxSizeMB: 1, MaxBackups: 2}, log, func() { failures.Add(1) })
+	w, err := Open(Options{Path: filepath.Join(t.TempDir(), "audit.jsonl"), Field: "server.audit.file", What: "audit", MaxSize: 1 << 20, MaxBackups: 2, Log: log,
+		Failed: func(n int) { failures.Add(int64(n)) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +29,7 @@ func newTestAuditFile(t *testing.T, log *zap.Logger) (w *auditFile, failures *at
 	return w, failures
 }
 
-func record(t *testing.T, w *auditFile, s string) {
+func record(t *testing.T, w *File, s string) {
 	t.Helper()
 	if _, err := w.Write([]byte(s + "\n")); err != nil {
 		t.Fatalf("writing %q: %v", s, err)
@@ -208,7 +206,7 @@ func TestAuditFileReopen(t *testing.T) {
 	if err := os.Rename(w.path, w.path+".1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.reopen(); err != nil {
+	if err := w.Reopen(); err != nil {
 		t.Fatal(err)
 	}
 	isRegular(t, w.path) // made by the reopen, before any record
@@ -216,7 +214,7 @@ func TestAuditFileReopen(t *testing.T) {
 	if got := fileText(t, w.path); got != "two\n" {
 		t.Fatalf("after the reopen the file holds %q", got)
 	}
-	if err := w.reopen(); err != nil {
+	if err := w.Reopen(); err != nil {
 		t.Fatal(err)
 	}
 	record(t, w, "three")
@@ -247,14 +245,14 @@ func TestAuditFileStartup(t *testing.T) {
 	if err := os.Symlink("/dev/null", link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newAuditFile(AuditConfig{File: link, MaxSizeMB: 1}, zap.NewNop(), nil); err == nil || !strings.Contains(err.Error(), "server.audit.file") {
+	if _, err := Open(Options{Path: link, Field: "server.audit.file", What: "audit", MaxSize: 1 << 20}); err == nil || !strings.Contains(err.Error(), "server.audit.file") {
 		t.Errorf("a link at the audit path: %v, want an error naming server.audit.file", err)
 	}
 	path := filepath.Join(dir, "kept.jsonl")
 	if err := os.WriteFile(path, []byte("old\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w, err := newAuditFile(AuditConfig{File: path, MaxSizeMB: 1}, zap.NewNop(), nil)
+	w, err := Open(Options{Path: path, Field: "server.audit.file", What: "audit", MaxSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,13 +283,13 @@ func TestAuditFileRotates(t *testing.T) {
 		}
 		p := filepath.Join(filepath.Dir(w.path), e.Name())
 		matched := false
-		for _, g := range (AuditConfig{File: w.path}).Backups() {
+		for _, g := range Backups(w.path) {
 			if m, _ := filepath.Match(g, p); m {
 				matched = true
 			}
 		}
 		if !matched {
-			t.Errorf("backup %s is not matched by the guarded globs %v", p, (AuditConfig{File: w.path}).Backups())
+			t.Errorf("backup %s is not matched by the guarded globs %v", p, Backups(w.path))
 		}
 		backups = append(backups, e.Name())
 	}
@@ -305,7 +303,7 @@ func TestAuditFileRotates(t *testing.T) {
 
 // TestAuditFileFailures: a record the file does not take is counted, and
 // the main log gets at most one line about such records per
-// auditReportEvery, each with how many were lost since the previous line.
+// ReportEvery, each with how many were lost since the previous line.
 func TestAuditFileFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		core, logs := observer.New(zapcore.InfoLevel)
@@ -329,7 +327,7 @@ func TestAuditFileFailures(t *testing.T) {
 		if len(lines) != 1 || lines[0].ContextMap()["records"] != int64(1) {
 			t.Fatalf("log lines %v, want one about the first record", lines)
 		}
-		time.Sleep(auditReportEvery)
+		time.Sleep(ReportEvery)
 		for range 10 {
 			_, _ = w.Write([]byte("lost\n"))
 		}
@@ -341,7 +339,7 @@ func TestAuditFileFailures(t *testing.T) {
 		}
 		w.f = good
 		_ = full.Close()
-		time.Sleep(auditReportEvery)
+		time.Sleep(ReportEvery)
 		record(t, w, "two")
 		record(t, w, "three")
 		again := logs.FilterMessageSnippet("takes records again").All()
@@ -357,65 +355,10 @@ func TestAuditFileFailures(t *testing.T) {
 	})
 }
 
-// TestAuditFailuresMetric: the server counts records the audit file did
-// not take in toolgate_audit_write_failures_total.
-func TestAuditFailuresMetric(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.Audit.File = filepath.Join(t.TempDir(), "audit.jsonl")
-	audit, f, err := openAudit(cfg.Audit, zap.NewNop(), m.auditFailed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
-	if err != nil {
-		t.Skipf("no /dev/full to fail writes: %v", err)
-	}
-	defer full.Close()
-	f.f = full
-	for i := range 3 {
-		audit.Info("decision", zap.Int("i", i))
-	}
-	if got := testutil.ToFloat64(m.auditFailures); got != 3 {
-		t.Errorf("toolgate_audit_write_failures_total %v, want 3", got)
-	}
-	if n, err := testutil.GatherAndCount(reg, "toolgate_audit_write_failures_total"); err != nil || n != 1 {
-		t.Errorf("the metric is not registered: %d, %v", n, err)
-	}
-}
-
-// TestAuditRecordsSurviveRemoval: through the service, every decision
-// made after the audit file was removed is in the new file.
-func TestAuditRecordsSurviveRemoval(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	env := newEnv(t, withConfig(func(c *Config) { c.Audit.File = path }))
-	for i := range 5 {
-		if i == 2 {
-			if err := os.Remove(path); err != nil {
-				t.Fatal(err)
-			}
-		}
-		req := checkReq(t, fmt.Sprintf("r%d", i), "Read", map[string]any{"file_path": "/usr/include/stdio.h"})
-		if _, err := env.client.Check(t.Context(), req); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env.stop(t)
-	records := readAudit(t, path)
-	if len(records) != 3 || records[0]["request_id"] != "r2" || records[2]["request_id"] != "r4" {
-		t.Fatalf("records after the removal: %v, want r2..r4", records)
-	}
-}
-
-// BenchmarkAuditFileWrite is the cost of one record, with the lstat that
-// notices a removed file.
-func BenchmarkAuditFileWrite(b *testing.B) {
-	w, err := newAuditFile(AuditConfig{File: filepath.Join(b.TempDir(), "audit.jsonl"), MaxSizeMB: 1 << 10}, zap.NewNop(), nil)
+// BenchmarkFileWrite is the cost of one record written in the caller's
+// goroutine, with the lstat that notices a removed file.
+func BenchmarkFileWrite(b *testing.B) {
+	w, err := Open(Options{Path: filepath.Join(b.TempDir(), "audit.jsonl"), MaxSize: 1 << 30})
 	if err != nil {
 		b.Fatal(err)
 	}

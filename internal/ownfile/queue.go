@@ -170,9 +170,9 @@ func (q *Queue) run() {
 			}
 			c.reply <- err
 		}
-		// A batch's buffer that grew large is not kept for an idle
-		// process.
-		if cap(buf) > 1<<20 {
+		// A buffer that grew large for a burst is not kept once the
+		// batches are small again.
+		if cap(buf) > 1<<20 && len(buf) < cap(buf)/4 {
 			buf, ends = nil, nil
 		}
 	}

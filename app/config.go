@@ -79,7 +79,7 @@ func (c *Config) newEngine(home string, cls *classifier.Classifier, pool *engine
 		Home:                    home,
 		OnClassifierUnavailable: engine.Deny,
 		OwnFiles:                []string{tls.CertFile, tls.ClientCAFile, c.Server.Audit.File, c.Classifier.DumpFile},
-		OwnPatterns:             c.Server.Audit.Backups(),
+		OwnPatterns:             append(c.Server.Audit.Backups(), c.Classifier.DumpBackups()...),
 		SecretFiles:             []string{tls.KeyFile, c.Server.TokenFile},
 		Pool:                    pool,
 	}

@@ -269,6 +269,7 @@ func (w *watcher) run(ctx context.Context) {
 					r.log.Info("SIGHUP: audit file reopened")
 				}
 			}
+			r.reopenDump()
 			if r.path == "" {
 				r.log.Warn("SIGHUP: no config file to reload (running the embedded default)")
 				continue
@@ -290,6 +291,22 @@ func (w *watcher) run(ctx context.Context) {
 				r.rewatch(w.files)
 			}
 		}
+	}
+}
+
+// reopenDump reopens the running classifier's dump file, if any (SIGHUP),
+// as the audit file is: an admin's rotation is followed at once.
+func (r *reloader) reopenDump() {
+	r.mu.Lock()
+	cls, dump := r.cur.cls, r.cur.cfg.Classifier.DumpFile
+	r.mu.Unlock()
+	if cls == nil || dump == "" {
+		return
+	}
+	if err := cls.ReopenDump(); err != nil {
+		r.log.Error("SIGHUP: reopening the classifier dump file failed; the next record tries again", zap.Error(err))
+	} else {
+		r.log.Info("SIGHUP: classifier dump file reopened")
 	}
 }
 

@@ -102,7 +102,7 @@ func New(cfg Config, rules map[string]Rules, log *zap.Logger, opts ...Option) (*
 		}
 	}
 	if cfg.DumpFile != "" {
-		if c.dump, err = openDump(cfg.DumpFile, c.keys); err != nil {
+		if c.dump, err = openDump(cfg.DumpFile, c.keys, log, c.metrics.dumpFailed); err != nil {
 			return nil, err
 		}
 	}
@@ -129,8 +129,13 @@ func (c *Classifier) cached(key string) (outcome, bool) {
 	return e.o, true
 }
 
-// Close releases the dump file, if any.
+// Close releases the dump file, if any: what is queued for it is written
+// first, within a bound.
 func (c *Classifier) Close() error { return c.dump.close() }
+
+// ReopenDump reopens the dump file, if any (SIGHUP: an admin's rotation);
+// it waits for the file's writer at most a second.
+func (c *Classifier) ReopenDump() error { return c.dump.reopen() }
 
 // Pool exposes the backend pool (for metrics).
 func (c *Classifier) Pool() *Pool { return c.pool }
@@ -166,9 +171,9 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (v 
 	start := time.Now()
 	o, err := c.run(ctx, key, p)
 	latency := time.Since(start)
-	if derr := c.dump.write(key, p, o, err, latency); derr != nil {
-		c.log.Warn("classifier dump failed", zap.Error(derr))
-	}
+	// A record not written is counted and reported (rate-limited) by the
+	// dump itself.
+	_ = c.dump.write(key, p, o, err, latency)
 	if err != nil {
 		if ctx.Err() != nil {
 			return engine.Verdict{}, ctx.Err()

@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/ownfile"
 )
 
 // API names which API a backend speaks: OpenAI's Chat Completions or
@@ -60,6 +62,16 @@ type Config struct {
 	// DumpFile, when set, receives every side-query and answer as JSON
 	// lines, with credentials redacted.
 	DumpFile string `yaml:"dump_file"`
+}
+
+// DumpBackups are the globs of the files the dump writes besides its own:
+// what it found planted at its path and set aside, beside it. Empty
+// without a dump file.
+func (c Config) DumpBackups() []string {
+	if c.DumpFile == "" {
+		return nil
+	}
+	return ownfile.Backups(c.DumpFile)
 }
 
 // BackendConfig is one OpenAI-compatible or Anthropic endpoint.
@@ -146,6 +158,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Timeout <= 0 {
 		bad("timeout", "must be positive, got %s", c.Timeout)
+	}
+	// The dump's set-aside files are kept from the agents by glob (see
+	// DumpBackups): a path that is itself a glob would guard other files.
+	if strings.ContainsAny(c.DumpFile, "*?[]\\") {
+		bad("dump_file", "%q may not hold glob characters (*?[]\\): toolgate keeps the files it sets aside beside it from the agents by glob", c.DumpFile)
 	}
 	if c.QueueTimeout <= 0 {
 		bad("queue_timeout", "must be positive, got %s", c.QueueTimeout)

@@ -1,23 +1,43 @@
 package classifier
 
 import (
+	"context"
 	"encoding/json"
-	"fmt"
-	"os"
-	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/internal/ownfile"
 	"github.com/toolgate/toolgate/redact"
 )
 
 // dumper appends each side-query and its answer to a file as JSON lines,
 // for debugging prompts. Credentials are redacted from everything written;
-// API keys never reach it at all.
+// API keys never reach it at all. The file has the audit log's guarantees
+// (ownfile): never written through a link, noticed when removed or
+// replaced, reopened on SIGHUP, and written by a goroutine of its own
+// through a bounded queue, so that its file system cannot hold a check;
+// a record not written is counted (toolgate_classifier_dump_write_failures_total)
+// and reported on the main log, rate-limited.
 type dumper struct {
-	mu    sync.Mutex
-	f     *os.File
+	q     *ownfile.Queue
 	known []string // API key values, masked wherever they appear
 }
+
+// The dump queue's bounds: a record holds a whole prompt (the action up to
+// max_action_bytes, the transcript's excerpt) and the model's answer, tens
+// of kilobytes; 8 MiB holds hundreds of them, far more than the pool's
+// calls in flight. Twice that (the queue and the batch being written) is
+// the most it costs.
+const (
+	dumpQueueBytes   = 8 << 20
+	dumpQueueRecords = 4 << 10
+)
+
+// dumpWait bounds how long a reopen (SIGHUP) and a close (a reload's
+// retired classifier, shutdown) wait for the dump's writer: microseconds
+// unless its file system does not answer.
+const dumpWait = time.Second
 
 type dumpRecord struct {
 	Time         time.Time `json:"time"`
@@ -36,12 +56,12 @@ type dumpRecord struct {
 	OutputTokens int64     `json:"output_tokens"`
 }
 
-func openDump(path string, known []string) (*dumper, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+func openDump(path string, known []string, log *zap.Logger, failed func(int)) (*dumper, error) {
+	f, err := ownfile.Open(ownfile.Options{Path: path, Field: "classifier.dump_file", What: "classifier dump", Log: log, Failed: failed})
 	if err != nil {
-		return nil, fmt.Errorf("classifier.dump_file: %w", err)
+		return nil, err
 	}
-	return &dumper{f: f, known: known}, nil
+	return &dumper{q: ownfile.NewQueue(f, dumpQueueBytes, dumpQueueRecords), known: known}, nil
 }
 
 func (d *dumper) write(key string, p Prompt, o outcome, err error, latency time.Duration) error {
@@ -65,17 +85,25 @@ func (d *dumper) write(key string, p Prompt, o outcome, err error, latency time.
 	if jerr != nil {
 		return jerr
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	_, werr := d.f.Write(append(line, '\n'))
+	// A record the queue did not take is counted and reported there.
+	_, werr := d.q.Write(append(line, '\n'))
 	return werr
 }
 
+// reopen reopens the file (SIGHUP), waiting for its writer at most dumpWait.
+func (d *dumper) reopen() error {
+	if d == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), dumpWait)
+	defer cancel()
+	return d.q.Reopen(ctx)
+}
+
+// close writes what is queued and closes the file, within dumpWait.
 func (d *dumper) close() error {
 	if d == nil {
 		return nil
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.f.Close()
+	return d.q.Close(dumpWait)
 }

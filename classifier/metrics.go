@@ -41,6 +41,8 @@ type Metrics struct {
 	queueWait prometheus.Histogram
 	cacheHits prometheus.Counter
 	tokens    *prometheus.CounterVec
+	// dumpFailures counts dump records not written.
+	dumpFailures prometheus.Counter
 }
 
 // NewMetrics makes the classifier metrics and registers them on reg.
@@ -72,8 +74,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "toolgate_classifier_tokens_total",
 			Help: "Tokens the backends reported for classifier calls, by backend and direction (input: the prompt, output: the answer); failed calls count what they reported.",
 		}, []string{"backend", "direction"}),
+		dumpFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolgate_classifier_dump_write_failures_total",
+			Help: "Classifier dump records (classifier.dump_file) that could not be written: the file system failed or did not keep up.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inflight, m.queueWait, m.cacheHits, m.tokens} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inflight, m.queueWait, m.cacheHits, m.tokens, m.dumpFailures} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("classifier metrics: %w", err)
 		}
@@ -86,6 +92,13 @@ func WithMetrics(m *Metrics) Option { return func(o *options) { o.metrics = m } 
 
 // The methods below do nothing on a nil *Metrics, so the classifier calls
 // them unconditionally.
+
+// dumpFailed counts n dump records not written.
+func (m *Metrics) dumpFailed(n int) {
+	if m != nil {
+		m.dumpFailures.Add(float64(n))
+	}
+}
 
 func (m *Metrics) cacheHit() {
 	if m != nil {

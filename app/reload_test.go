@@ -14,6 +14,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/toolgate/toolgate/fakellm"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 )
 
@@ -255,4 +256,32 @@ func TestReloadBusyDirectoryAndSymlink(t *testing.T) {
 	}
 	writeAtomically(t, target, localOnly+policyDenyMake)
 	waitFor(t, "the edited symlink target to apply", func() bool { return check() == pb.Decision_DECISION_DENY })
+}
+
+// TestSIGHUPReopensOwnFiles: SIGHUP reopens the audit file and the
+// classifier's dump file, as daemons reopen their logs after logrotate
+// renamed them: each is made again at its path at once.
+func TestSIGHUPReopensOwnFiles(t *testing.T) {
+	fake := fakellm.Start(t, nil)
+	dir := t.TempDir()
+	audit, dump := filepath.Join(dir, "audit.jsonl"), filepath.Join(dir, "dump.jsonl")
+	path := configFile(t, dir, "server:\n  listen: 127.0.0.1:0\n  metrics_listen: \"\"\n  audit:\n    file: "+audit+"\n"+
+		"classifier:\n  dump_file: "+dump+"\n  backends:\n    - {name: fake, base_url: \""+fake.URL()+"\", model: m}\n"+policyNoRules)
+	run := start(t, loadConfig(t, path), WithWatch(false), WithSIGHUP())
+	for _, f := range []string{audit, dump} {
+		if err := os.Rename(f, f+".1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the files reopened", func() bool {
+		return strings.Contains(run.logs.String(), "SIGHUP: classifier dump file reopened")
+	})
+	for _, f := range []string{audit, dump} {
+		if fi, err := os.Lstat(f); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s after SIGHUP: %v, %v", f, fi, err)
+		}
+	}
 }

@@ -44,6 +44,22 @@ func auditRequestIDs(t *testing.T, files ...string) []string {
 	return ids
 }
 
+// waitAuditRecords waits until the audit files hold the records of the
+// checks want (they are written by a goroutine of the server's own, a
+// moment after the answer), at most a few seconds, and returns what they
+// hold.
+func waitAuditRecords(t *testing.T, want []string, files ...string) []string {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := auditRequestIDs(t, files...)
+		if len(got) >= len(want) || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond) // another process's file: poll it
+	}
+}
+
 // TestHostileAudit: an agent in bypass mode cannot remove, move, empty,
 // replace or rewrite the audit log, its backups, their directory or the
 // classifier's dump file; and when the file is removed or replaced from
@@ -130,7 +146,10 @@ func TestHostileAudit(t *testing.T) {
 	}
 	harmless()
 
-	if got := auditRequestIDs(t, audit); !slices.Equal(got, sent) {
+	// The records are written by the audit writer, apart from the
+	// checks: wait until the file holds them all (before it is removed
+	// below, or the last ones would go to the new file).
+	if got := waitAuditRecords(t, sent, audit); !slices.Equal(got, sent) {
 		t.Errorf("audit records %v of checks %v", got, sent)
 	}
 	// From outside: removed (an admin, or a command toolgate could not

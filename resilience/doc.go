@@ -19,8 +19,9 @@
 // of a million values, transcripts of tiny values held by streams,
 // streams that never read their answers, header lists that expand on
 // decoding; hostile_fs_test.go and mounts_test.go send checks whose paths
-// lead onto a FUSE mount that never answers, and hostile_audit_test.go
-// attacks the audit trail. Each must leave the server alive, under a peak
+// lead onto a FUSE mount that never answers, hostile_audit_test.go
+// attacks the audit trail, and audit_stall_test.go puts the audit log's
+// directory on such a mount after startup. Each must leave the server alive, under a peak
 // RSS of 400 MiB, answering ordinary checks within a second and allowing
 // nothing it should not.
 package resilience

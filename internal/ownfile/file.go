@@ -71,6 +71,7 @@ type File struct {
 	f    *os.File // nil until opened, and after a failed open
 	id   fileID   // f's device and inode; kept when f is closed
 	size int64
+	buf  []byte // joins a chunk of records for one write; at most writeChunk
 }
 
 type fileID struct{ dev, ino uint64 }
@@ -156,48 +157,59 @@ func (w *File) write(p []byte) (int, error) {
 	return n, err
 }
 
-// writeRecords writes the records in buf, each ending at its offset in
-// ends, in as few writes as the rotation size allows (one lstat and one
-// write per chunk, not per record), and counts the ones not written.
-func (w *File) writeRecords(buf []byte, ends []int) {
+// writeChunk bounds the bytes of records joined into one write: few
+// system calls per batch, and a small buffer kept for the next.
+const writeChunk = 256 << 10
+
+// writeRecords writes recs in as few writes as the rotation size and
+// writeChunk allow (one lstat and one write per chunk, not per record),
+// and counts the ones not written.
+func (w *File) writeRecords(recs [][]byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	start, i := 0, 0
-	for i < len(ends) {
+	for i := 0; i < len(recs); {
 		if err := w.current(); err != nil {
-			w.rep.note(len(ends)-i, err)
+			w.rep.note(len(recs)-i, err)
 			return
 		}
-		if err := w.rotateFor(ends[i] - start); err != nil {
-			w.rep.note(len(ends)-i, err)
+		if err := w.rotateFor(len(recs[i])); err != nil {
+			w.rep.note(len(recs)-i, err)
 			return
 		}
-		// Records that fit before the next rotation; at least one.
-		j := i + 1
-		for w.maxSize > 0 && j < len(ends) && w.size+int64(ends[j]-start) <= w.maxSize {
+		// The records that fit before the next rotation and in a chunk;
+		// at least one.
+		j, n := i+1, len(recs[i])
+		for j < len(recs) && n+len(recs[j]) <= writeChunk && (w.maxSize <= 0 || w.size+int64(n+len(recs[j])) <= w.maxSize) {
+			n += len(recs[j])
 			j++
 		}
-		if w.maxSize <= 0 {
-			j = len(ends)
+		p := recs[i]
+		if j > i+1 {
+			w.buf = w.buf[:0]
+			for _, r := range recs[i:j] {
+				w.buf = append(w.buf, r...)
+			}
+			p = w.buf
 		}
-		n, err := w.f.Write(buf[start:ends[j-1]])
-		w.size += int64(n)
-		if err == nil && n < ends[j-1]-start {
-			err = fmt.Errorf("short write: %d of %d bytes", n, ends[j-1]-start)
+		written, err := w.f.Write(p)
+		w.size += int64(written)
+		if err == nil && written < len(p) {
+			err = fmt.Errorf("short write: %d of %d bytes", written, len(p))
 		}
 		if err != nil {
 			// Records cut short count as lost, and so does the rest of
 			// the batch: the next batch tries again.
-			done := i
-			for done < j && ends[done] <= start+n {
+			done, end := i, 0
+			for done < j && end+len(recs[done]) <= written {
+				end += len(recs[done])
 				done++
 			}
 			w.rep.note(done-i, nil)
-			w.rep.note(len(ends)-done, err)
+			w.rep.note(len(recs)-done, err)
 			return
 		}
 		w.rep.note(j-i, nil)
-		start, i = ends[j-1], j
+		i = j
 	}
 }
 

@@ -15,17 +15,17 @@ import (
 // records; one that finds it full is not written, and is counted and
 // reported like any record the file did not take.
 //
-// The queue costs at most twice maxBytes: the records waiting, and the
-// batch the writer is writing (its buffer is kept for the next batch).
+// The records waiting and the batch being written together hold at most
+// maxBytes (each record in an allocation of its own: no buffer grows by
+// doubling), and the writer keeps a buffer of at most 256 KiB.
 type Queue struct {
 	f          *File
 	maxBytes   int
 	maxRecords int
 
 	mu sync.Mutex
-	// buf holds the records waiting, each ending at its offset in ends.
-	buf  []byte
-	ends []int
+	// recs are the records waiting, each a copy of its own.
+	recs [][]byte
 	// bytes and records count what is waiting and what the writer has
 	// taken but not finished: the bound covers both.
 	bytes, records int
@@ -74,8 +74,7 @@ func (q *Queue) Write(p []byte) (int, error) {
 	case q.records+1 > q.maxRecords || q.bytes+len(p) > q.maxBytes:
 		err = ErrFull
 	default:
-		q.buf = append(q.buf, p...)
-		q.ends = append(q.ends, len(q.buf))
+		q.recs = append(q.recs, append(make([]byte, 0, len(p)), p...))
 		q.bytes += len(p)
 		q.records++
 	}
@@ -130,38 +129,41 @@ func (q *Queue) ask(ctx context.Context, reopen bool) error {
 // as rotation allows, answers the requests queued with it, and exits once
 // Close was called and nothing is left (or Close gave up on it).
 func (q *Queue) run() {
-	var buf []byte // the batch being written; its memory is reused
-	var ends []int
+	var batch [][]byte // its backing array is reused
 	for {
 		q.mu.Lock()
-		for len(q.ends) == 0 && len(q.ctls) == 0 && !q.closed && !q.abandoned {
+		for len(q.recs) == 0 && len(q.ctls) == 0 && !q.closed && !q.abandoned {
 			q.mu.Unlock()
 			<-q.wake
 			q.mu.Lock()
 		}
-		if q.abandoned || (q.closed && len(q.ends) == 0 && len(q.ctls) == 0) {
+		if q.abandoned || (q.closed && len(q.recs) == 0 && len(q.ctls) == 0) {
 			q.mu.Unlock()
 			break
 		}
-		// Swap buffers: callers append to the empty one while this
-		// batch is written.
-		buf, q.buf = q.buf, buf[:0]
-		ends, q.ends = q.ends, ends[:0]
+		// Swap: callers append to the empty slice while this batch is
+		// written.
+		batch, q.recs = q.recs, batch[:0]
 		ctls := q.ctls
 		q.ctls = nil
 		q.mu.Unlock()
 
-		if len(ends) > 0 {
-			q.f.writeRecords(buf, ends)
+		if len(batch) > 0 {
+			q.f.writeRecords(batch)
 		}
+		bytes := 0
+		for _, r := range batch {
+			bytes += len(r)
+		}
+		clear(batch) // the records' memory goes back with them
 		q.mu.Lock()
 		if q.abandoned {
 			// Close counted this batch as not written and returned.
 			q.mu.Unlock()
 			break
 		}
-		q.bytes -= len(buf)
-		q.records -= len(ends)
+		q.bytes -= bytes
+		q.records -= len(batch)
 		q.mu.Unlock()
 		for _, c := range ctls {
 			var err error
@@ -169,11 +171,6 @@ func (q *Queue) run() {
 				err = q.f.Reopen()
 			}
 			c.reply <- err
-		}
-		// A buffer that grew large for a burst is not kept once the
-		// batches are small again.
-		if cap(buf) > 1<<20 && len(buf) < cap(buf)/4 {
-			buf, ends = nil, nil
 		}
 	}
 	q.mu.Lock()

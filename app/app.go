@@ -81,12 +81,23 @@ type App struct {
 	closeOnce sync.Once
 	running   atomic.Bool
 
-	// Set by Run: stopWatch ends the watch loop and waits for it;
-	// serveDone is closed when Serve has returned serveErr.
-	stopWatch func()
+	// Set by Run: stopWatch ends the watch loop and waits for it (a
+	// bounded wait; it reports whether the loop ended); serveDone is
+	// closed when Serve has returned serveErr.
+	stopWatch func() bool
 	serveDone chan struct{}
 	serveErr  error
+	// watchHeld is set when the watch loop did not end at shutdown: a
+	// reload is held, with the reloader's lock.
+	watchHeld bool
 }
+
+// watchStopWait bounds shutdown's wait for the config watch, counted from
+// the shutdown's start: a reload builds an engine, which resolves
+// toolgate's own files, and one of them (the audit log) may be on a file
+// system that stopped answering; the reload, and the reloader's lock it
+// holds, then end with the process.
+const watchStopWait = time.Second
 
 type closer struct {
 	name string
@@ -168,7 +179,13 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		path = files[0]
 	}
 	a.rl = &reloader{path: path, load: a.loader(path, o.overrides), home: home, log: log, cur: gen, clsOpts: clsOpts, reloads: metrics.reloads}
-	a.onClose("classifiers", a.rl.close)
+	a.onClose("classifiers", func() {
+		// A held reload holds the reloader's lock: close would wait
+		// for it for ever.
+		if !a.watchHeld {
+			a.rl.close()
+		}
+	})
 	if err := metrics.reg.Register(newBreakerStates(a.rl.classifier)); err != nil {
 		return nil, err
 	}
@@ -188,7 +205,7 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 	}
 	a.onClose("config watch", func() {
 		if a.stopWatch != nil {
-			a.stopWatch()
+			a.watchHeld = !a.stopWatch()
 		} else {
 			a.watch.close()
 		}
@@ -282,7 +299,23 @@ func (a *App) Run(ctx context.Context) error {
 	watchCtx, cancelWatch := context.WithCancel(ctx)
 	watchDone := make(chan struct{})
 	go func() { a.watch.run(watchCtx); close(watchDone) }()
-	a.stopWatch = func() { cancelWatch(); <-watchDone }
+	var stopAt time.Time
+	a.stopWatch = func() bool {
+		cancelWatch()
+		if stopAt.IsZero() {
+			stopAt = time.Now().Add(watchStopWait)
+		}
+		timer := time.NewTimer(time.Until(stopAt))
+		defer timer.Stop()
+		select {
+		case <-watchDone:
+			return true
+		case <-timer.C:
+			a.log.Error("a config reload was still running at shutdown (held by a file system that does not answer?); it ends with the process",
+				zap.Stringer("waited", watchStopWait))
+			return false
+		}
+	}
 
 	a.log.Info("serving",
 		zap.String("addr", a.lis.Addr().String()),
@@ -298,6 +331,10 @@ func (a *App) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	a.log.Info("shutting down", zap.Stringer("timeout", a.cfg.Server.ShutdownTimeout))
+	// No reload while shutting down; the wait for the watch loop counts
+	// from here, so that it overlaps the server's drain.
+	cancelWatch()
+	stopAt = time.Now().Add(watchStopWait)
 	a.close()
 	if a.serveErr != nil {
 		return a.serveErr

@@ -21,7 +21,8 @@ import (
 // before each write (to notice a removed file) waits for ever. Checks,
 // small and with large inputs (which fill the audit queue's bytes), keep
 // being answered within a second, none differently; SIGHUP's reopen gives
-// up instead of holding the reloads; every record made after the stall is
+// up instead of holding the reloads (the reload it starts is held on the
+// mount, resolving toolgate's own files); every record made after the stall is
 // reported on the main log as not written (the counts of its lines add up
 // to the checks), and SIGTERM ends the process within shutdown_timeout and
 // the audit writer's one-second wait.
@@ -56,7 +57,7 @@ func TestStalledAuditFileSystem(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // another process's file: poll it
 	}
-	stallfs.MountAt(t, logs)
+	stall := stallfs.MountAt(t, logs)
 
 	read := shellReq(project, "Read", map[string]any{"file_path": filepath.Join(project, "main.go")})
 	// 128 KiB of content, allowed as an edit inside the project: 16 MiB
@@ -108,6 +109,21 @@ func TestStalledAuditFileSystem(t *testing.T) {
 	if err := g.harmless(project); err != nil {
 		t.Errorf("after the checks: %v", err)
 	}
+	// The SIGHUP's reload builds an engine, which resolves toolgate's own
+	// files (the audit file among them): it is held on the mount too.
+	// Wait until it is, so that SIGTERM finds a reload held as well as
+	// the audit writer.
+	held := 0
+	for deadline := time.Now().Add(10 * time.Second); held < 2 && time.Now().Before(deadline); {
+		n, err := stall.Waiting()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held = n; held < 2 {
+			time.Sleep(20 * time.Millisecond) // the kernel's count: poll it
+		}
+	}
+	t.Logf("%d system calls held on the stalled mount before SIGTERM", held)
 	rss := g.checkRSS("checks while the audit file system hung")
 	full := 0
 	for _, m := range g.logLines("audit records not written") {

@@ -52,7 +52,18 @@ func waitAuditRecords(t *testing.T, want []string, files ...string) []string {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		got := auditRequestIDs(t, files...)
+		// A file not made yet, or still the link planted at the path,
+		// is not read.
+		regular := true
+		for _, f := range files {
+			if fi, err := os.Lstat(f); err != nil || !fi.Mode().IsRegular() {
+				regular = false
+			}
+		}
+		var got []string
+		if regular {
+			got = auditRequestIDs(t, files...)
+		}
 		if len(got) >= len(want) || time.Now().After(deadline) {
 			return got
 		}
@@ -161,11 +172,15 @@ func TestHostileAudit(t *testing.T) {
 	for range 20 {
 		harmless()
 	}
+	// Each step waits until the writer has written the records before it
+	// (and so made the file the next step renames).
+	waitAuditRecords(t, sent[before:], audit)
 	rotated := audit + ".1"
 	if err := os.Rename(audit, rotated); err != nil {
 		t.Fatal(err)
 	}
 	harmless()
+	waitAuditRecords(t, sent[before:], rotated, audit)
 	victim := filepath.Join(base, "victim")
 	if err := os.WriteFile(victim, []byte("keep\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -180,6 +195,7 @@ func TestHostileAudit(t *testing.T) {
 	for range 20 {
 		harmless()
 	}
+	waitAuditRecords(t, sent[before:], rotated, rotated2, audit)
 	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
 		t.Errorf("a record went through the link planted at the audit path: %q", b)
 	}

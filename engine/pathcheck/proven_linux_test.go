@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/toolgate/toolgate/internal/stallfs"
 )
 
 // A check's look at the names of a walk up to / (toolchain files,
@@ -123,7 +125,7 @@ func TestProvenLookNotIntoStalledFUSE(t *testing.T) {
 	if err := os.Symlink("../stall", proj+"/link"); err != nil {
 		t.Fatal(err)
 	}
-	mountStall(t, stall)
+	stallfs.MountAt(t, stall)
 	var pr Proofs
 	if _, err := pr.Resolve(proj, "sub"); err != nil {
 		t.Fatal(err)

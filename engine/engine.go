@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -155,26 +156,30 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 		// Added after the policy's rules: they can add, never remove.
 		set = set.Merge(extra)
 	}
-	l := &localPart{e: e, ctx: ctx, req: req, p: p, set: set}
+	l := localParts.Get().(*localPart)
+	*l = localPart{e: e, ctx: ctx, req: req, p: p, set: set}
 	if e.pool == nil {
 		l.run()
 	} else if err := e.pool.run(ctx, e.fsTimeout, &l.job, l); err != nil {
+		// l is left to its worker, which may still write it: never reused.
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return Result{}, false, ctxErr
 		}
 		return e.fsUnanswered(err, p, req), true, nil
 	}
-	if l.k == nil {
+	c, k, res, decided := l.c, l.k, l.res, l.decided
+	*l = localPart{} // holds nothing of this check while pooled
+	localParts.Put(l)
+	if k == nil {
 		return Result{}, false, ctx.Err()
 	}
-	c, res := l.c, l.res
-	if !l.decided {
+	if !decided {
 		if localOnly {
 			return Result{}, false, nil
 		}
 		// The classifier stage runs here, off the pool: it waits on the
 		// network for seconds and touches no file.
-		res = classify(ctx, l.k)
+		res = classify(ctx, k)
 	}
 	if res.Decision == DecisionUnspecified {
 		// Only a cancelled context leaves the pipeline undecided.
@@ -187,7 +192,9 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 // localPart is a check's local part: facts, then every stage but the
 // classifier. It is where a check touches the file system, so it runs on
 // the pool; it writes only its own fields, which the caller reads only
-// after the pool's run returned nil. One allocation holds it and its job.
+// after the pool's run returned nil. It and its job are reused
+// (localParts) once the run returned nil; never after the caller gave up
+// on it, as its worker may still be writing it.
 type localPart struct {
 	job localJob
 	e   *Engine
@@ -220,6 +227,9 @@ func (l *localPart) run() {
 	l.k = newCheck(l.e, l.req, l.p, l.set, c)
 	l.res, l.decided = l.k.decideLocal(l.ctx)
 }
+
+// localParts are localParts whose runs ended: one is taken per check.
+var localParts = sync.Pool{New: func() any { return new(localPart) }}
 
 // testHookLocal, when set by a test, runs first in every check's local
 // part: where a stalled system call would block.

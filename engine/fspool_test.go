@@ -293,3 +293,166 @@ func TestFSConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// nopWork is work that does nothing but count its runs.
+type nopWork struct {
+	job localJob
+	n   int
+}
+
+func (w *nopWork) run() { w.n++ }
+
+// The hand-off to a worker and back is on every check's path: it takes no
+// allocation (a job is the caller's, and reused; each worker keeps its
+// channels and the timer of its caller's deadline).
+func TestPoolRunAllocatesNothing(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	w := &nopWork{}
+	for range 3 {
+		// One job run again and again, as the engine's pooled local
+		// parts are.
+		if err := p.run(t.Context(), time.Second, &w.job, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		if err := p.run(t.Context(), time.Second, &w.job, w); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per run, want none", allocs)
+	}
+	if w.n != 1004 {
+		t.Errorf("ran %d times, want 1004", w.n)
+	}
+}
+
+// spinWork runs for d on the wall clock, busy (as CPU-bound local work
+// does) or blocked (as a slow system call is).
+type spinWork struct {
+	job   localJob
+	d     time.Duration
+	block bool
+	out   int
+}
+
+func (w *spinWork) run() {
+	if w.block {
+		time.Sleep(w.d)
+	} else {
+		for start := time.Now(); time.Since(start) < w.d; {
+		}
+	}
+	w.out = 1
+}
+
+// Many callers on a few workers, with deadlines shorter than some of the
+// work: callers give up on workers as they finish, workers are handed on
+// to waiting callers and give themselves back after a stall. Every call
+// gets its result or an error, never a result written by another's work
+// (the race detector watches the reads), and the pool ends with no worker
+// busy or stuck.
+func TestPoolHandOffUnderContention(t *testing.T) {
+	p := NewPool(3)
+	defer p.Close()
+	const callers, runs = 8, 300
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ok, timedOut, busy int
+	for c := range callers {
+		wg.Go(func() {
+			for i := range runs {
+				w := &spinWork{d: time.Duration(i%7) * 40 * time.Microsecond, block: (c+i)%3 == 0}
+				err := p.run(t.Context(), 150*time.Microsecond, &w.job, w)
+				mu.Lock()
+				switch {
+				case err == nil:
+					if w.out != 1 {
+						t.Errorf("a run returned before its work ended")
+					}
+					ok++
+				case errors.Is(err, errFSTimeout):
+					timedOut++
+				case errors.Is(err, errFSBusy):
+					busy++
+				default:
+					t.Errorf("run: %v", err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if ok == 0 || timedOut == 0 {
+		t.Errorf("%d answered, %d timed out, %d busy: want some of each of the first two", ok, timedOut, busy)
+	}
+	// The workers left behind finish their work within a millisecond.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		s := p.Stats()
+		if s.Busy == 0 && s.Stuck == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v: workers still busy or stuck", s)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if s := p.Stats(); s.Timeouts != uint64(timedOut) {
+		t.Errorf("stats count %d timeouts, the callers %d", s.Timeouts, timedOut)
+	}
+}
+
+// Idle workers end: within two workerIdle periods of their last check,
+// and at once when the pool closes.
+func TestPoolIdleWorkersEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := NewPool(4)
+		defer p.Close()
+		var ws [3]nopWork
+		var wg sync.WaitGroup
+		for i := range ws {
+			wg.Go(func() {
+				if err := p.run(t.Context(), time.Second, &ws[i].job, &ws[i]); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := p.started.Load(); n < 1 {
+			t.Fatalf("%d workers started", n)
+		}
+		time.Sleep(2*workerIdle + time.Second)
+		synctest.Wait()
+		if n := p.started.Load(); n != 0 {
+			t.Fatalf("%d workers left after two idle periods", n)
+		}
+		// Started again by the next check; ended by Close.
+		if err := p.run(t.Context(), time.Second, &ws[0].job, &ws[0]); err != nil {
+			t.Fatal(err)
+		}
+		p.Close()
+		synctest.Wait()
+		if n := p.started.Load(); n != 0 {
+			t.Fatalf("%d workers left after Close", n)
+		}
+		if err := p.run(t.Context(), time.Second, &ws[0].job, &ws[0]); !errors.Is(err, errFSBusy) {
+			t.Fatalf("after Close: %v, want errFSBusy", err)
+		}
+	})
+}
+
+// BenchmarkPoolRun measures the hand-off alone: a job to a worker and its
+// result back, with work that does nothing.
+func BenchmarkPoolRun(b *testing.B) {
+	p := NewPool(DefaultFSConfig().Workers)
+	defer p.Close()
+	w := &nopWork{}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.run(b.Context(), time.Second, &w.job, w); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -63,8 +63,9 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 	rec := recovery.WithRecoveryHandlerContext(recoveryHandler(log))
 	// Recovery is innermost so that the access log sees the Internal code
 	// a panic turns into; auth sits between, so refusals are logged too.
-	unary := []grpc.UnaryServerInterceptor{accessLogUnary(log), decodeErrorsUnary}
-	stream := []grpc.StreamServerInterceptor{accessLogStream(log), decodeErrorsStream}
+	codec := newDecodeCodec(&cfg)
+	unary := []grpc.UnaryServerInterceptor{accessLogUnary(log), codec.decodeErrorsUnary}
+	stream := []grpc.StreamServerInterceptor{accessLogStream(log), codec.decodeErrorsStream}
 	if m := o.metrics; m != nil {
 		// Outermost: RPCs are counted with the code the client sees.
 		unary = append([]grpc.UnaryServerInterceptor{m.grpc.UnaryServerInterceptor()}, unary...)
@@ -106,7 +107,6 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 	if o.tracer != nil {
 		limits = append(limits, tracingOption(o.tracer))
 	}
-	codec := newDecodeCodec(&cfg)
 	gopts := append(append([]grpc.ServerOption{
 		grpc.ForceServerCodecV2(codec),
 		grpc.ChainUnaryInterceptor(unary...),

@@ -34,8 +34,9 @@ type session struct {
 }
 
 type received struct {
-	msg *pb.CheckStreamRequest
-	err error
+	msg  *pb.CheckStreamRequest
+	hold streamHold // the decode budget msg holds
+	err  error
 }
 
 // CheckStream answers the checks of one agent session. Sends come from one
@@ -67,13 +68,14 @@ func (s *Service) CheckStream(stream pb.PermissionService_CheckStreamServer) err
 	// shutdown; it stops at the first error, which always comes once the
 	// handler returns.
 	msgs := make(chan received)
+	budgeted := budgetedStream(stream)
 	go func() {
 		for {
-			m, err := stream.Recv()
+			m, hold, err := recvHeld(stream, budgeted)
 			select {
-			case msgs <- received{m, err}:
+			case msgs <- received{m, hold, err}:
 			case <-ctx.Done():
-				releaseStreamMsg(m)
+				hold.release()
 				return
 			}
 			if err != nil {
@@ -105,7 +107,7 @@ loop:
 				endErr = r.err
 				break loop
 			}
-			if !s.handleStreamMsg(ctx, sess, r.msg, sem, workers, out) {
+			if !s.handleStreamMsg(ctx, sess, r.msg, r.hold, sem, workers, out) {
 				endErr = ctx.Err()
 				break loop
 			}
@@ -135,15 +137,9 @@ loop:
 //
 // The message's decode budget is given back when it returns, or, for a
 // check it hands to a worker, when the worker has answered it.
-func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.CheckStreamRequest, sem chan struct{}, workers *checkWorkers, out chan<- *pb.CheckStreamResponse) bool {
-	// held is m until its budget is given back: a stream stalled on
-	// sending an answer then keeps no reference to the message.
-	var held any = m
-	defer func() {
-		if held != nil {
-			releaseStreamMsg(held)
-		}
-	}()
+func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.CheckStreamRequest, hold streamHold, sem chan struct{}, workers *checkWorkers, out chan<- *pb.CheckStreamResponse) bool {
+	// Given back on return unless given back before, or handed on.
+	defer hold.release()
 	itemErr := func(id string, code codes.Code, msg string) {
 		s.logItemError(id, code, msg)
 		out <- &pb.CheckStreamResponse{RequestId: id, Result: &pb.CheckStreamResponse_Error{Error: &pb.CheckError{Code: int32(code), Message: msg}}}
@@ -229,8 +225,7 @@ func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.Chec
 			sess.mu.Lock()
 			delete(sess.inFlight, id)
 			sess.mu.Unlock()
-			releaseStreamMsg(m) // before the answer: the client may send more at once
-			held = nil
+			hold.release() // before the answer: the client may send more at once
 			out <- checkResult(s, id, resp, err)
 			return true
 		}
@@ -245,8 +240,8 @@ func (s *Service) handleStreamMsg(ctx context.Context, sess *session, m *pb.Chec
 			sess.mu.Unlock()
 			return false
 		}
-		held = nil // the worker gives it back
-		s.runCheck(ctx, sess, m, req, transcript, sem, workers, out)
+		s.runCheck(ctx, sess, hold, req, transcript, sem, workers, out)
+		hold = streamHold{} // the worker gives it back
 	default:
 		itemErr("", codes.InvalidArgument, "empty stream message: set session, check or transcript")
 	}
@@ -294,9 +289,9 @@ func (w *checkWorkers) stop() {
 	w.wg.Wait()
 }
 
-// runCheck runs a check on a worker; msg is the stream message it came in,
-// whose decode budget is given back when the check is answered.
-func (s *Service) runCheck(ctx context.Context, sess *session, msg *pb.CheckStreamRequest, req *pb.CheckRequest, transcript []engine.TranscriptEntry, sem chan struct{}, workers *checkWorkers, out chan<- *pb.CheckStreamResponse) {
+// runCheck runs a check on a worker; hold is the decode budget of the
+// stream message it came in, given back when the check is answered.
+func (s *Service) runCheck(ctx context.Context, sess *session, hold streamHold, req *pb.CheckRequest, transcript []engine.TranscriptEntry, sem chan struct{}, workers *checkWorkers, out chan<- *pb.CheckStreamResponse) {
 	workers.run(func() {
 		defer func() { <-sem }()
 		id := req.GetRequestId()
@@ -307,8 +302,8 @@ func (s *Service) runCheck(ctx context.Context, sess *session, msg *pb.CheckStre
 		// Let the request go before waiting to send: a client that does
 		// not read its answers keeps workers waiting here, and they hold
 		// only the answers (the budget counted the request until now).
-		releaseStreamMsg(msg)
-		msg, req, transcript = nil, nil, nil
+		hold.release()
+		req, transcript = nil, nil
 		out <- checkResult(s, id, resp, err)
 	})
 }

@@ -148,10 +148,11 @@ func run() error {
 	if h.profileDir != "" {
 		for _, t := range res.Targets {
 			var parts []string
+			perCheck := float64(t.cpuPerCheck()) / float64(time.Microsecond)
 			for _, c := range splitCategories {
-				parts = append(parts, fmt.Sprintf("%s %.1f%%", c, t.CPUSplit.share(c)*100))
+				parts = append(parts, fmt.Sprintf("%s %.1f µs (%.1f%%)", c, t.CPUSplit.share(c)*perCheck, t.CPUSplit.share(c)*100))
 			}
-			logf("%s CPU split: %s", t.ID, strings.Join(parts, ", "))
+			logf("%s CPU split (%.1f µs of server CPU per check, %.0f checks/s): %s", t.ID, perCheck, t.checksPerSecond(), strings.Join(parts, ", "))
 		}
 		logf("profiles written to %s (go tool pprof %s/inproc-unary.cpu.pprof)", h.profileDir, h.profileDir)
 		return nil

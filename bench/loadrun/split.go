@@ -82,6 +82,10 @@ func frameCategory(fn string) string {
 		return catTracing
 	case serverFunc(fn, conversionFuncs):
 		return catConversion
+	case serverFunc(fn, []string{"decodeProto"}):
+		// The server's codec decodes requests itself (after its wire
+		// scan): the decoding is what grpc-go's codec did, transport.
+		return catTransport
 	case inPkg(fn, tg+"server"), inPkg(fn, tg+"app"):
 		return catServer
 	case inPkg(fn, "google.golang.org/grpc"), inPkg(fn, "golang.org/x/net/http2"):

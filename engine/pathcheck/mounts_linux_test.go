@@ -118,6 +118,24 @@ func bounded(t *testing.T, what string, f func() error) error {
 	}
 }
 
+// stallLayout makes a project whose link, proj/link, leads to stall,
+// where a test mounts a file system that never answers; proj/sub exists.
+func stallLayout(t *testing.T) (stall, proj string) {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stall, proj = dir+"/stall", dir+"/proj"
+	if err := os.MkdirAll(proj+"/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../stall", proj+"/link"); err != nil {
+		t.Fatal(err)
+	}
+	return stall, proj
+}
+
 // foreign asserts err refuses a FUSE file system with the reason that says so.
 func foreign(t *testing.T, what string, err error) {
 	t.Helper()
@@ -129,18 +147,7 @@ func foreign(t *testing.T, what string, err error) {
 
 func TestStalledFUSENotEntered(t *testing.T) {
 	needRoot(t)
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	stall := dir + "/stall"
-	proj := dir + "/proj"
-	if err := os.MkdirAll(proj+"/sub", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("../stall", proj+"/link"); err != nil {
-		t.Fatal(err)
-	}
+	stall, proj := stallLayout(t)
 	if err := os.Symlink(stall+"/x", proj+"/sub/deep"); err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,9 @@ package server
 import (
 	"context"
 	"math"
+	"reflect"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -68,10 +68,14 @@ type decodedTable struct {
 	}
 }
 
-// stripe picks a stripe by the message's address (v holds a pointer).
+// stripe picks a stripe by the message's address (messages are pointers).
 func (t *decodedTable) stripe(v any) int {
+	r := reflect.ValueOf(v)
+	if r.Kind() != reflect.Pointer {
+		return 0
+	}
 	// Allocations are at least 16-byte aligned: the bits above pick.
-	return int((*[2]uintptr)(unsafe.Pointer(&v))[1]>>4) % decodedStripes
+	return int(r.Pointer()>>4) % decodedStripes
 }
 
 func (t *decodedTable) store(v any, d decoded) {

@@ -72,6 +72,7 @@ type App struct {
 	watch       *watcher
 	srv         *server.Server
 	lis         net.Listener
+	unixLis     *unixListener // nil unless server.unix_socket is set
 	metricsAddr net.Addr
 	exposure    string
 
@@ -226,6 +227,17 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		log.Warn(a.exposure, zap.String("addr", a.lis.Addr().String()))
 	}
 
+	if cfg.Server.UnixSocket != "" {
+		mode, err := cfg.Server.SocketMode()
+		if err != nil {
+			return nil, err
+		}
+		if a.unixLis, err = listenUnix(cfg.Server.UnixSocket, mode); err != nil {
+			return nil, err
+		}
+		a.onClose("unix socket", func() { _ = a.unixLis.Close() })
+	}
+
 	srvOpts := append(append([]server.Option{server.WithMetrics(metrics.server)}, srvTracing...), o.server...)
 	if a.srv, err = server.New(cfg.Server, gen.eng, log, srvOpts...); err != nil {
 		return nil, err
@@ -325,7 +337,16 @@ func (a *App) Run(ctx context.Context) error {
 		zap.Strings("classifier_backends", backends),
 	)
 	a.serveDone = make(chan struct{})
-	go func() { a.serveErr = a.srv.Serve(a.lis); close(a.serveDone) }()
+	var served sync.Once
+	serve := func(l net.Listener) {
+		err := a.srv.Serve(l)
+		served.Do(func() { a.serveErr = err; close(a.serveDone) })
+	}
+	go serve(a.lis)
+	if a.unixLis != nil {
+		a.log.Info("serving on a unix socket", zap.String("path", a.unixLis.path))
+		go serve(a.unixLis)
+	}
 	select {
 	case <-a.serveDone:
 	case <-ctx.Done():

@@ -78,7 +78,7 @@ func (c *Config) newEngine(home string, cls *classifier.Classifier, pool *engine
 	rt := config.Runtime{
 		Home:                    home,
 		OnClassifierUnavailable: engine.Deny,
-		OwnFiles:                []string{tls.CertFile, tls.ClientCAFile, c.Server.Audit.File, c.Classifier.DumpFile},
+		OwnFiles:                []string{tls.CertFile, tls.ClientCAFile, c.Server.Audit.File, c.Classifier.DumpFile, c.Server.UnixSocket},
 		OwnPatterns:             append(c.Server.Audit.Backups(), c.Classifier.DumpBackups()...),
 		SecretFiles:             []string{tls.KeyFile, c.Server.TokenFile},
 		Pool:                    pool,

@@ -369,6 +369,10 @@ func TestConfigValidate(t *testing.T) {
 		{"transcript", func(c *Config) { c.MaxTranscriptEntries = -1 }, "server.max_transcript_entries"},
 		{"in flight", func(c *Config) { c.MaxStreamInFlight = 0 }, "server.max_stream_in_flight"},
 		{"shutdown", func(c *Config) { c.ShutdownTimeout = 0 }, "server.shutdown_timeout"},
+		{"relative socket", func(c *Config) { c.UnixSocket = "run/toolgate.sock" }, "server.unix_socket"},
+		{"long socket", func(c *Config) { c.UnixSocket = "/" + strings.Repeat("s", 200) }, "server.unix_socket"},
+		{"socket mode", func(c *Config) { c.UnixSocketMode = "0999" }, "server.unix_socket_mode"},
+		{"socket mode bits", func(c *Config) { c.UnixSocketMode = "4755" }, "server.unix_socket_mode"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,8 +5,11 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -18,6 +21,14 @@ import (
 type Config struct {
 	// Listen is the TCP address to listen on; loopback by default.
 	Listen string `yaml:"listen"`
+	// UnixSocket, when set, is a Unix socket the server listens on as well
+	// as Listen: clients on the same machine (the hook adapters, toolgate
+	// check) reach it with no TCP port open, as unix:PATH.
+	UnixSocket string `yaml:"unix_socket"`
+	// UnixSocketMode is the socket's permission bits, in octal: connecting
+	// needs write permission, so 0600 lets only the server's user connect,
+	// 0660 its group too.
+	UnixSocketMode string `yaml:"unix_socket_mode"`
 	// MetricsListen is the HTTP address serving Prometheus /metrics;
 	// empty turns metrics off.
 	MetricsListen string `yaml:"metrics_listen"`
@@ -154,6 +165,7 @@ func (c TLSConfig) Enabled() bool { return c.CertFile != "" }
 func DefaultConfig() Config {
 	return Config{
 		Listen:                  "127.0.0.1:50051",
+		UnixSocketMode:          "0600",
 		MetricsListen:           "127.0.0.1:9464",
 		MaxToolInputBytes:       256 << 10,
 		MaxTranscriptEntries:    500,
@@ -187,6 +199,14 @@ func (c *Config) Validate() error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("server.listen: %q is not host:port: %w", c.Listen, err))
+	}
+	if c.UnixSocket != "" {
+		if !filepath.IsAbs(c.UnixSocket) || len(c.UnixSocket) >= maxUnixSocketPath {
+			errs = append(errs, fmt.Errorf("server.unix_socket: %q must be an absolute path shorter than %d bytes", c.UnixSocket, maxUnixSocketPath))
+		}
+	}
+	if _, err := c.SocketMode(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MetricsListen != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
@@ -255,6 +275,18 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("server.shutdown_timeout: must be positive, got %s", c.ShutdownTimeout))
 	}
 	return errors.Join(errs...)
+}
+
+// maxUnixSocketPath is the size of sun_path on Linux, its NUL included.
+const maxUnixSocketPath = 108
+
+// SocketMode parses UnixSocketMode.
+func (c *Config) SocketMode() (fs.FileMode, error) {
+	m, err := strconv.ParseUint(c.UnixSocketMode, 8, 32)
+	if err != nil || m > 0o777 {
+		return 0, fmt.Errorf("server.unix_socket_mode: %q is not octal permission bits (0600, 0660)", c.UnixSocketMode)
+	}
+	return fs.FileMode(m), nil
 }
 
 // serverOptions turns the limits and TLS settings into grpc options.

@@ -112,8 +112,11 @@ func readToken(path string) (string, error) {
 }
 
 // loopbackHost reports whether addr names this machine, where plaintext
-// does not cross a network.
+// does not cross a network: a loopback address or a Unix socket.
 func loopbackHost(addr string) bool {
+	if strings.HasPrefix(addr, "unix:") {
+		return true
+	}
 	host, _, err := net.SplitHostPort(strings.TrimPrefix(addr, "dns:///"))
 	if err != nil {
 		return false

@@ -230,3 +230,23 @@ func TestHookOutputFailureBlocks(t *testing.T) {
 	}
 	stdin = nil
 }
+
+// Tokens go in plaintext only to this machine: loopback addresses and
+// Unix sockets.
+func TestLoopbackHost(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:50051":            true,
+		"localhost:50051":            true,
+		"[::1]:50051":                true,
+		"dns:///127.0.0.1:50051":     true,
+		"unix:/run/toolgate.sock":    true,
+		"unix:///run/toolgate.sock":  true,
+		"10.0.0.5:50051":             false,
+		"toolgate.example.com:50051": false,
+		"dns:///toolgate:50051":      false,
+	} {
+		if got := loopbackHost(addr); got != want {
+			t.Errorf("loopbackHost(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}

@@ -16,7 +16,7 @@ import (
 const usage = `toolgate decides whether an AI coding agent's tool call may run.
 
 Usage:
-  toolgate serve   [--listen ADDR] [--config FILE] [--log-level LEVEL] [--no-reflection]
+  toolgate serve   [--listen ADDR] [--unix-socket PATH] [--config FILE] [--log-level LEVEL] [--no-reflection]
                    [--classifier-url URL --classifier-model NAME]
   toolgate check   --tool NAME [--input JSON] [--cwd DIR] [--addr ADDR] [--mode MODE] ...
   toolgate eval    [--policy FILE] [--json] [CORPUS.jsonl ...]

@@ -24,6 +24,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "", "address to listen on (default from config: 127.0.0.1:50051)")
+	unixSocket := fs.String("unix-socket", "", "also listen on a Unix socket at this absolute path (clients use --addr unix:PATH); mode from server.unix_socket_mode (0600)")
 	metricsListen := fs.String("metrics-listen", "", `address of the Prometheus /metrics listener (default from config: 127.0.0.1:9464; "off" turns it off)`)
 	cfgPath := fs.String("config", "", "YAML config file (default: the embedded default policy)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
@@ -58,6 +59,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	flags := func(cfg *app.Config) error {
 		if *listen != "" {
 			cfg.Server.Listen = *listen
+		}
+		if *unixSocket != "" {
+			cfg.Server.UnixSocket = *unixSocket
 		}
 		switch *metricsListen {
 		case "":

@@ -282,6 +282,30 @@ func devOf(t *testing.T, fi os.FileInfo) uint64 {
 	return st.Dev
 }
 
+// agreesWithOS asserts that lstat and stat answer for p (rel in messages)
+// as os.Lstat and os.Stat do: the same error, or the same file.
+func agreesWithOS(t *testing.T, rel, p string, lstat, stat func(string) (os.FileInfo, error)) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		mine func(string) (os.FileInfo, error)
+		os   func(string) (os.FileInfo, error)
+	}{
+		{"Lstat", lstat, os.Lstat},
+		{"Stat", stat, os.Stat},
+	} {
+		got, gerr := c.mine(p)
+		want, werr := c.os(p)
+		switch {
+		case (gerr == nil) != (werr == nil) || errors.Is(gerr, os.ErrNotExist) != errors.Is(werr, os.ErrNotExist):
+			t.Errorf("%s(%q): err %v; os gives %v", c.name, rel, gerr, werr)
+		case gerr == nil && (got.Mode() != want.Mode() || got.Size() != want.Size() || !got.ModTime().Equal(want.ModTime()) || c.name == "Lstat" && got.Name() != want.Name() ||
+			got.Sys().(*syscall.Stat_t).Ino != want.Sys().(*syscall.Stat_t).Ino):
+			t.Errorf("%s(%q) = %v %d %v %q; os gives %v %d %v %q", c.name, rel, got.Mode(), got.Size(), got.ModTime(), got.Name(), want.Mode(), want.Size(), want.ModTime(), want.Name())
+		}
+	}
+}
+
 // Lstat and Stat answer as os.Lstat and os.Stat do on local file systems,
 // whether one openat2 answers or the walk does (Stat names what a link
 // leads to, not the link).
@@ -293,23 +317,6 @@ func TestStatAgreesWithOS(t *testing.T) {
 		"app/sub/../f.txt", "app/./sub", "app/up",
 	} {
 		p := tr.dir + "/" + rel
-		for _, c := range []struct {
-			name string
-			mine func(string) (os.FileInfo, error)
-			os   func(string) (os.FileInfo, error)
-		}{
-			{"Lstat", Lstat, os.Lstat},
-			{"Stat", func(p string) (os.FileInfo, error) { fi, _, err := Stat(p); return fi, err }, os.Stat},
-		} {
-			got, gerr := c.mine(p)
-			want, werr := c.os(p)
-			switch {
-			case (gerr == nil) != (werr == nil) || errors.Is(gerr, os.ErrNotExist) != errors.Is(werr, os.ErrNotExist):
-				t.Errorf("%s(%q): err %v; os gives %v", c.name, rel, gerr, werr)
-			case gerr == nil && (got.Mode() != want.Mode() || got.Size() != want.Size() || !got.ModTime().Equal(want.ModTime()) || c.name == "Lstat" && got.Name() != want.Name() ||
-				got.Sys().(*syscall.Stat_t).Ino != want.Sys().(*syscall.Stat_t).Ino):
-				t.Errorf("%s(%q) = %v %d %v %q; os gives %v %d %v %q", c.name, rel, got.Mode(), got.Size(), got.ModTime(), got.Name(), want.Mode(), want.Size(), want.ModTime(), want.Name())
-			}
-		}
+		agreesWithOS(t, rel, p, Lstat, func(p string) (os.FileInfo, error) { fi, _, err := Stat(p); return fi, err })
 	}
 }

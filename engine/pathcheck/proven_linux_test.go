@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/stallfs"
@@ -87,24 +86,7 @@ func TestProvenLookAgreesWithOS(t *testing.T) {
 		"app/deep/x", "outside/foo", "outside/secret", "outside/secret/x",
 	} {
 		p := tr.dir + "/" + rel
-		for _, c := range []struct {
-			name string
-			mine func(string) (os.FileInfo, error)
-			os   func(string) (os.FileInfo, error)
-		}{
-			{"Lstat", lk.Lstat, os.Lstat},
-			{"Stat", func(p string) (os.FileInfo, error) { fi, _, err := lk.Stat(p); return fi, err }, os.Stat},
-		} {
-			got, gerr := c.mine(p)
-			want, werr := c.os(p)
-			switch {
-			case (gerr == nil) != (werr == nil) || errors.Is(gerr, os.ErrNotExist) != errors.Is(werr, os.ErrNotExist):
-				t.Errorf("%s(%q): err %v; os gives %v", c.name, rel, gerr, werr)
-			case gerr == nil && (got.Mode() != want.Mode() || got.Size() != want.Size() || !got.ModTime().Equal(want.ModTime()) || c.name == "Lstat" && got.Name() != want.Name() ||
-				got.Sys().(*syscall.Stat_t).Ino != want.Sys().(*syscall.Stat_t).Ino):
-				t.Errorf("%s(%q) = %v %d %v %q; os gives %v %d %v %q", c.name, rel, got.Mode(), got.Size(), got.ModTime(), got.Name(), want.Mode(), want.Size(), want.ModTime(), want.Name())
-			}
-		}
+		agreesWithOS(t, rel, p, lk.Lstat, func(p string) (os.FileInfo, error) { fi, _, err := lk.Stat(p); return fi, err })
 	}
 }
 

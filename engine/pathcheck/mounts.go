@@ -1,7 +1,9 @@
 package pathcheck
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -184,7 +186,23 @@ func (l *Look) ReadDir(p string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
-	ents, err := f.ReadDir(-1)
+	ents, err := f.ReadDir(MaxDirEntries + 1)
+	switch {
+	case len(ents) > MaxDirEntries:
+		return nil, fmt.Errorf("%s: %w", p, ErrTooManyEntries)
+	case errors.Is(err, io.EOF):
+		err = nil // an empty directory
+	}
 	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return ents, err
 }
+
+// MaxDirEntries bounds what ReadDir lists: the directory is the agent's,
+// and a listing of millions of names would be work and memory without
+// bound for one check. Git's own directories (hooks, packs, worktrees,
+// loose refs) hold far fewer.
+const MaxDirEntries = 16384
+
+// ErrTooManyEntries is ReadDir's answer for a directory past MaxDirEntries:
+// nothing about it is proven.
+var ErrTooManyEntries = errors.New("the directory holds more entries than toolgate lists for a proof")

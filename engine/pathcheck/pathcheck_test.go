@@ -2,6 +2,7 @@ package pathcheck
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -970,4 +971,39 @@ func testMounts(tb testing.TB) *mountTable {
 		tb.Fatal(err)
 	}
 	return mt
+}
+
+// ReadDir lists a directory sorted, an empty one without error, and
+// refuses one past MaxDirEntries rather than reading it all.
+func TestReadDirBounded(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	full := filepath.Join(dir, "full")
+	for _, d := range []string{empty, full} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ents, err := ReadDir(empty); err != nil || len(ents) != 0 {
+		t.Errorf("empty directory: %d entries, %v", len(ents), err)
+	}
+	for _, n := range []string{"b", "a", "c"} {
+		if err := os.WriteFile(filepath.Join(full, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ents, err := ReadDir(full)
+	if err != nil || len(ents) != 3 || ents[0].Name() != "a" || ents[2].Name() != "c" {
+		t.Errorf("three files: %v, %v", ents, err)
+	}
+	for i := 3; i <= MaxDirEntries; i++ {
+		f, err := os.Create(filepath.Join(full, fmt.Sprintf("f%05d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Close()
+	}
+	if ents, err := ReadDir(full); !errors.Is(err, ErrTooManyEntries) {
+		t.Errorf("%d+1 entries: %d listed, %v; want ErrTooManyEntries", MaxDirEntries, len(ents), err)
+	}
 }

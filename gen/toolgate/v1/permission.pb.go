@@ -241,6 +241,10 @@ const (
 	// onto a mount that hangs), or every file-system worker was busy: its
 	// paths were not checked, so the call is asked about, never allowed.
 	DecisionSource_DECISION_SOURCE_FILE_SYSTEM DecisionSource = 10
+	// The upstream toolgate that answers what a local server cannot was
+	// unreachable or failed; the decision fails closed, as for a failing
+	// classifier.
+	DecisionSource_DECISION_SOURCE_UPSTREAM_UNAVAILABLE DecisionSource = 11
 )
 
 // Enum value maps for DecisionSource.
@@ -257,6 +261,7 @@ var (
 		8:  "DECISION_SOURCE_CLASSIFIER_UNAVAILABLE",
 		9:  "DECISION_SOURCE_NO_CLASSIFIER",
 		10: "DECISION_SOURCE_FILE_SYSTEM",
+		11: "DECISION_SOURCE_UPSTREAM_UNAVAILABLE",
 	}
 	DecisionSource_value = map[string]int32{
 		"DECISION_SOURCE_UNSPECIFIED":            0,
@@ -270,6 +275,7 @@ var (
 		"DECISION_SOURCE_CLASSIFIER_UNAVAILABLE": 8,
 		"DECISION_SOURCE_NO_CLASSIFIER":          9,
 		"DECISION_SOURCE_FILE_SYSTEM":            10,
+		"DECISION_SOURCE_UPSTREAM_UNAVAILABLE":   11,
 	}
 )
 
@@ -513,7 +519,13 @@ type CheckRequest struct {
 	Policy string `protobuf:"bytes,8,opt,name=policy,proto3" json:"policy,omitempty"`
 	// Extra rules for this call. They add to the policy's rules and can never
 	// weaken them: an added allow cannot override a policy deny or ask.
-	Rules         *Rules `protobuf:"bytes,9,opt,name=rules,proto3" json:"rules,omitempty"`
+	Rules *Rules `protobuf:"bytes,9,opt,name=rules,proto3" json:"rules,omitempty"`
+	// Where the client stands: set by clients that run beside the agent, so
+	// that the server can tell whether it sees the agent's files. Without
+	// one, only a peer on the server's own machine (loopback or a Unix
+	// socket) whose working directory exists for the server counts as
+	// sharing its disk; otherwise no stage that needs the disk allows.
+	Attestation   *Attestation `protobuf:"bytes,10,opt,name=attestation,proto3" json:"attestation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -611,6 +623,80 @@ func (x *CheckRequest) GetRules() *Rules {
 	return nil
 }
 
+func (x *CheckRequest) GetAttestation() *Attestation {
+	if x != nil {
+		return x.Attestation
+	}
+	return nil
+}
+
+// Attestation is what a client beside the agent sees of the agent's
+// machine: the server compares it with its own view before any decision
+// that depends on files.
+type Attestation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The kernel's boot id (/proc/sys/kernel/random/boot_id), as read by the
+	// client; it names one running kernel.
+	BootId string `protobuf:"bytes,1,opt,name=boot_id,json=bootId,proto3" json:"boot_id,omitempty"`
+	// Device number of the working directory, as stat(2) reports it.
+	WorkingDirectoryDevice uint64 `protobuf:"varint,2,opt,name=working_directory_device,json=workingDirectoryDevice,proto3" json:"working_directory_device,omitempty"`
+	// Inode number of the working directory, as stat(2) reports it.
+	WorkingDirectoryInode uint64 `protobuf:"varint,3,opt,name=working_directory_inode,json=workingDirectoryInode,proto3" json:"working_directory_inode,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *Attestation) Reset() {
+	*x = Attestation{}
+	mi := &file_toolgate_v1_permission_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Attestation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Attestation) ProtoMessage() {}
+
+func (x *Attestation) ProtoReflect() protoreflect.Message {
+	mi := &file_toolgate_v1_permission_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Attestation.ProtoReflect.Descriptor instead.
+func (*Attestation) Descriptor() ([]byte, []int) {
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Attestation) GetBootId() string {
+	if x != nil {
+		return x.BootId
+	}
+	return ""
+}
+
+func (x *Attestation) GetWorkingDirectoryDevice() uint64 {
+	if x != nil {
+		return x.WorkingDirectoryDevice
+	}
+	return 0
+}
+
+func (x *Attestation) GetWorkingDirectoryInode() uint64 {
+	if x != nil {
+		return x.WorkingDirectoryInode
+	}
+	return 0
+}
+
 // CheckResponse is the decision on one tool call.
 type CheckResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -635,14 +721,17 @@ type CheckResponse struct {
 	LatencyMicros int64 `protobuf:"varint,9,opt,name=latency_micros,json=latencyMicros,proto3" json:"latency_micros,omitempty"`
 	// Set when the classifier was asked (source CLASSIFIER, CACHE or
 	// CLASSIFIER_UNAVAILABLE).
-	Classifier    *ClassifierInfo `protobuf:"bytes,10,opt,name=classifier,proto3" json:"classifier,omitempty"`
+	Classifier *ClassifierInfo `protobuf:"bytes,10,opt,name=classifier,proto3" json:"classifier,omitempty"`
+	// Content hash of the policy set that decided, when it came from an
+	// upstream toolgate or a config file ("sha256:...").
+	PolicyVersion string `protobuf:"bytes,11,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CheckResponse) Reset() {
 	*x = CheckResponse{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[4]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +743,7 @@ func (x *CheckResponse) String() string {
 func (*CheckResponse) ProtoMessage() {}
 
 func (x *CheckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[4]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +756,7 @@ func (x *CheckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResponse.ProtoReflect.Descriptor instead.
 func (*CheckResponse) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{4}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CheckResponse) GetRequestId() string {
@@ -740,6 +829,13 @@ func (x *CheckResponse) GetClassifier() *ClassifierInfo {
 	return nil
 }
 
+func (x *CheckResponse) GetPolicyVersion() string {
+	if x != nil {
+		return x.PolicyVersion
+	}
+	return ""
+}
+
 // ClassifierInfo describes the LLM side-query behind a decision.
 type ClassifierInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -764,7 +860,7 @@ type ClassifierInfo struct {
 
 func (x *ClassifierInfo) Reset() {
 	*x = ClassifierInfo{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[5]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -776,7 +872,7 @@ func (x *ClassifierInfo) String() string {
 func (*ClassifierInfo) ProtoMessage() {}
 
 func (x *ClassifierInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[5]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -789,7 +885,7 @@ func (x *ClassifierInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClassifierInfo.ProtoReflect.Descriptor instead.
 func (*ClassifierInfo) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{5}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ClassifierInfo) GetBackend() string {
@@ -856,14 +952,17 @@ type SessionContext struct {
 	// Named server policy.
 	Policy string `protobuf:"bytes,5,opt,name=policy,proto3" json:"policy,omitempty"`
 	// Extra rules; a check's own rules add to these.
-	Rules         *Rules `protobuf:"bytes,6,opt,name=rules,proto3" json:"rules,omitempty"`
+	Rules *Rules `protobuf:"bytes,6,opt,name=rules,proto3" json:"rules,omitempty"`
+	// Where the client stands (see CheckRequest.attestation); a check's own
+	// replaces it.
+	Attestation   *Attestation `protobuf:"bytes,7,opt,name=attestation,proto3" json:"attestation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionContext) Reset() {
 	*x = SessionContext{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[6]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -875,7 +974,7 @@ func (x *SessionContext) String() string {
 func (*SessionContext) ProtoMessage() {}
 
 func (x *SessionContext) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[6]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -888,7 +987,7 @@ func (x *SessionContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionContext.ProtoReflect.Descriptor instead.
 func (*SessionContext) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{6}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SessionContext) GetSessionId() string {
@@ -933,6 +1032,13 @@ func (x *SessionContext) GetRules() *Rules {
 	return nil
 }
 
+func (x *SessionContext) GetAttestation() *Attestation {
+	if x != nil {
+		return x.Attestation
+	}
+	return nil
+}
+
 // TranscriptAppend adds entries to the stream's session transcript; later
 // checks that carry no transcript of their own use it.
 type TranscriptAppend struct {
@@ -945,7 +1051,7 @@ type TranscriptAppend struct {
 
 func (x *TranscriptAppend) Reset() {
 	*x = TranscriptAppend{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[7]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -957,7 +1063,7 @@ func (x *TranscriptAppend) String() string {
 func (*TranscriptAppend) ProtoMessage() {}
 
 func (x *TranscriptAppend) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[7]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -970,7 +1076,7 @@ func (x *TranscriptAppend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscriptAppend.ProtoReflect.Descriptor instead.
 func (*TranscriptAppend) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{7}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TranscriptAppend) GetEntries() []*TranscriptEntry {
@@ -997,7 +1103,7 @@ type CheckStreamRequest struct {
 
 func (x *CheckStreamRequest) Reset() {
 	*x = CheckStreamRequest{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[8]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1009,7 +1115,7 @@ func (x *CheckStreamRequest) String() string {
 func (*CheckStreamRequest) ProtoMessage() {}
 
 func (x *CheckStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[8]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1022,7 +1128,7 @@ func (x *CheckStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckStreamRequest.ProtoReflect.Descriptor instead.
 func (*CheckStreamRequest) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{8}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CheckStreamRequest) GetKind() isCheckStreamRequest_Kind {
@@ -1099,7 +1205,7 @@ type CheckError struct {
 
 func (x *CheckError) Reset() {
 	*x = CheckError{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[9]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1111,7 +1217,7 @@ func (x *CheckError) String() string {
 func (*CheckError) ProtoMessage() {}
 
 func (x *CheckError) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[9]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1124,7 +1230,7 @@ func (x *CheckError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckError.ProtoReflect.Descriptor instead.
 func (*CheckError) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{9}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CheckError) GetCode() int32 {
@@ -1160,7 +1266,7 @@ type CheckStreamResponse struct {
 
 func (x *CheckStreamResponse) Reset() {
 	*x = CheckStreamResponse{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[10]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1172,7 +1278,7 @@ func (x *CheckStreamResponse) String() string {
 func (*CheckStreamResponse) ProtoMessage() {}
 
 func (x *CheckStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[10]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1185,7 +1291,7 @@ func (x *CheckStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckStreamResponse.ProtoReflect.Descriptor instead.
 func (*CheckStreamResponse) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{10}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CheckStreamResponse) GetRequestId() string {
@@ -1253,7 +1359,7 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\x05Rules\x12\x14\n" +
 	"\x05allow\x18\x01 \x03(\tR\x05allow\x12\x10\n" +
 	"\x03ask\x18\x02 \x03(\tR\x03ask\x12\x12\n" +
-	"\x04deny\x18\x03 \x03(\tR\x04deny\"\x8c\x03\n" +
+	"\x04deny\x18\x03 \x03(\tR\x04deny\"\xc8\x03\n" +
 	"\fCheckRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n" +
@@ -1267,7 +1373,13 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"transcript\x18\a \x03(\v2\x1c.toolgate.v1.TranscriptEntryR\n" +
 	"transcript\x12\x16\n" +
 	"\x06policy\x18\b \x01(\tR\x06policy\x12(\n" +
-	"\x05rules\x18\t \x01(\v2\x12.toolgate.v1.RulesR\x05rules\"\x8b\x03\n" +
+	"\x05rules\x18\t \x01(\v2\x12.toolgate.v1.RulesR\x05rules\x12:\n" +
+	"\vattestation\x18\n" +
+	" \x01(\v2\x18.toolgate.v1.AttestationR\vattestation\"\x98\x01\n" +
+	"\vAttestation\x12\x17\n" +
+	"\aboot_id\x18\x01 \x01(\tR\x06bootId\x128\n" +
+	"\x18working_directory_device\x18\x02 \x01(\x04R\x16workingDirectoryDevice\x126\n" +
+	"\x17working_directory_inode\x18\x03 \x01(\x04R\x15workingDirectoryInode\"\xb2\x03\n" +
 	"\rCheckResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x121\n" +
@@ -1283,7 +1395,8 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\n" +
 	"classifier\x18\n" +
 	" \x01(\v2\x1b.toolgate.v1.ClassifierInfoR\n" +
-	"classifier\"\xdd\x01\n" +
+	"classifier\x12%\n" +
+	"\x0epolicy_version\x18\v \x01(\tR\rpolicyVersion\"\xdd\x01\n" +
 	"\x0eClassifierInfo\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x14\n" +
@@ -1291,7 +1404,7 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\x0elatency_micros\x18\x04 \x01(\x03R\rlatencyMicros\x12!\n" +
 	"\finput_tokens\x18\x05 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x06 \x01(\x03R\foutputTokens\x12\x16\n" +
-	"\x06cached\x18\a \x01(\bR\x06cached\"\x86\x02\n" +
+	"\x06cached\x18\a \x01(\bR\x06cached\"\xc2\x02\n" +
 	"\x0eSessionContext\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12+\n" +
@@ -1299,7 +1412,8 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\x16additional_directories\x18\x03 \x03(\tR\x15additionalDirectories\x12/\n" +
 	"\x04mode\x18\x04 \x01(\x0e2\x1b.toolgate.v1.PermissionModeR\x04mode\x12\x16\n" +
 	"\x06policy\x18\x05 \x01(\tR\x06policy\x12(\n" +
-	"\x05rules\x18\x06 \x01(\v2\x12.toolgate.v1.RulesR\x05rules\"J\n" +
+	"\x05rules\x18\x06 \x01(\v2\x12.toolgate.v1.RulesR\x05rules\x12:\n" +
+	"\vattestation\x18\a \x01(\v2\x18.toolgate.v1.AttestationR\vattestation\"J\n" +
 	"\x10TranscriptAppend\x126\n" +
 	"\aentries\x18\x01 \x03(\v2\x1c.toolgate.v1.TranscriptEntryR\aentries\"\xc9\x01\n" +
 	"\x12CheckStreamRequest\x127\n" +
@@ -1336,7 +1450,7 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\x14DECISION_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eDECISION_ALLOW\x10\x01\x12\x11\n" +
 	"\rDECISION_DENY\x10\x02\x12\x10\n" +
-	"\fDECISION_ASK\x10\x03*\xf7\x02\n" +
+	"\fDECISION_ASK\x10\x03*\xa1\x03\n" +
 	"\x0eDecisionSource\x12\x1f\n" +
 	"\x1bDECISION_SOURCE_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19DECISION_SOURCE_SAFE_TOOL\x10\x01\x12 \n" +
@@ -1349,7 +1463,8 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"&DECISION_SOURCE_CLASSIFIER_UNAVAILABLE\x10\b\x12!\n" +
 	"\x1dDECISION_SOURCE_NO_CLASSIFIER\x10\t\x12\x1f\n" +
 	"\x1bDECISION_SOURCE_FILE_SYSTEM\x10\n" +
-	"2\xa9\x01\n" +
+	"\x12(\n" +
+	"$DECISION_SOURCE_UPSTREAM_UNAVAILABLE\x10\v2\xa9\x01\n" +
 	"\x11PermissionService\x12>\n" +
 	"\x05Check\x12\x19.toolgate.v1.CheckRequest\x1a\x1a.toolgate.v1.CheckResponse\x12T\n" +
 	"\vCheckStream\x12\x1f.toolgate.v1.CheckStreamRequest\x1a .toolgate.v1.CheckStreamResponse(\x010\x01B9Z7github.com/toolgate/toolgate/gen/toolgate/v1;toolgatev1b\x06proto3"
@@ -1367,7 +1482,7 @@ func file_toolgate_v1_permission_proto_rawDescGZIP() []byte {
 }
 
 var file_toolgate_v1_permission_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_toolgate_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_toolgate_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_toolgate_v1_permission_proto_goTypes = []any{
 	(Role)(0),                   // 0: toolgate.v1.Role
 	(PermissionMode)(0),         // 1: toolgate.v1.PermissionMode
@@ -1377,43 +1492,46 @@ var file_toolgate_v1_permission_proto_goTypes = []any{
 	(*TranscriptEntry)(nil),     // 5: toolgate.v1.TranscriptEntry
 	(*Rules)(nil),               // 6: toolgate.v1.Rules
 	(*CheckRequest)(nil),        // 7: toolgate.v1.CheckRequest
-	(*CheckResponse)(nil),       // 8: toolgate.v1.CheckResponse
-	(*ClassifierInfo)(nil),      // 9: toolgate.v1.ClassifierInfo
-	(*SessionContext)(nil),      // 10: toolgate.v1.SessionContext
-	(*TranscriptAppend)(nil),    // 11: toolgate.v1.TranscriptAppend
-	(*CheckStreamRequest)(nil),  // 12: toolgate.v1.CheckStreamRequest
-	(*CheckError)(nil),          // 13: toolgate.v1.CheckError
-	(*CheckStreamResponse)(nil), // 14: toolgate.v1.CheckStreamResponse
-	(*structpb.Struct)(nil),     // 15: google.protobuf.Struct
+	(*Attestation)(nil),         // 8: toolgate.v1.Attestation
+	(*CheckResponse)(nil),       // 9: toolgate.v1.CheckResponse
+	(*ClassifierInfo)(nil),      // 10: toolgate.v1.ClassifierInfo
+	(*SessionContext)(nil),      // 11: toolgate.v1.SessionContext
+	(*TranscriptAppend)(nil),    // 12: toolgate.v1.TranscriptAppend
+	(*CheckStreamRequest)(nil),  // 13: toolgate.v1.CheckStreamRequest
+	(*CheckError)(nil),          // 14: toolgate.v1.CheckError
+	(*CheckStreamResponse)(nil), // 15: toolgate.v1.CheckStreamResponse
+	(*structpb.Struct)(nil),     // 16: google.protobuf.Struct
 }
 var file_toolgate_v1_permission_proto_depIdxs = []int32{
-	15, // 0: toolgate.v1.ToolCall.input:type_name -> google.protobuf.Struct
+	16, // 0: toolgate.v1.ToolCall.input:type_name -> google.protobuf.Struct
 	0,  // 1: toolgate.v1.TranscriptEntry.role:type_name -> toolgate.v1.Role
 	4,  // 2: toolgate.v1.TranscriptEntry.tool_call:type_name -> toolgate.v1.ToolCall
 	4,  // 3: toolgate.v1.CheckRequest.tool:type_name -> toolgate.v1.ToolCall
 	1,  // 4: toolgate.v1.CheckRequest.mode:type_name -> toolgate.v1.PermissionMode
 	5,  // 5: toolgate.v1.CheckRequest.transcript:type_name -> toolgate.v1.TranscriptEntry
 	6,  // 6: toolgate.v1.CheckRequest.rules:type_name -> toolgate.v1.Rules
-	2,  // 7: toolgate.v1.CheckResponse.decision:type_name -> toolgate.v1.Decision
-	3,  // 8: toolgate.v1.CheckResponse.source:type_name -> toolgate.v1.DecisionSource
-	9,  // 9: toolgate.v1.CheckResponse.classifier:type_name -> toolgate.v1.ClassifierInfo
-	1,  // 10: toolgate.v1.SessionContext.mode:type_name -> toolgate.v1.PermissionMode
-	6,  // 11: toolgate.v1.SessionContext.rules:type_name -> toolgate.v1.Rules
-	5,  // 12: toolgate.v1.TranscriptAppend.entries:type_name -> toolgate.v1.TranscriptEntry
-	10, // 13: toolgate.v1.CheckStreamRequest.session:type_name -> toolgate.v1.SessionContext
-	7,  // 14: toolgate.v1.CheckStreamRequest.check:type_name -> toolgate.v1.CheckRequest
-	11, // 15: toolgate.v1.CheckStreamRequest.transcript:type_name -> toolgate.v1.TranscriptAppend
-	8,  // 16: toolgate.v1.CheckStreamResponse.response:type_name -> toolgate.v1.CheckResponse
-	13, // 17: toolgate.v1.CheckStreamResponse.error:type_name -> toolgate.v1.CheckError
-	7,  // 18: toolgate.v1.PermissionService.Check:input_type -> toolgate.v1.CheckRequest
-	12, // 19: toolgate.v1.PermissionService.CheckStream:input_type -> toolgate.v1.CheckStreamRequest
-	8,  // 20: toolgate.v1.PermissionService.Check:output_type -> toolgate.v1.CheckResponse
-	14, // 21: toolgate.v1.PermissionService.CheckStream:output_type -> toolgate.v1.CheckStreamResponse
-	20, // [20:22] is the sub-list for method output_type
-	18, // [18:20] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	8,  // 7: toolgate.v1.CheckRequest.attestation:type_name -> toolgate.v1.Attestation
+	2,  // 8: toolgate.v1.CheckResponse.decision:type_name -> toolgate.v1.Decision
+	3,  // 9: toolgate.v1.CheckResponse.source:type_name -> toolgate.v1.DecisionSource
+	10, // 10: toolgate.v1.CheckResponse.classifier:type_name -> toolgate.v1.ClassifierInfo
+	1,  // 11: toolgate.v1.SessionContext.mode:type_name -> toolgate.v1.PermissionMode
+	6,  // 12: toolgate.v1.SessionContext.rules:type_name -> toolgate.v1.Rules
+	8,  // 13: toolgate.v1.SessionContext.attestation:type_name -> toolgate.v1.Attestation
+	5,  // 14: toolgate.v1.TranscriptAppend.entries:type_name -> toolgate.v1.TranscriptEntry
+	11, // 15: toolgate.v1.CheckStreamRequest.session:type_name -> toolgate.v1.SessionContext
+	7,  // 16: toolgate.v1.CheckStreamRequest.check:type_name -> toolgate.v1.CheckRequest
+	12, // 17: toolgate.v1.CheckStreamRequest.transcript:type_name -> toolgate.v1.TranscriptAppend
+	9,  // 18: toolgate.v1.CheckStreamResponse.response:type_name -> toolgate.v1.CheckResponse
+	14, // 19: toolgate.v1.CheckStreamResponse.error:type_name -> toolgate.v1.CheckError
+	7,  // 20: toolgate.v1.PermissionService.Check:input_type -> toolgate.v1.CheckRequest
+	13, // 21: toolgate.v1.PermissionService.CheckStream:input_type -> toolgate.v1.CheckStreamRequest
+	9,  // 22: toolgate.v1.PermissionService.Check:output_type -> toolgate.v1.CheckResponse
+	15, // 23: toolgate.v1.PermissionService.CheckStream:output_type -> toolgate.v1.CheckStreamResponse
+	22, // [22:24] is the sub-list for method output_type
+	20, // [20:22] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_toolgate_v1_permission_proto_init() }
@@ -1421,12 +1539,12 @@ func file_toolgate_v1_permission_proto_init() {
 	if File_toolgate_v1_permission_proto != nil {
 		return
 	}
-	file_toolgate_v1_permission_proto_msgTypes[8].OneofWrappers = []any{
+	file_toolgate_v1_permission_proto_msgTypes[9].OneofWrappers = []any{
 		(*CheckStreamRequest_Session)(nil),
 		(*CheckStreamRequest_Check)(nil),
 		(*CheckStreamRequest_Transcript)(nil),
 	}
-	file_toolgate_v1_permission_proto_msgTypes[10].OneofWrappers = []any{
+	file_toolgate_v1_permission_proto_msgTypes[11].OneofWrappers = []any{
 		(*CheckStreamResponse_Response)(nil),
 		(*CheckStreamResponse_Error)(nil),
 	}
@@ -1436,7 +1554,7 @@ func file_toolgate_v1_permission_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolgate_v1_permission_proto_rawDesc), len(file_toolgate_v1_permission_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,7 +21,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/classifier"
+	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/server"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // Option adjusts an App.
@@ -165,7 +167,13 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		clsOpts = append(clsOpts, classifier.WithTracerProvider(tp))
 		srvTracing = append(srvTracing, server.WithTracerProvider(tp))
 	}
-	gen, err := buildGeneration(cfg, nil, home, log, clsOpts...)
+	var fwd engine.Classifier
+	if cfg.Upstream.Enabled() {
+		if fwd, err = a.dialUpstream(cfg, metrics); err != nil {
+			return nil, err
+		}
+	}
+	gen, err := buildGenerationWith(cfg, nil, home, log, fwd, clsOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -255,6 +263,24 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 	return a, nil
 }
 
+// dialUpstream makes a local server's classifier: its upstream, with the
+// session limits of the classifier section, recording into the upstream
+// metrics. The connection closes after the server (closers run in
+// reverse).
+func (a *App) dialUpstream(cfg *Config, metrics *serveMetrics) (engine.Classifier, error) {
+	conn, err := upstream.Dial(cfg.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	a.onClose("upstream connection", func() { _ = conn.Close() })
+	m, err := upstream.NewMetrics(metrics.reg)
+	if err != nil {
+		return nil, err
+	}
+	l := cfg.Classifier.SessionBlockLimits
+	return upstream.NewClassifier(conn, cfg.Upstream.Address, cfg.Upstream.Timeout, upstream.SessionLimits{Consecutive: l.Consecutive, Total: l.Total}, m)
+}
+
 // loader is how a reload reads the config: the file again, with the
 // overrides on top.
 func (a *App) loader(path string, overrides func(*Config) error) func() (*Config, error) {
@@ -335,6 +361,7 @@ func (a *App) Run(ctx context.Context) error {
 		zap.String("version", a.cfg.Server.Version),
 		zap.Strings("policies", policies),
 		zap.Strings("classifier_backends", backends),
+		zap.String("upstream", a.cfg.Upstream.Address),
 	)
 	a.serveDone = make(chan struct{})
 	var served sync.Once

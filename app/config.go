@@ -2,11 +2,14 @@ package app
 
 import (
 	"errors"
+	"fmt"
+	"path/filepath"
 
 	"github.com/toolgate/toolgate/classifier"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/server"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // Config is a config file read for running: the file (policies, the files
@@ -16,6 +19,9 @@ type Config struct {
 	File       *config.Config
 	Server     server.Config
 	Classifier classifier.Config
+	// Upstream makes this a local server: what its stages leave open is
+	// classified by the central toolgate there.
+	Upstream upstream.Config
 }
 
 // LoadConfig loads the config file at path, or the embedded default when
@@ -38,11 +44,15 @@ func LoadConfig(path string) (*Config, error) {
 // what the file leaves out keeps the owners' defaults. The problems of
 // both sections are reported together.
 func Decode(f *config.Config) (*Config, error) {
-	c := &Config{File: f, Server: server.DefaultConfig(), Classifier: classifier.DefaultConfig()}
+	c := &Config{File: f, Server: server.DefaultConfig(), Classifier: classifier.DefaultConfig(), Upstream: upstream.DefaultConfig()}
 	err := errors.Join(
 		f.Server.Decode(&c.Server, c.Server.Validate),
 		f.Classifier.Decode(&c.Classifier, c.validateClassifier),
+		f.Upstream.Decode(&c.Upstream, c.Upstream.Validate),
 	)
+	if err == nil {
+		err = c.validateRoles()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +62,17 @@ func Decode(f *config.Config) (*Config, error) {
 // Validate checks the sections again, after a caller (flags, a benchmark)
 // has changed them.
 func (c *Config) Validate() error {
-	return errors.Join(c.Server.Validate(), c.validateClassifier())
+	return errors.Join(c.Server.Validate(), c.validateClassifier(), c.Upstream.Validate(), c.validateRoles())
+}
+
+// validateRoles refuses a server that would be both: a local server
+// classifies through its upstream, and a backend of its own would leave
+// unclear which answers.
+func (c *Config) validateRoles() error {
+	if c.Upstream.Enabled() && c.Classifier.Enabled() {
+		return fmt.Errorf("upstream.address: a server with an upstream classifies through it; remove classifier.backends (%d configured, --classifier-url included) or the upstream", len(c.Classifier.Backends))
+	}
+	return nil
 }
 
 func (c *Config) validateClassifier() error {
@@ -68,27 +88,35 @@ func (c *Config) validateClassifier() error {
 // did). See config.Config.NewEngine, the one place an engine is
 // configured.
 func (c *Config) NewEngine(home string, cls *classifier.Classifier) (*engine.Engine, []string, error) {
+	if cls == nil {
+		// A nil *Classifier in the interface is not nil.
+		return c.newEngine(home, nil, nil)
+	}
 	return c.newEngine(home, cls, nil)
 }
 
 // newEngine is NewEngine with the file-system work run on pool (nil:
 // inline), as a server runs it.
-func (c *Config) newEngine(home string, cls *classifier.Classifier, pool *engine.Pool) (*engine.Engine, []string, error) {
-	tls := c.Server.TLS
+func (c *Config) newEngine(home string, cls engine.Classifier, pool *engine.Pool) (*engine.Engine, []string, error) {
+	tls, up := c.Server.TLS, c.Upstream
 	rt := config.Runtime{
 		Home:                    home,
 		OnClassifierUnavailable: engine.Deny,
-		OwnFiles:                []string{tls.CertFile, tls.ClientCAFile, c.Server.Audit.File, c.Classifier.DumpFile, c.Server.UnixSocket},
-		OwnPatterns:             append(c.Server.Audit.Backups(), c.Classifier.DumpBackups()...),
-		SecretFiles:             []string{tls.KeyFile, c.Server.TokenFile},
-		Pool:                    pool,
+		OwnFiles: []string{tls.CertFile, tls.ClientCAFile, c.Server.Audit.File, c.Classifier.DumpFile, c.Server.UnixSocket,
+			up.TLS.CAFile, up.TLS.CertFile},
+		OwnPatterns: append(c.Server.Audit.Backups(), c.Classifier.DumpBackups()...),
+		SecretFiles: []string{tls.KeyFile, c.Server.TokenFile, up.TLS.KeyFile, up.TokenFile},
+		Classifier:  cls,
+		Pool:        pool,
+	}
+	if up.StateDir != "" {
+		// The policy kept there is loaded at the next start: an agent
+		// that rewrote it would write its own policy.
+		rt.OwnFiles = append(rt.OwnFiles, up.StateDir)
+		rt.OwnPatterns = append(rt.OwnPatterns, filepath.Join(up.StateDir, "*"))
 	}
 	if c.Classifier.OnUnavailable == "ask" {
 		rt.OnClassifierUnavailable = engine.Ask
-	}
-	if cls != nil {
-		// Only a real one: a nil *Classifier in the interface is not nil.
-		rt.Classifier = cls
 	}
 	return c.File.NewEngine(rt)
 }

@@ -16,7 +16,11 @@ type generation struct {
 	cfg *Config
 	eng *engine.Engine
 	cls *classifier.Classifier // nil without backends
-	sum config.Sum             // of the files cfg was read from, as read
+	// fwd is a local server's classifier, its upstream (nil without
+	// one): made once, with the per-session block counters, and kept by
+	// every later generation.
+	fwd engine.Classifier
+	sum config.Sum // of the files cfg was read from, as read
 	// pool runs the checks' file-system work. It is made with the first
 	// generation and kept by every later one: its workers are the most
 	// threads stalled file systems can hold, however often the config
@@ -28,7 +32,17 @@ type generation struct {
 // when its settings and rules are unchanged, so that a policy edit keeps
 // the verdict cache, the breakers and the per-session block counters.
 func buildGeneration(cfg *Config, prev *generation, home string, log *zap.Logger, clsOpts ...classifier.Option) (*generation, error) {
-	g := &generation{cfg: cfg, sum: cfg.File.Sum()}
+	var fwd engine.Classifier
+	if prev != nil {
+		fwd = prev.fwd
+	}
+	return buildGenerationWith(cfg, prev, home, log, fwd, clsOpts...)
+}
+
+// buildGenerationWith is buildGeneration with fwd, a local server's
+// upstream, as its classifier (cfg then has no backends: Validate).
+func buildGenerationWith(cfg *Config, prev *generation, home string, log *zap.Logger, fwd engine.Classifier, clsOpts ...classifier.Option) (*generation, error) {
+	g := &generation{cfg: cfg, sum: cfg.File.Sum(), fwd: fwd}
 	if cfg.Classifier.Enabled() {
 		rules := cfg.ClassifierRules()
 		if prev != nil && prev.cls != nil && reflect.DeepEqual(prev.cfg.Classifier, cfg.Classifier) &&
@@ -50,7 +64,15 @@ func buildGeneration(cfg *Config, prev *generation, home string, log *zap.Logger
 	} else {
 		g.pool = engine.NewPool(cfg.File.FS().Workers)
 	}
-	eng, warnings, err := cfg.newEngine(home, g.cls, g.pool)
+	var cls engine.Classifier
+	switch {
+	case g.cls != nil:
+		// Only a real one: a nil *Classifier in the interface is not nil.
+		cls = g.cls
+	case fwd != nil:
+		cls = fwd
+	}
+	eng, warnings, err := cfg.newEngine(home, cls, g.pool)
 	if err != nil {
 		if g.cls != nil && (prev == nil || g.cls != prev.cls) {
 			_ = g.cls.Close()

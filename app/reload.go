@@ -151,6 +151,13 @@ func (r *reloader) swap(ctx context.Context, trigger string, files []string) err
 		// files are the ones to keep from the agents.
 		cfg.Server = r.cur.cfg.Server
 	}
+	if !reflect.DeepEqual(cfg.Upstream, r.cur.cfg.Upstream) {
+		r.log.Warn("upstream settings changed; they apply after a restart", zap.String("file", r.path))
+		cfg.Upstream = r.cur.cfg.Upstream
+		if err := cfg.validateRoles(); err != nil {
+			return err
+		}
+	}
 	g, err := buildGeneration(cfg, r.cur, r.home, r.log, r.clsOpts...)
 	if err != nil {
 		return err

@@ -92,6 +92,9 @@ type Config struct {
 	// with their owners' types and defaults (Section.Decode).
 	Server     Section `yaml:"server,omitempty"`
 	Classifier Section `yaml:"classifier,omitempty"`
+	// Upstream is the central toolgate a local server forwards to; the
+	// upstream package owns it.
+	Upstream Section `yaml:"upstream,omitempty"`
 	// Engine bounds the engine's work; config decodes it itself (the
 	// engine is light) into fs.
 	Engine   Section           `yaml:"engine,omitempty"`
@@ -246,6 +249,7 @@ func parse(name string, data []byte, dir string, lookup func(string) (string, bo
 	src := &origin{name: name, data: data, lookup: lookup, written: c.written}
 	c.Server.bind("server", src)
 	c.Classifier.bind("classifier", src)
+	c.Upstream.bind("upstream", src)
 	c.Engine.bind("engine", src)
 	c.fs = engine.DefaultFSConfig()
 	if err := c.Engine.Decode(&c.fs, func() error { return c.fs.Validate() }); err != nil {

@@ -17,6 +17,9 @@ type ClassifyInput struct {
 	// Notes say why the local stages did not decide ("edit target outside
 	// the project", "protected path .git/").
 	Notes []string
+	// PolicyVersion is the content hash of the policy set in force
+	// ("sha256:..."; empty when unknown), for an upstream's records.
+	PolicyVersion string
 }
 
 // Verdict is the classifier's answer. Its zero value is not an answer:
@@ -30,6 +33,11 @@ type Verdict struct {
 	Cached bool
 	// Details describe the side-query, for logs and the response.
 	Details *ClassifierDetails
+	// Source is who decided, when another toolgate relays an answer:
+	// SourceNoClassifier for a centre without a classifier (its decision
+	// must then be Ask). Zero means SourceClassifier, or SourceCache when
+	// Cached; any other value fails closed.
+	Source Source
 }
 
 // ClassifierDetails describe how a classification was made.
@@ -51,6 +59,11 @@ type ClassifierError struct {
 	// capped); Err keeps the full chain for logs and errors.Is.
 	Reason  string
 	Details *ClassifierDetails
+	// Source is the failed decision's source: zero means
+	// SourceClassifierUnavailable; an upstream toolgate's classifier
+	// reports SourceUpstreamUnavailable when the upstream could not be
+	// asked.
+	Source Source
 }
 
 func (e *ClassifierError) Error() string { return e.Err.Error() }

@@ -54,6 +54,9 @@ type Config struct {
 	Pool *Pool
 	// FS bounds the local part; its zero Timeout means the default.
 	FS FSConfig
+	// Version is the content hash of the policy set ("sha256:..."),
+	// carried by every Result; empty when unknown.
+	Version string
 }
 
 // Engine runs the decision pipeline. It is immutable and safe for
@@ -70,12 +73,13 @@ type Engine struct {
 	pool     *Pool // nil: inline
 	// fsTimeout bounds a check's local part on the pool.
 	fsTimeout time.Duration
+	version   string
 }
 
 // New compiles the policies.
 func New(cfg Config) (*Engine, error) {
 	e := &Engine{policies: map[string]*policy{}, classifier: cfg.Classifier, onUnavailable: Deny, home: cfg.Home,
-		analyses: memo.New[string, *analysis](maxAnalyses), pool: cfg.Pool, fsTimeout: cfg.FS.Timeout}
+		analyses: memo.New[string, *analysis](maxAnalyses), pool: cfg.Pool, fsTimeout: cfg.FS.Timeout, version: cfg.Version}
 	if e.fsTimeout == 0 {
 		e.fsTimeout = DefaultFSConfig().Timeout
 	}
@@ -113,6 +117,10 @@ func New(cfg Config) (*Engine, error) {
 // Warnings lists rules that loaded but are not applied where they would be
 // dangerous (allow rules that hand out arbitrary code execution).
 func (e *Engine) Warnings() []string { return slices.Clone(e.warnings) }
+
+// Version is the content hash of the policy set the engine was built
+// from; empty when unknown.
+func (e *Engine) Version() string { return e.version }
 
 // Policies returns the configured policy names, sorted.
 func (e *Engine) Policies() []string {

@@ -718,3 +718,55 @@ func TestCheckClassifierAskAndUnavailablePolicy(t *testing.T) {
 		t.Error("on_unavailable allow accepted")
 	}
 }
+
+// TestClassifierRelayedSources: an upstream toolgate's failure fails
+// closed with its own source and the configured fallback; a relayed
+// no-classifier answer asks; a relayed source that is not a verdict, or a
+// no-classifier answer that allows, fails closed.
+func TestClassifierRelayedSources(t *testing.T) {
+	l := newLayout(t)
+	req := func() *Request { return &Request{Tool: bashCmd("make deploy"), WorkingDirectory: l.app} }
+	up := &fakeClassifier{err: &ClassifierError{Err: errors.New("connection refused"), Reason: "upstream 10.0.0.1:50051: Unavailable", Source: SourceUpstreamUnavailable}}
+	want{d: Deny, s: SourceUpstreamUnavailable, reason: "the upstream toolgate failed, so the call is not allowed: upstream 10.0.0.1:50051"}.check(t, mustCheck(t, newEngine(t, nil, up), req()))
+	e, err := New(Config{Classifier: up, OnClassifierUnavailable: Ask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want{d: Ask, s: SourceUpstreamUnavailable, reason: "Unavailable"}.check(t, mustCheck(t, e, req()))
+
+	e = newEngine(t, nil, &fakeClassifier{verdict: Verdict{Decision: Ask, Source: SourceNoClassifier, Reason: "the upstream has none"}})
+	want{d: Ask, s: SourceNoClassifier, reason: "the upstream has none"}.check(t, mustCheck(t, e, req()))
+	for _, v := range []Verdict{
+		{Decision: Allow, Source: SourceNoClassifier},
+		{Decision: Allow, Source: SourceRule},
+		{Decision: Allow, Source: SourceUpstreamUnavailable},
+	} {
+		e = newEngine(t, nil, &fakeClassifier{verdict: v})
+		want{d: Deny, s: SourceClassifierUnavailable, reason: "no decision"}.check(t, mustCheck(t, e, req()))
+	}
+}
+
+// TestEngineClassify: the classifier stage alone, as a centre runs it for
+// a local server: what the local stages found reaches the classifier, an
+// unknown policy is an error, and it fails closed as Check does.
+func TestEngineClassify(t *testing.T) {
+	fc := &fakeClassifier{verdict: Verdict{Decision: Deny, Reason: "no"}}
+	e := newEngine(t, nil, fc)
+	in := &ClassifyInput{Request: &Request{Tool: bashCmd("npm install x")}, Kind: KindShell, Notes: []string{"a note"}, PolicyVersion: "sha256:ab"}
+	res, err := e.Classify(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want{d: Deny, s: SourceClassifier, reason: "no"}.check(t, res)
+	if got := fc.calls(); len(got) != 1 || got[0].Policy != DefaultPolicy || !slices.Equal(got[0].Notes, in.Notes) || got[0].Kind != KindShell {
+		t.Errorf("classifier saw %+v", got)
+	}
+	if _, err := e.Classify(t.Context(), &ClassifyInput{Request: in.Request, Policy: "nope"}); !errors.Is(err, ErrUnknownPolicy) {
+		t.Errorf("unknown policy: %v", err)
+	}
+	res, err = newEngine(t, nil, nil).Classify(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want{d: Ask, s: SourceNoClassifier, reason: "a note"}.check(t, res)
+}

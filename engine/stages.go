@@ -159,32 +159,73 @@ func modeAsks(_ context.Context, k *check) (Result, bool) {
 // fails closed: a classifier that fails or gives no decision never allows.
 // It always decides; a zero Result means the context ended.
 func classify(ctx context.Context, k *check) Result {
-	e := k.e
-	notes := k.notes()
-	if e.classifier == nil {
-		return Result{Decision: Ask, Source: SourceNoClassifier, Reason: withNotes("no local stage decided and no classifier is configured", notes)}
+	return k.e.classifyInput(ctx, &ClassifyInput{Request: k.req, Kind: k.c.kind, Policy: k.p.name, Notes: k.notes(), PolicyVersion: k.e.version})
+}
+
+// Classify runs the classifier stage alone on a call another toolgate's
+// local stages left open (a central server answering a local one): in
+// says what they found. It decides as the last stage of Check would, and
+// fails closed the same way; it returns an error only for an unknown
+// policy or a context that ended.
+func (e *Engine) Classify(ctx context.Context, in *ClassifyInput) (Result, error) {
+	if in == nil || in.Request == nil {
+		return Result{}, fmt.Errorf("%w: no request to classify", ErrInvalidRequest)
 	}
-	v, err := e.classifier.Classify(ctx, &ClassifyInput{Request: k.req, Kind: k.c.kind, Policy: k.p.name, Notes: notes})
+	name := in.Policy
+	if name == "" {
+		name = DefaultPolicy
+	}
+	if _, ok := e.policies[name]; !ok {
+		return Result{}, fmt.Errorf("%w %q", ErrUnknownPolicy, name)
+	}
+	c := *in
+	c.Policy = name
+	res := e.classifyInput(ctx, &c)
+	if res.Decision == DecisionUnspecified {
+		return Result{}, ctx.Err()
+	}
+	res.Kind, res.Policy = in.Kind, name
+	return res, nil
+}
+
+func (e *Engine) classifyInput(ctx context.Context, in *ClassifyInput) Result {
+	if e.classifier == nil {
+		return Result{Decision: Ask, Source: SourceNoClassifier, Reason: withNotes("no local stage decided and no classifier is configured", in.Notes)}
+	}
+	v, err := e.classifier.Classify(ctx, in)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Result{}
 		}
 		why := truncate(err.Error(), 300)
 		var details *ClassifierDetails
+		src := SourceClassifierUnavailable
 		if ce, ok := errors.AsType[*ClassifierError](err); ok {
 			details = ce.Details
 			if ce.Reason != "" {
 				why = ce.Reason
 			}
+			if ce.Source == SourceUpstreamUnavailable {
+				src = ce.Source
+			}
 		}
-		return Result{Decision: e.onUnavailable, Source: SourceClassifierUnavailable, Reason: "classifier failed, so the call is not allowed: " + why, Classifier: details}
+		what := "classifier"
+		if src == SourceUpstreamUnavailable {
+			what = "the upstream toolgate"
+		}
+		return Result{Decision: e.onUnavailable, Source: src, Reason: what + " failed, so the call is not allowed: " + why, Classifier: details}
 	}
 	src := SourceClassifier
 	if v.Cached {
 		src = SourceCache
 	}
-	switch v.Decision {
-	case Allow, Deny, Ask:
+	switch {
+	case v.Source == SourceNoClassifier && v.Decision == Ask:
+		// An upstream without a classifier: asked, as here without one.
+		return Result{Decision: Ask, Source: SourceNoClassifier, Reason: v.Reason, Classifier: v.Details}
+	case v.Source != SourceUnspecified && v.Source != SourceClassifier && v.Source != SourceCache:
+		// Not a verdict a classifier gives: fail closed.
+	case v.Decision == Allow || v.Decision == Deny || v.Decision == Ask:
 		return Result{Decision: v.Decision, Source: src, Reason: v.Reason, Classifier: v.Details}
 	}
 	return Result{Decision: e.onUnavailable, Source: SourceClassifierUnavailable, Reason: "classifier failed, so the call is not allowed: it gave no decision", Classifier: v.Details}

@@ -51,6 +51,10 @@ const (
 	// file-system deadline, or found every worker held by stalled calls;
 	// it is answered Ask, never Allow (see fsUnanswered).
 	SourceFileSystem
+	// SourceUpstreamUnavailable: the upstream toolgate that classifies for
+	// a local server was unreachable or failed; it fails closed, as a
+	// failing classifier does.
+	SourceUpstreamUnavailable
 )
 
 var sourceNames = [...]string{
@@ -65,6 +69,7 @@ var sourceNames = [...]string{
 	SourceClassifierUnavailable: "classifier_unavailable",
 	SourceNoClassifier:          "no_classifier",
 	SourceFileSystem:            "file_system",
+	SourceUpstreamUnavailable:   "upstream_unavailable",
 }
 
 func (s Source) String() string {

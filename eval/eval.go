@@ -215,7 +215,8 @@ type Report struct {
 func isLocal(s engine.Source) bool {
 	switch s {
 	case engine.SourceClassifier, engine.SourceCache, engine.SourceClassifierUnavailable, engine.SourceNoClassifier,
-		engine.SourceFileSystem: // asked because the local stages did not finish
+		engine.SourceUpstreamUnavailable, // a local server's classifier is its upstream
+		engine.SourceFileSystem:          // asked because the local stages did not finish
 		return false
 	}
 	return true

@@ -222,7 +222,7 @@ func stageOf(s engine.Source) string {
 		return "classifier"
 	case engine.SourceCache:
 		return "cache"
-	case engine.SourceClassifierUnavailable:
+	case engine.SourceClassifierUnavailable, engine.SourceUpstreamUnavailable:
 		return "unavailable"
 	case engine.SourceNoClassifier:
 		return "none"

@@ -118,6 +118,8 @@ func (c decodeCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		scan = scanCheckRequest
 	case *pb.CheckStreamRequest:
 		scan = scanCheckStreamRequest
+	case *pb.ClassifyRequest:
+		scan = scanClassifyRequest
 	default:
 		return c.CodecV2.Unmarshal(data, v)
 	}

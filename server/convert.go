@@ -190,6 +190,7 @@ var sourceToProto = map[engine.Source]pb.DecisionSource{
 	engine.SourceClassifierUnavailable: pb.DecisionSource_DECISION_SOURCE_CLASSIFIER_UNAVAILABLE,
 	engine.SourceNoClassifier:          pb.DecisionSource_DECISION_SOURCE_NO_CLASSIFIER,
 	engine.SourceFileSystem:            pb.DecisionSource_DECISION_SOURCE_FILE_SYSTEM,
+	engine.SourceUpstreamUnavailable:   pb.DecisionSource_DECISION_SOURCE_UPSTREAM_UNAVAILABLE,
 }
 
 // toProto maps a decision back. An engine result without a decision would

@@ -43,6 +43,8 @@ type Server struct {
 	grpc   *grpc.Server
 	health *health.Server
 	svc    *Service
+	// upstream serves the local toolgates whose upstream this server is.
+	upstream *Upstream
 
 	auditFile *ownfile.Queue           // nil without an audit log
 	tracer    *sdktrace.TracerProvider // built from server.tracing; nil otherwise
@@ -127,6 +129,10 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 		s.svc.tracer = o.tracer.Tracer("github.com/toolgate/toolgate/server")
 	}
 	pb.RegisterPermissionServiceServer(s.grpc, s.svc)
+	// Behind the same interceptors (auth, limits, metrics): local
+	// servers are clients like any other.
+	s.upstream = &Upstream{svc: s.svc}
+	pb.RegisterUpstreamServiceServer(s.grpc, s.upstream)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	if cfg.Reflection {
 		reflection.Register(s.grpc)

@@ -81,6 +81,8 @@ const (
 	kindStructEntry
 	kindValue
 	kindListValue
+	// kindClassifyRequest is a local server's forwarded check.
+	kindClassifyRequest
 )
 
 type scanner struct {
@@ -94,6 +96,12 @@ type scanner struct {
 // scanCheckRequest scans a CheckRequest.
 func scanCheckRequest(b []byte, lim scanLimits) wireScan {
 	return runScan(b, kindCheckRequest, lim)
+}
+
+// scanClassifyRequest scans an UpstreamService ClassifyRequest: the check
+// it carries is bounded as any check is.
+func scanClassifyRequest(b []byte, lim scanLimits) wireScan {
+	return runScan(b, kindClassifyRequest, lim)
 }
 
 // scanCheckStreamRequest scans a CheckStreamRequest.
@@ -113,6 +121,10 @@ func runScan(b []byte, kind wireKind, lim scanLimits) wireScan {
 // bytes only.
 func child(k wireKind, num protowire.Number) (c wireKind, item, ok bool) {
 	switch k {
+	case kindClassifyRequest:
+		if num == 1 {
+			return kindCheckRequest, false, true
+		}
 	case kindCheckStreamRequest:
 		switch num {
 		case 1:

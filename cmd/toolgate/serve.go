@@ -39,6 +39,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	auditLog := fs.String("audit-log", "", "write every decision with its redacted tool input to FILE (JSON lines, rotated by size)")
 	watch := fs.Bool("watch", true, "reload the config file when it changes (SIGHUP always reloads)")
 	dumpFile := fs.String("dump-classifier", "", "append every classifier request and answer to FILE as JSON lines (credentials redacted)")
+	up := addUpstreamFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -89,6 +90,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		if *dumpFile != "" {
 			cfg.Classifier.DumpFile = *dumpFile
 		}
+		up.apply(&cfg.Upstream)
 		if *clsURL != "" {
 			// The flags add a backend in front of any the config defines.
 			cfg.Classifier.Backends = append([]classifier.BackendConfig{{

@@ -1,0 +1,137 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/engine"
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+)
+
+// Caps on what a local server adds to a check it forwards: its notes are
+// built from the check (paths, names), and all reach the classifier's
+// prompt.
+const (
+	maxNotes     = 64
+	maxNoteBytes = 4096
+)
+
+// Upstream implements toolgate.v1.UpstreamService: the centre's side of
+// the local servers' link. It classifies with the engine's classifier,
+// whose keys, pool, cache and budgets stay here, and it serves the policy
+// set in force.
+type Upstream struct {
+	pb.UnimplementedUpstreamServiceServer
+	svc *Service
+}
+
+var _ pb.UpstreamServiceServer = (*Upstream)(nil)
+
+// errNoDecision is an engine result without a decision, a bug: refused
+// rather than sent as UNSPECIFIED.
+var errNoDecision = errors.New("engine returned no decision")
+
+// Classify decides a call a local server's stages left open, as the last
+// stage of a check here would, and records it in the audit log. The
+// session's block counters are the local server's: the classifier is
+// given no session id.
+func (u *Upstream) Classify(ctx context.Context, req *pb.ClassifyRequest) (*pb.ClassifyResponse, error) {
+	resp, err := u.classify(ctx, req)
+	if err != nil {
+		return nil, statusFromError(err).Err()
+	}
+	return resp, nil
+}
+
+func (u *Upstream) classify(ctx context.Context, req *pb.ClassifyRequest) (*pb.ClassifyResponse, error) {
+	start := time.Now()
+	s := u.svc
+	check := req.GetCheck()
+	if check == nil {
+		return nil, invalid("check is required")
+	}
+	if len(req.GetToolKind()) > maxIDBytes || len(req.GetPolicy()) > maxIDBytes || len(req.GetPolicyVersion()) > maxIDBytes {
+		return nil, invalid("tool_kind, policy and policy_version are limited to %d bytes", maxIDBytes)
+	}
+	if n := len(req.GetNotes()); n > maxNotes {
+		return nil, invalid("notes has %d entries, over the limit of %d", n, maxNotes)
+	}
+	for i, n := range req.GetNotes() {
+		if len(n) > maxNoteBytes {
+			return nil, invalid("notes[%d] is %d bytes, over the limit of %d", i, len(n), maxNoteBytes)
+		}
+	}
+	ereq, err := s.toEngine(check)
+	if err != nil {
+		return nil, err
+	}
+	ereq.SessionID = ""
+	policy := req.GetPolicy()
+	if policy == "" {
+		policy = check.GetPolicy()
+	}
+	res, err := s.engine.Load().Classify(ctx, &engine.ClassifyInput{
+		Request: ereq, Kind: engine.Kind(req.GetToolKind()), Policy: policy, Notes: req.GetNotes(), PolicyVersion: req.GetPolicyVersion(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	d, ok := decisionToProto[res.Decision]
+	if !ok {
+		return nil, errNoDecision
+	}
+	out := &pb.ClassifyResponse{Decision: d, Reason: validUTF8(res.Reason), Source: sourceToProto[res.Source]}
+	if c := res.Classifier; c != nil {
+		out.Classifier = &pb.ClassifierInfo{
+			Backend: validUTF8(c.Backend), Model: validUTF8(c.Model), Stage: validUTF8(c.Stage), LatencyMicros: c.LatencyMicro,
+			InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, Cached: c.Cached,
+		}
+	}
+	s.logClassification(ctx, req, res, time.Since(start))
+	return out, nil
+}
+
+// logClassification logs an upstream classification like a decision, and
+// records it in the audit log with what the local server sent.
+func (s *Service) logClassification(ctx context.Context, req *pb.ClassifyRequest, res engine.Result, latency time.Duration) {
+	ce := s.log.Check(zap.InfoLevel, "upstream classification")
+	if ce == nil && s.audit == nil {
+		return
+	}
+	check := req.GetCheck()
+	fields := []zap.Field{
+		zap.String("decision_id", newID()),
+		zap.String("request_id", check.GetRequestId()),
+		zap.String("session_id", check.GetSessionId()),
+		zap.String("tool", check.GetTool().GetName()),
+		zap.String("tool_kind", string(res.Kind)),
+		zap.String("policy", res.Policy),
+		zap.String("policy_version", req.GetPolicyVersion()),
+		zap.Stringer("decision", res.Decision),
+		zap.Stringer("source", res.Source),
+		zap.Int64("latency_us", latency.Microseconds()),
+	}
+	if client := ClientFromContext(ctx); client != "" {
+		fields = append(fields, zap.String("client", client))
+	}
+	if c := res.Classifier; c != nil {
+		fields = append(fields,
+			zap.String("classifier_backend", c.Backend),
+			zap.String("classifier_model", c.Model),
+			zap.String("classifier_stage", c.Stage),
+			zap.Int64("classifier_latency_us", c.LatencyMicro),
+			zap.Int64("classifier_input_tokens", c.InputTokens),
+			zap.Int64("classifier_output_tokens", c.OutputTokens),
+			zap.Bool("classifier_cached", c.Cached),
+		)
+	}
+	if ce != nil {
+		ce.Write(fields...)
+	}
+	if s.audit != nil {
+		s.audit.Info("upstream classification", append(fields, auditFields(check, &pb.CheckResponse{Reason: res.Reason})...)...)
+	}
+}

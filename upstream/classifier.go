@@ -1,0 +1,251 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/toolgate/toolgate/engine"
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+)
+
+// maxReasonChars caps the text of an upstream failure shown to the agent.
+const maxReasonChars = 300
+
+// maxSessions bounds the per-session block counters kept in memory; the
+// least recently seen sessions are forgotten first.
+const maxSessions = 10000
+
+// SessionLimits bring a human in when a session keeps getting blocked:
+// after Consecutive blocks in a row, or Total in all, its calls are asked
+// about without asking the centre.
+type SessionLimits struct {
+	Consecutive, Total int
+}
+
+// Classifier is a local server's classifier: it forwards each call to the
+// centre's Classify, with a deadline, and fails closed with source
+// upstream_unavailable when the centre cannot be asked. The per-session
+// block counters are kept here, where the session is: the centre sees
+// calls of many local servers and counts none of them.
+type Classifier struct {
+	client   pb.UpstreamServiceClient
+	addr     string
+	timeout  time.Duration
+	limits   SessionLimits
+	sessions *lru.Cache[string, *sessionState]
+	metrics  *Metrics // nil: none
+}
+
+var _ engine.Classifier = (*Classifier)(nil)
+
+// NewClassifier forwards to the centre at the other end of conn (named
+// addr in reasons), each call bounded by timeout.
+func NewClassifier(conn grpc.ClientConnInterface, addr string, timeout time.Duration, limits SessionLimits, m *Metrics) (*Classifier, error) {
+	if limits.Consecutive <= 0 || limits.Total <= 0 {
+		return nil, fmt.Errorf("session block limits must be positive, got %d and %d", limits.Consecutive, limits.Total)
+	}
+	sessions, err := lru.New[string, *sessionState](maxSessions)
+	if err != nil {
+		return nil, err
+	}
+	return &Classifier{client: pb.NewUpstreamServiceClient(conn), addr: addr, timeout: timeout, limits: limits, sessions: sessions, metrics: m}, nil
+}
+
+// Classify asks the centre.
+func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (engine.Verdict, error) {
+	if in == nil || in.Request == nil {
+		return engine.Verdict{}, c.failed(errors.New("no request to forward"))
+	}
+	sess := c.session(in.Request.SessionID)
+	if reason, over := sess.overLimit(c.limits); over {
+		return engine.Verdict{Decision: engine.Ask, Reason: reason}, nil
+	}
+	check, err := checkToProto(in.Request)
+	if err != nil {
+		return engine.Verdict{}, c.failed(err)
+	}
+	req := &pb.ClassifyRequest{Check: check, ToolKind: string(in.Kind), Notes: in.Notes, Policy: in.Policy, PolicyVersion: in.PolicyVersion}
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	start := time.Now()
+	resp, err := c.client.Classify(cctx, req)
+	elapsed := time.Since(start)
+	if err != nil {
+		if ctx.Err() != nil {
+			c.metrics.observe(resultCanceled, elapsed)
+			return engine.Verdict{}, ctx.Err()
+		}
+		c.metrics.observe(resultError, elapsed)
+		st, _ := status.FromError(err)
+		return engine.Verdict{}, c.failed(fmt.Errorf("%s: %s", st.Code(), st.Message()))
+	}
+	details := detailsOf(resp.GetClassifier())
+	reason := resp.GetReason()
+	decision, ok := decisionFromProto[resp.GetDecision()]
+	switch src := resp.GetSource(); {
+	case !ok:
+		c.metrics.observe(resultBadAnswer, elapsed)
+		return engine.Verdict{}, c.failed(errors.New("the upstream answered with no decision"))
+	case src == pb.DecisionSource_DECISION_SOURCE_CLASSIFIER || src == pb.DecisionSource_DECISION_SOURCE_CACHE:
+		c.metrics.observe(resultOK, elapsed)
+		sess.record(decision == engine.Deny)
+		cached := src == pb.DecisionSource_DECISION_SOURCE_CACHE
+		if details != nil {
+			details.Cached = cached
+		}
+		return engine.Verdict{Decision: decision, Reason: reason, Cached: cached, Details: details}, nil
+	case src == pb.DecisionSource_DECISION_SOURCE_NO_CLASSIFIER:
+		c.metrics.observe(resultOK, elapsed)
+		return engine.Verdict{Decision: engine.Ask, Source: engine.SourceNoClassifier, Reason: "the upstream toolgate has no classifier: " + reason}, nil
+	case src == pb.DecisionSource_DECISION_SOURCE_CLASSIFIER_UNAVAILABLE:
+		// The centre's classifier failed: this server's on_unavailable
+		// answers, with the centre's reason.
+		c.metrics.observe(resultOK, elapsed)
+		return engine.Verdict{}, &engine.ClassifierError{Err: errors.New(reason), Reason: "at the upstream toolgate: " + cut(reason), Details: details}
+	default:
+		c.metrics.observe(resultBadAnswer, elapsed)
+		return engine.Verdict{}, c.failed(fmt.Errorf("the upstream answered with source %s, which is not a classification", src))
+	}
+}
+
+// failed is the error of a call the centre did not answer.
+func (c *Classifier) failed(err error) error {
+	return &engine.ClassifierError{Err: fmt.Errorf("upstream %s: %w", c.addr, err), Reason: cut(fmt.Sprintf("upstream %s: %v", c.addr, err)), Source: engine.SourceUpstreamUnavailable}
+}
+
+// cut caps s for a reason.
+func cut(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if utf8.RuneCountInString(s) <= maxReasonChars {
+		return s
+	}
+	return string([]rune(s)[:maxReasonChars]) + "..."
+}
+
+func detailsOf(ci *pb.ClassifierInfo) *engine.ClassifierDetails {
+	if ci == nil {
+		return nil
+	}
+	return &engine.ClassifierDetails{Backend: ci.GetBackend(), Model: ci.GetModel(), Stage: ci.GetStage(),
+		LatencyMicro: ci.GetLatencyMicros(), InputTokens: ci.GetInputTokens(), OutputTokens: ci.GetOutputTokens(), Cached: ci.GetCached()}
+}
+
+var decisionFromProto = map[pb.Decision]engine.Decision{
+	pb.Decision_DECISION_ALLOW: engine.Allow,
+	pb.Decision_DECISION_DENY:  engine.Deny,
+	pb.Decision_DECISION_ASK:   engine.Ask,
+}
+
+var modeToProto = map[engine.Mode]pb.PermissionMode{
+	engine.ModeUnspecified: pb.PermissionMode_PERMISSION_MODE_UNSPECIFIED,
+	engine.ModeAuto:        pb.PermissionMode_PERMISSION_MODE_AUTO,
+	engine.ModeDefault:     pb.PermissionMode_PERMISSION_MODE_DEFAULT,
+	engine.ModeAcceptEdits: pb.PermissionMode_PERMISSION_MODE_ACCEPT_EDITS,
+	engine.ModePlan:        pb.PermissionMode_PERMISSION_MODE_PLAN,
+	engine.ModeBypass:      pb.PermissionMode_PERMISSION_MODE_BYPASS,
+}
+
+var roleToProto = map[engine.Role]pb.Role{
+	engine.RoleUser:       pb.Role_ROLE_USER,
+	engine.RoleAssistant:  pb.Role_ROLE_ASSISTANT,
+	engine.RoleToolResult: pb.Role_ROLE_TOOL_RESULT,
+	engine.RoleSystem:     pb.Role_ROLE_SYSTEM,
+}
+
+// checkToProto is the check as the local server received it, its
+// session's defaults filled in.
+func checkToProto(r *engine.Request) (*pb.CheckRequest, error) {
+	tool, err := toolToProto(r.Tool)
+	if err != nil {
+		return nil, fmt.Errorf("tool.input: %w", err)
+	}
+	out := &pb.CheckRequest{
+		RequestId:             r.RequestID,
+		SessionId:             r.SessionID,
+		Tool:                  tool,
+		WorkingDirectory:      r.WorkingDirectory,
+		AdditionalDirectories: r.AdditionalDirectories,
+		Mode:                  modeToProto[r.Mode],
+		Policy:                r.Policy,
+	}
+	if len(r.Rules.Allow)+len(r.Rules.Ask)+len(r.Rules.Deny) > 0 {
+		out.Rules = &pb.Rules{Allow: r.Rules.Allow, Ask: r.Rules.Ask, Deny: r.Rules.Deny}
+	}
+	for _, e := range r.Transcript {
+		pe := &pb.TranscriptEntry{Role: roleToProto[e.Role], Text: e.Text}
+		if e.ToolCall != nil {
+			if pe.ToolCall, err = toolToProto(*e.ToolCall); err != nil {
+				return nil, fmt.Errorf("transcript: %w", err)
+			}
+		}
+		out.Transcript = append(out.Transcript, pe)
+	}
+	return out, nil
+}
+
+func toolToProto(t engine.ToolCall) (*pb.ToolCall, error) {
+	in, err := structpb.NewStruct(t.Input)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.ToolCall{Name: t.Name, Input: in}, nil
+}
+
+// sessionState counts the centre's blocks in one session.
+type sessionState struct {
+	mu                 sync.Mutex
+	consecutive, total int
+}
+
+func (c *Classifier) session(id string) *sessionState {
+	if id == "" {
+		return nil
+	}
+	if s, ok := c.sessions.Get(id); ok {
+		return s
+	}
+	s := &sessionState{}
+	if prev, ok, _ := c.sessions.PeekOrAdd(id, s); ok {
+		return prev
+	}
+	return s
+}
+
+func (s *sessionState) overLimit(l SessionLimits) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.consecutive >= l.Consecutive:
+		return fmt.Sprintf("the classifier blocked %d calls in a row in this session; asking the user instead", s.consecutive), true
+	case s.total >= l.Total:
+		return fmt.Sprintf("the classifier blocked %d calls in this session; asking the user instead", s.total), true
+	}
+	return "", false
+}
+
+func (s *sessionState) record(blocked bool) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if blocked {
+		s.consecutive++
+		s.total++
+	} else {
+		s.consecutive = 0
+	}
+}

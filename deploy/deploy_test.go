@@ -64,24 +64,34 @@ type podSpec struct {
 		RunAsNonRoot *bool `yaml:"runAsNonRoot"`
 		RunAsUser    int64 `yaml:"runAsUser"`
 	} `yaml:"securityContext"`
-	Containers []container `yaml:"containers"`
-	Volumes    []struct {
+	InitContainers []container `yaml:"initContainers"`
+	Containers     []container `yaml:"containers"`
+	Volumes        []struct {
 		Name      string `yaml:"name"`
 		ConfigMap *struct {
 			Name string `yaml:"name"`
 		} `yaml:"configMap"`
+		Secret *struct {
+			SecretName string `yaml:"secretName"`
+		} `yaml:"secret"`
+		EmptyDir              *struct{} `yaml:"emptyDir"`
+		PersistentVolumeClaim *struct{} `yaml:"persistentVolumeClaim"`
 	} `yaml:"volumes"`
 }
 
 type container struct {
-	Name  string   `yaml:"name"`
-	Args  []string `yaml:"args"`
-	Ports []struct {
+	Name          string   `yaml:"name"`
+	Image         string   `yaml:"image"`
+	RestartPolicy string   `yaml:"restartPolicy"`
+	WorkingDir    string   `yaml:"workingDir"`
+	Args          []string `yaml:"args"`
+	Ports         []struct {
 		Name          string `yaml:"name"`
 		ContainerPort int    `yaml:"containerPort"`
 	} `yaml:"ports"`
 	Env []struct {
 		Name      string `yaml:"name"`
+		Value     string `yaml:"value"`
 		ValueFrom *struct {
 			SecretKeyRef *struct {
 				Name string `yaml:"name"`
@@ -103,10 +113,11 @@ type container struct {
 		Limits   map[string]string `yaml:"limits"`
 	} `yaml:"resources"`
 	SecurityContext struct {
-		RunAsNonRoot             *bool `yaml:"runAsNonRoot"`
-		AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
-		ReadOnlyRootFilesystem   *bool `yaml:"readOnlyRootFilesystem"`
-		Privileged               *bool `yaml:"privileged"`
+		RunAsNonRoot             *bool  `yaml:"runAsNonRoot"`
+		RunAsUser                *int64 `yaml:"runAsUser"`
+		AllowPrivilegeEscalation *bool  `yaml:"allowPrivilegeEscalation"`
+		ReadOnlyRootFilesystem   *bool  `yaml:"readOnlyRootFilesystem"`
+		Privileged               *bool  `yaml:"privileged"`
 		Capabilities             struct {
 			Drop []string `yaml:"drop"`
 		} `yaml:"capabilities"`
@@ -213,15 +224,21 @@ func TestEveryYAMLDocumentParses(t *testing.T) {
 	}
 }
 
-// manifests are the Kubernetes objects of deploy/kubernetes, by kind.
+// manifests are the Kubernetes objects of a directory, by kind.
 type manifests struct {
 	byKind map[string][]object
 	files  []string
 }
 
+// loadManifests loads the central deployment, deploy/kubernetes.
 func loadManifests(t *testing.T) manifests {
 	t.Helper()
-	files, err := filepath.Glob("kubernetes/*.yaml")
+	return loadManifestsIn(t, "kubernetes")
+}
+
+func loadManifestsIn(t *testing.T, dir string) manifests {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -706,14 +723,8 @@ func TestDeploymentArgsStartTheServer(t *testing.T) {
 	}
 	m := loadManifests(t)
 	_, _, c := m.deployment(t)
-	dir := t.TempDir()
-	cfgPath := configFile(t, m, dir)
-
-	bin := filepath.Join(dir, "toolgate")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/toolgate/toolgate/cmd/toolgate")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	cfgPath := configFile(t, m, t.TempDir())
+	bin := toolgateBinary(t)
 
 	args := slices.Clone(c.Args)
 	for i := 0; i+1 < len(args); i++ {

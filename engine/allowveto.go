@@ -104,7 +104,7 @@ func (e *Engine) judgeOperands(rs *readScope, dir string, cmds []shell.Command) 
 					continue
 				}
 				for _, d := range dirs {
-					if o.ifExists && !e.names(d, v) {
+					if o.ifExists && !e.names(rs.proofs.Look(), d, v) {
 						continue
 					}
 					if why := rs.judge(d, v); why != "" {
@@ -166,8 +166,10 @@ func operandPaths(w string) []operandPath {
 }
 
 // names says whether the word v, from dir, names something on disk (a
-// link too), or is a pattern, which may.
-func (e *Engine) names(dir, v string) bool {
+// link too), or is a pattern, which may. It looks through the check's look
+// lk: a check whose files this server does not see cannot tell, so every
+// word counts as naming something.
+func (e *Engine) names(lk *pathcheck.Look, dir, v string) bool {
 	p := expandHome(v, e.home)
 	if knowledge.HasMeta(p) {
 		return true
@@ -175,7 +177,7 @@ func (e *Engine) names(dir, v string) bool {
 	if !filepath.IsAbs(p) {
 		p = dir + "/" + p // not cleaned: the kernel resolves links before ..
 	}
-	_, err := pathcheck.Lstat(p)
+	_, err := lk.Lstat(p)
 	return err == nil || !errors.Is(err, fs.ErrNotExist)
 }
 

@@ -193,7 +193,7 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 		// Only a cancelled context leaves the pipeline undecided.
 		return Result{}, false, ctx.Err()
 	}
-	res.Kind, res.Policy = c.kind, p.name
+	res.Kind, res.Policy, res.FilesUnseen = c.kind, p.name, c.unseen
 	return res, true, nil
 }
 

@@ -38,6 +38,9 @@ type call struct {
 	// proofs are the paths this check proved free of links (see
 	// pathcheck.Proofs); they die with the call.
 	proofs pathcheck.Proofs
+	// unseen says why this server does not see the agent's files (see
+	// Files); then proofs are blind and every look fails.
+	unseen string
 }
 
 // writeFacts are the files a call writes, checked against the project and
@@ -72,6 +75,10 @@ func (w writeFacts) note() string {
 
 func (e *Engine) analyse(ctx context.Context, req *Request, p *policy) *call {
 	c := &call{name: req.Tool.Name, kind: p.vocab.Kind(req.Tool.Name), cwd: req.WorkingDirectory}
+	if why := filesUnseen(req, &c.proofs); why != "" {
+		c.unseen = why
+		c.proofs.Blind(why)
+	}
 	c.rc = rules.Call{Tool: c.name, Kind: string(c.kind)}
 	switch {
 	case c.kind.IsEdit():

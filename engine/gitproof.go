@@ -56,7 +56,7 @@ func (rs *readScope) gitProof(dir, at string, uses []shell.Git) string {
 			return "cannot tell which repository git uses: " + truncate(err.Error(), 200)
 		}
 	}
-	if fe := (*pathcheck.ForeignError)(nil); errors.As(err, &fe) {
+	if fe := (*pathcheck.ForeignError)(nil); errors.As(err, &fe) || pathcheck.IsUnseen(err) {
 		// On this machine, on a file system whose repository cannot be
 		// read for a proof (its config may run programs).
 		return "cannot tell which repository git uses: " + truncate(err.Error(), 200)

@@ -164,6 +164,10 @@ type Request struct {
 	Policy string
 	// Rules add to the policy's rules; they never weaken them.
 	Rules RuleSet
+	// Files says whose files the paths name (see Files): no stage proves
+	// anything from this machine's disk for a caller that does not share
+	// it.
+	Files Files
 }
 
 // Result is the engine's answer to one check.
@@ -179,4 +183,7 @@ type Result struct {
 	Policy string
 	// Classifier describes the side-query when the classifier was asked.
 	Classifier *ClassifierDetails
+	// FilesUnseen says why no stage proved anything from the disk: the
+	// caller's files are not the ones this server sees. "" when they are.
+	FilesUnseen string
 }

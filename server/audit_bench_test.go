@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -40,7 +41,7 @@ func BenchmarkCheckAudit(b *testing.B) {
 			}
 			lis := bufconn.Listen(1 << 20)
 			served := make(chan error, 1)
-			go func() { served <- srv.Serve(lis) }()
+			go func() { served <- srv.Serve(inProcess{lis}) }()
 			conn, err := grpc.NewClient("passthrough:///bufconn",
 				grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 				grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -54,7 +55,7 @@ func BenchmarkCheckAudit(b *testing.B) {
 			}()
 			client := pb.NewPermissionServiceClient(conn)
 			in, _ := structpb.NewStruct(map[string]any{"file_path": "/usr/include/stdio.h"})
-			req := &pb.CheckRequest{Tool: &pb.ToolCall{Name: "Read", Input: in}, WorkingDirectory: "/p"}
+			req := &pb.CheckRequest{Tool: &pb.ToolCall{Name: "Read", Input: in}, WorkingDirectory: os.TempDir()}
 			for b.Loop() {
 				if _, err := client.Check(context.Background(), req); err != nil {
 					b.Fatal(err)

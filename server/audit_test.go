@@ -53,7 +53,7 @@ func TestAuditLogRedactsSecrets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		req := checkReq(t, tt.name, "Bash", map[string]any{"command": tt.command})
-		req.WorkingDirectory = "/p"
+		req.WorkingDirectory = os.TempDir()
 		if _, err := env.client.Check(t.Context(), req); err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -67,7 +67,7 @@ func TestAuditLogRedactsSecrets(t *testing.T) {
 	raw, _ := os.ReadFile(path)
 	for i, tt := range tests {
 		r := records[i]
-		if r["request_id"] != tt.name || r["msg"] != "decision" || r["decision"] == "" || r["tool"] != "Bash" || r["working_directory"] != "/p" {
+		if r["request_id"] != tt.name || r["msg"] != "decision" || r["decision"] == "" || r["tool"] != "Bash" || r["working_directory"] != os.TempDir() {
 			t.Errorf("%s: record %v", tt.name, r)
 		}
 		in, _ := r["tool_input"].(string)
@@ -90,7 +90,7 @@ func TestAuditLogRotates(t *testing.T) {
 	content := strings.Repeat("a", 8<<10)
 	for i := range 300 {
 		req := checkReq(t, "", "Write", map[string]any{"file_path": "/p/f.txt", "content": content})
-		req.WorkingDirectory = "/p"
+		req.WorkingDirectory = os.TempDir()
 		if _, err := env.client.Check(t.Context(), req); err != nil {
 			t.Fatalf("check %d: %v", i, err)
 		}
@@ -165,7 +165,7 @@ func TestDecisionLogPoolKeepsNothing(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	req := checkReq(t, "r1", "Bash", map[string]any{"command": "echo " + strings.Repeat("x", 4096)})
-	req.WorkingDirectory = "/p"
+	req.WorkingDirectory = os.TempDir()
 	if _, err := s.decide(t.Context(), req, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -110,8 +110,8 @@ func dial(t *testing.T, addr string, opts ...grpc.DialOption) *grpc.ClientConn {
 }
 
 func readReq(t *testing.T) *pb.CheckRequest {
-	r := checkReq(t, "", "Read", map[string]any{"file_path": "/p/a.go"})
-	r.WorkingDirectory = "/p"
+	r := checkReq(t, "", "Read", map[string]any{"file_path": os.TempDir() + "/a.go"})
+	r.WorkingDirectory = os.TempDir()
 	return r
 }
 

@@ -29,6 +29,15 @@ type Config struct {
 	// needs write permission, so 0600 lets only the server's user connect,
 	// 0660 its group too.
 	UnixSocketMode string `yaml:"unix_socket_mode"`
+	// UnattestedFiles is what the server takes of a check whose client
+	// sent no attestation of where it runs: "local_peers" (the default)
+	// counts a peer on this machine (loopback or the Unix socket) whose
+	// working directory exists here as sharing the server's disk;
+	// "unseen" counts no such check as sharing it. Behind a proxy on
+	// loopback (a mesh sidecar, Envoy in the pod) every peer looks local,
+	// so a central server set "unseen": then only attested checks are
+	// allowed by proofs about files.
+	UnattestedFiles string `yaml:"unattested_files"`
 	// MetricsListen is the HTTP address serving Prometheus /metrics;
 	// empty turns metrics off.
 	MetricsListen string `yaml:"metrics_listen"`
@@ -161,11 +170,18 @@ type TLSConfig struct {
 // Enabled reports whether TLS is configured.
 func (c TLSConfig) Enabled() bool { return c.CertFile != "" }
 
+// Values of Config.UnattestedFiles.
+const (
+	UnattestedLocalPeers = "local_peers"
+	UnattestedUnseen     = "unseen"
+)
+
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
 		Listen:                  "127.0.0.1:50051",
 		UnixSocketMode:          "0600",
+		UnattestedFiles:         UnattestedLocalPeers,
 		MetricsListen:           "127.0.0.1:9464",
 		MaxToolInputBytes:       256 << 10,
 		MaxTranscriptEntries:    500,
@@ -207,6 +223,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.SocketMode(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.UnattestedFiles != UnattestedLocalPeers && c.UnattestedFiles != UnattestedUnseen {
+		errs = append(errs, fmt.Errorf("server.unattested_files: %q: want %s or %s", c.UnattestedFiles, UnattestedLocalPeers, UnattestedUnseen))
 	}
 	if c.MetricsListen != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -149,12 +150,14 @@ func newEnv(t *testing.T, opts ...envOption) *testEnv {
 	return serveEnv(t, srv)
 }
 
-// serveEnv serves srv over an in-memory connection.
+// serveEnv serves srv over an in-memory connection, whose client is in
+// this process and so on this machine: it counts as a local peer, as a
+// Unix-socket client does.
 func serveEnv(t *testing.T, srv *Server) *testEnv {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	env := &testEnv{srv: srv, served: make(chan error, 1)}
-	go func() { env.served <- srv.Serve(lis) }()
+	go func() { env.served <- srv.Serve(inProcess{lis}) }()
 	var err error
 	env.conn, err = grpc.NewClient("passthrough:///bufconn",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
@@ -176,8 +179,11 @@ func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
 	return s
 }
 
+// checkReq is a check from a project that exists on this machine: a
+// peer's check whose working directory the server cannot see proves
+// nothing from the disk.
 func checkReq(t *testing.T, id, tool string, input map[string]any) *pb.CheckRequest {
-	return &pb.CheckRequest{RequestId: id, Tool: &pb.ToolCall{Name: tool, Input: mustStruct(t, input)}}
+	return &pb.CheckRequest{RequestId: id, Tool: &pb.ToolCall{Name: tool, Input: mustStruct(t, input)}, WorkingDirectory: os.TempDir()}
 }
 
 func (f *fakeClassifier) activeCount() int {
@@ -185,3 +191,19 @@ func (f *fakeClassifier) activeCount() int {
 	defer f.mu.Unlock()
 	return f.active
 }
+
+// inProcess is a listener whose connections say they come from a Unix
+// socket: an in-memory client is on the server's machine.
+type inProcess struct{ net.Listener }
+
+func (l inProcess) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return inProcessConn{c}, nil
+}
+
+type inProcessConn struct{ net.Conn }
+
+func (inProcessConn) RemoteAddr() net.Addr { return &net.UnixAddr{Name: "@in-process", Net: "unix"} }

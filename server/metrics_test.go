@@ -43,7 +43,7 @@ func newMetricsEnv(t *testing.T, reg *prometheus.Registry) (*testEnv, *Metrics) 
 	}
 	lis := bufconn.Listen(1 << 20)
 	env := &testEnv{srv: srv, served: make(chan error, 1)}
-	go func() { env.served <- srv.Serve(lis) }()
+	go func() { env.served <- srv.Serve(inProcess{lis}) }()
 	env.conn, err = grpc.NewClient("passthrough:///bufconn",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))

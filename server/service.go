@@ -95,6 +95,7 @@ func (s *Service) decideStages(ctx context.Context, req *pb.CheckRequest, transc
 	if len(ereq.Transcript) == 0 {
 		ereq.Transcript = transcript
 	}
+	ereq.Files = s.filesOf(ctx, req)
 	res, decided, err := s.check(ctx, ereq, localOnly)
 	if err != nil || !decided {
 		return nil, false, err
@@ -134,6 +135,9 @@ func (s *Service) decideStages(ctx context.Context, req *pb.CheckRequest, transc
 	)
 	if client := ClientFromContext(ctx); client != "" {
 		fields = append(fields, zap.String("client", client))
+	}
+	if res.FilesUnseen != "" {
+		fields = append(fields, zap.String("files_unseen", res.FilesUnseen))
 	}
 	if c := res.Classifier; c != nil {
 		fields = append(fields,

@@ -364,6 +364,11 @@ func (s *Service) mergeSession(sess *session, c *pb.CheckRequest) *pb.CheckReque
 		if req.Policy == "" {
 			req.Policy = sc.GetPolicy()
 		}
+		// The session's attestation is of its working directory: a check
+		// that names another brings its own, or none.
+		if req.Attestation == nil && (c.GetWorkingDirectory() == "" || c.GetWorkingDirectory() == sc.GetWorkingDirectory()) {
+			req.Attestation = sc.GetAttestation()
+		}
 		if r := sc.GetRules(); r != nil {
 			req.Rules = &pb.Rules{
 				Allow: append(append([]string(nil), r.GetAllow()...), req.GetRules().GetAllow()...),

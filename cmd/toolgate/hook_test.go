@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,12 +159,44 @@ func runHookCmd(t *testing.T, input []byte, args ...string) (code int, stdout, s
 	return code, out.String(), errOut.String()
 }
 
+// recordedHome is the agent user's home of the recorded hook inputs and
+// their transcripts; its project directory is recordedHome/project.
+const recordedHome = "/home/dev"
+
 func TestHookGolden(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("testdata", "hook"))
+	recorded, err := filepath.Abs(filepath.Join("testdata", "hook"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkCasesCoverFiles(t, root)
+	checkCasesCoverFiles(t, recorded)
+	// The server proves nothing from a working directory it cannot see, so
+	// the recorded home and project are made real: the inputs and
+	// transcripts are copied with the home (and Claude Code's slug of it,
+	// in its temporary files' names) under a temporary directory, and the
+	// answers are compared with it named as recorded.
+	tmp := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(tmp, recordedHome, "project"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	slug := func(p string) string { return strings.ReplaceAll(p, "/", "-") }
+	toReal := strings.NewReplacer(recordedHome, tmp+recordedHome, slug(recordedHome), slug(tmp+recordedHome))
+	toRecorded := strings.NewReplacer(tmp+recordedHome, recordedHome, slug(tmp+recordedHome), slug(recordedHome))
+	root := filepath.Join(tmp, "hook")
+	if err := os.CopyFS(root, os.DirFS(recorded)); err != nil {
+		t.Fatal(err)
+	}
+	if err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(p, ".golden") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(p, []byte(toReal.Replace(string(b))), 0o644)
+	}); err != nil {
+		t.Fatal(err)
+	}
 	// The Claude Code inputs take their project from the transcript; one
 	// from the environment (a test run inside Claude Code) must not count.
 	t.Setenv("CLAUDE_PROJECT_DIR", "")
@@ -189,8 +222,8 @@ func TestHookGolden(t *testing.T) {
 			if code != 0 || stderr != "" {
 				t.Fatalf("exit %d, stderr %q", code, stderr)
 			}
-			got := []byte(strings.ReplaceAll(stdout, dead, "DEAD_ADDR"))
-			golden := filepath.Join(root, tc.file+".golden")
+			got := []byte(toRecorded.Replace(strings.ReplaceAll(stdout, dead, "DEAD_ADDR")))
+			golden := filepath.Join(recorded, tc.file+".golden")
 			if *update {
 				if err := os.WriteFile(golden, got, 0o644); err != nil {
 					t.Fatal(err)

@@ -42,6 +42,8 @@ func (e *ForeignError) Error() string {
 type Look struct {
 	t  *mountTable
 	pr *Proofs // the check's; nil for NewLook's
+	// unseen refuses every look of a blind check (Proofs.Blind).
+	unseen *UnseenError
 }
 
 // NewLook begins a look; the error is the mount table's (nothing proven).
@@ -54,8 +56,11 @@ func NewLook() (*Look, error) {
 }
 
 func (l *Look) table() (*mountTable, error) {
-	if l == nil {
+	switch {
+	case l == nil:
 		return currentMounts()
+	case l.unseen != nil:
+		return nil, l.unseen
 	}
 	return l.t, nil
 }

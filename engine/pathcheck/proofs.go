@@ -24,6 +24,8 @@ type Proofs struct {
 	// look is the check's one look at the mount table, taken by its
 	// first walk.
 	look *Look
+	// unseen, when set, refuses every look (Blind).
+	unseen *UnseenError
 }
 
 // Look returns the check's look at the mount table (taking it if this is
@@ -46,7 +48,7 @@ func (pr *Proofs) Look() *Look {
 // table is the mount table for a walk: the check's, or a fresh one.
 func (pr *Proofs) table() (*mountTable, error) {
 	if l := pr.Look(); l != nil {
-		return l.t, nil
+		return l.table()
 	}
 	return currentMounts()
 }

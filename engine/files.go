@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/toolgate/toolgate/engine/pathcheck"
+)
+
+// Files says whose files a request's paths name. Every proof the engine
+// makes from the disk (links resolved, reads placed, trees walked, globs
+// expanded, git's repository found) is about the disk of the machine the
+// engine runs on; it holds for the agent's files only when the agent sees
+// the same ones. The zero value is an in-process caller (eval, tests, a
+// one-shot command): its files are this process's. A server sets Remote on
+// every request it receives.
+type Files struct {
+	// Remote: the request came from another process, whose files are its
+	// own until shown to be this server's.
+	Remote bool
+	// LocalPeer: that process is on this machine (a loopback or Unix-socket
+	// connection, as the server's configuration lets it count).
+	LocalPeer bool
+	// Attestation is where the client says it stands; nil when it sent
+	// none.
+	Attestation *Attestation
+}
+
+// Attestation is a client's view of the agent's machine: the kernel it
+// runs on and the working directory it sees.
+type Attestation struct {
+	BootID   string
+	Dev, Ino uint64
+}
+
+// filesUnseen says why this server cannot take the request's paths to be
+// the files it sees, or "" when it can: an in-process caller; a client
+// whose attestation matches this kernel and the working directory this
+// server finds at the same path (device and inode); or, without an
+// attestation, a peer on this machine whose working directory exists
+// here. The working directory is looked up through pr, the check's proofs,
+// so that a foreign or hanging mount is refused as for any look.
+func filesUnseen(req *Request, pr *pathcheck.Proofs) string {
+	f := req.Files
+	if !f.Remote {
+		return ""
+	}
+	a := f.Attestation
+	if a == nil && !f.LocalPeer {
+		return "the client sent no attestation of where it runs, and it is not on this server's machine"
+	}
+	if a != nil {
+		if own := bootID(); own == "" || a.BootID != own {
+			return fmt.Sprintf("the client runs on another machine (boot id %q, this server's %q)", truncate(a.BootID, 64), own)
+		}
+	}
+	wd := req.WorkingDirectory
+	if wd == "" {
+		return "the request names no working directory to compare"
+	}
+	fi, _, err := pr.Look().Stat(wd)
+	if err != nil {
+		return fmt.Sprintf("the working directory %s cannot be looked at here: %v", truncate(wd, 200), truncate(err.Error(), 200))
+	}
+	if !fi.IsDir() {
+		return fmt.Sprintf("the working directory %s is not a directory here", truncate(wd, 200))
+	}
+	if a == nil {
+		return ""
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || uint64(st.Dev) != a.Dev || uint64(st.Ino) != a.Ino {
+		return fmt.Sprintf("this server sees another directory at %s than the client does", truncate(wd, 200))
+	}
+	return ""
+}
+
+// bootID is this kernel's boot id, "" when it cannot be read (then no
+// attestation matches).
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})

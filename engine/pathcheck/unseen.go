@@ -1,0 +1,46 @@
+package pathcheck
+
+import "errors"
+
+// A check whose paths name files on another machine (a client the server
+// cannot show shares its disk) may prove nothing from this machine's disk:
+// what a look would find here says nothing about the agent's files. Its
+// Proofs are made blind, and every look of the check, through its Proofs or
+// their Look, fails with an *UnseenError before any system call. Callers
+// treat it as any failed look: nothing is proven. It is not a "does not
+// exist", which some proofs take as an answer.
+
+// UnseenError is the refusal of every look of a check whose files this
+// server does not see.
+type UnseenError struct {
+	// Why the server cannot see the agent's files.
+	Why string
+}
+
+func (e *UnseenError) Error() string {
+	return "the agent's files are not visible to this server: " + e.Why
+}
+
+// IsUnseen reports whether err is a look refused because the check's files
+// are not visible to this server.
+func IsUnseen(err error) bool {
+	var ue *UnseenError
+	return errors.As(err, &ue)
+}
+
+// Blind makes every later look of these proofs fail with an *UnseenError
+// saying why. What was proven before stays unused: a blind check proves
+// nothing.
+func (pr *Proofs) Blind(why string) {
+	pr.unseen = &UnseenError{Why: why}
+	pr.seen = nil
+	pr.look = &Look{pr: pr, unseen: pr.unseen}
+}
+
+// Blinded is the refusal every look of these proofs gets, or nil.
+func (pr *Proofs) Blinded() *UnseenError {
+	if pr == nil {
+		return nil
+	}
+	return pr.unseen
+}

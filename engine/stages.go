@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolgate/toolgate/engine/pathcheck"
 	"github.com/toolgate/toolgate/engine/rules"
 )
 
@@ -281,8 +282,23 @@ func (k *check) notes() []string {
 	if k.vetoed != "" {
 		notes = append(notes, k.vetoed)
 	}
+	if c.unseen != "" {
+		// Said once, first, rather than inside every refused look.
+		out := []string{unseenNote + c.unseen}
+		for _, n := range notes {
+			if !strings.Contains(n, pathcheck.UnseenPrefix) {
+				out = append(out, n)
+			}
+		}
+		notes = out
+	}
 	return notes
 }
+
+// unseenNote begins the note of a check whose files this server does not
+// see.
+const unseenNote = "the agent's files are not visible to this server, so nothing was proven from its disk: "
+
 
 // shellWhy is why a shell command is not read-only or not proven safe.
 func shellWhy(c *call) string {

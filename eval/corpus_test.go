@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/engine/pathcheck"
 )
 
 // TestCorpus runs the embedded default policy over the labeled corpus: no
@@ -94,4 +95,51 @@ func TestClassifierCorpus(t *testing.T) {
 			t.Errorf("%s %s: decided %s by %s (%s); a classifier case must reach the model", o.Case.ID, o.Case.Where, o.Decision, o.Source, o.Reason)
 		}
 	}
+}
+
+// TestCorpusUnseen decides the whole corpus as a server does for a client
+// whose files it cannot see (a remote peer with no attestation): nothing
+// looks at this machine's disk, whatever the call names, and no harmful
+// call is allowed. A walker that looked at the disk outside the check's
+// proofs would be counted here.
+func TestCorpusUnseen(t *testing.T) {
+	paths, err := filepath.Glob("../testdata/corpus/*.jsonl")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no corpus files: %v", err)
+	}
+	cases, err := Load(paths...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, _, err := cfg.NewEngine(config.Runtime{Home: "/home/dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, err := RunWith(t.Context(), eng, cases, Options{Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := pathcheck.CountLookups()
+	rep, err := RunWith(t.Context(), eng, cases, Options{Concurrency: 2, Files: engine.Files{Remote: true}})
+	looks := stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if looks.Total() != 0 {
+		t.Errorf("deciding the corpus for an unseen client looked at the disk: %+v", looks)
+	}
+	if rep.FalseAllows > 0 {
+		var out bytes.Buffer
+		rep.WriteText(&out)
+		t.Errorf("%d false allows for an unseen client:\n%s", rep.FalseAllows, out.String())
+	}
+	// The proofs from the disk are what is lost; the count shows it.
+	if rep.LocalResolved >= seen.LocalResolved {
+		t.Errorf("unseen: %d local allows of the labelled ones, seen: %d; the disk's proofs must count for something", rep.LocalResolved, seen.LocalResolved)
+	}
+	t.Logf("local allows of the labelled cases: %d seen, %d unseen", seen.LocalResolved, rep.LocalResolved)
 }

@@ -34,6 +34,10 @@ type Options struct {
 	// Progress, when set, is called after each case with the count done;
 	// calls come from several goroutines, not always in order.
 	Progress func(done, total int)
+	// Files is every request's relation to this machine's disk (see
+	// engine.Files); the zero value decides the cases as an in-process
+	// caller, on this machine's disk.
+	Files engine.Files
 }
 
 // Price is the USD cost of a million input and output tokens.
@@ -92,6 +96,7 @@ func RunWith(ctx context.Context, eng *engine.Engine, cases []Case, opts Options
 	// Pass 1: the local stages, for every case.
 	forEach(ctx, len(cases), opts.Concurrency, func(i int) {
 		reqs[i] = request(fx.apply(cases[i]))
+		reqs[i].Files = opts.Files
 		local[i], decided[i], errs[i] = eng.CheckLocal(ctx, reqs[i])
 	})
 	// The budget goes to the first undecided cases in corpus order,

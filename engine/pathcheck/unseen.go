@@ -17,9 +17,10 @@ type UnseenError struct {
 	Why string
 }
 
-func (e *UnseenError) Error() string {
-	return "the agent's files are not visible to this server: " + e.Why
-}
+func (e *UnseenError) Error() string { return UnseenPrefix + e.Why }
+
+// UnseenPrefix begins every UnseenError's text.
+const UnseenPrefix = "the agent's files are not visible to this server: "
 
 // IsUnseen reports whether err is a look refused because the check's files
 // are not visible to this server.

@@ -299,7 +299,6 @@ func (k *check) notes() []string {
 // see.
 const unseenNote = "the agent's files are not visible to this server, so nothing was proven from its disk: "
 
-
 // shellWhy is why a shell command is not read-only or not proven safe.
 func shellWhy(c *call) string {
 	if !c.shell.ReadOnly {

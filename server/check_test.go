@@ -373,6 +373,7 @@ func TestConfigValidate(t *testing.T) {
 		{"long socket", func(c *Config) { c.UnixSocket = "/" + strings.Repeat("s", 200) }, "server.unix_socket"},
 		{"socket mode", func(c *Config) { c.UnixSocketMode = "0999" }, "server.unix_socket_mode"},
 		{"socket mode bits", func(c *Config) { c.UnixSocketMode = "4755" }, "server.unix_socket_mode"},
+		{"unattested files", func(c *Config) { c.UnattestedFiles = "trust" }, "server.unattested_files"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

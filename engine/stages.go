@@ -282,7 +282,7 @@ func (k *check) notes() []string {
 	if k.vetoed != "" {
 		notes = append(notes, k.vetoed)
 	}
-	if c.unseen != "" {
+	if c.unseen != "" && c.proofs.Refused() {
 		// Said once, first, rather than inside every refused look.
 		out := []string{unseenNote + c.unseen}
 		for _, n := range notes {

@@ -24,8 +24,10 @@ type Proofs struct {
 	// look is the check's one look at the mount table, taken by its
 	// first walk.
 	look *Look
-	// unseen, when set, refuses every look (Blind).
-	unseen *UnseenError
+	// unseen, when set, refuses every look (Blind); refused records that
+	// one was.
+	unseen  *UnseenError
+	refused bool
 }
 
 // Look returns the check's look at the mount table (taking it if this is

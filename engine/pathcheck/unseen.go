@@ -38,10 +38,6 @@ func (pr *Proofs) Blind(why string) {
 	pr.look = &Look{pr: pr, unseen: pr.unseen}
 }
 
-// Blinded is the refusal every look of these proofs gets, or nil.
-func (pr *Proofs) Blinded() *UnseenError {
-	if pr == nil {
-		return nil
-	}
-	return pr.unseen
-}
+// Refused reports whether a look of these blind proofs was refused: the
+// check wanted something of the disk.
+func (pr *Proofs) Refused() bool { return pr != nil && pr.refused }

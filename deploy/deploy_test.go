@@ -735,16 +735,26 @@ func TestDeploymentArgsStartTheServer(t *testing.T) {
 			args[i+1] = "127.0.0.1:0"
 		}
 	}
+	var env []string
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			env = append(env, e.Name+"=test-key-not-used")
+		}
+	}
+	serveUntilReady(t, bin, args, env, nil)
+}
+
+// serveUntilReady runs toolgate with args and the extra env until it logs
+// "serving", runs after (when not nil), then stops it with SIGTERM and
+// expects a clean exit.
+func serveUntilReady(t *testing.T, bin string, args, env []string, after func()) {
+	t.Helper()
 	// The timeout only keeps a server that neither serves nor exits from
 	// hanging the test; killing the process ends the scan below.
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	for _, e := range c.Env {
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-			cmd.Env = append(cmd.Environ(), e.Name+"=test-key-not-used")
-		}
-	}
+	cmd.Env = append(cmd.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	pr, pw := io.Pipe()
@@ -759,6 +769,7 @@ func TestDeploymentArgsStartTheServer(t *testing.T) {
 		waited <- err
 	}()
 
+	// "serving" comes once every listener is bound, the Unix socket too.
 	var lines []string
 	serving := false
 	sc := bufio.NewScanner(pr)
@@ -771,6 +782,9 @@ func TestDeploymentArgsStartTheServer(t *testing.T) {
 		t.Fatalf("toolgate %q did not serve (%v):\n%s\n%s", args, err, strings.Join(lines, "\n"), stderr.String())
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if after != nil {
+		after()
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,19 @@ package deploy_test
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -24,6 +33,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The toolgate binary, built once for the tests that run it.
@@ -89,23 +99,12 @@ func serveFlags(t *testing.T) map[string]bool {
 	return flags
 }
 
-// pendingFlags are flags the deployment files use before `toolgate serve`
-// has them: the local role's link to the centre. While serve -h lacks one,
-// the flag test skips, naming it; once it lands it is checked like any
-// other. Remove an entry when its flag is on main.
-var pendingFlags = map[string]bool{
-	"upstream":            true,
-	"upstream-tls-ca":     true,
-	"upstream-token-file": true,
-	"state-dir":           true,
-}
-
 // checkServeArgs returns what toolgate serve would refuse in a
-// deployment's command line, and the pending flags it uses that serve does
-// not have yet.
-func checkServeArgs(args []string, flags map[string]bool) (problems, missing []string) {
+// deployment's command line: a flag it does not have, a value missing, an
+// argument that is not a flag.
+func checkServeArgs(args []string, flags map[string]bool) (problems []string) {
 	if len(args) == 0 || args[0] != "serve" {
-		return []string{fmt.Sprintf("arguments %q do not start with serve", args)}, nil
+		return []string{fmt.Sprintf("arguments %q do not start with serve", args)}
 	}
 	for i := 1; i < len(args); i++ {
 		a := args[i]
@@ -115,12 +114,7 @@ func checkServeArgs(args []string, flags map[string]bool) (problems, missing []s
 		}
 		name, _, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
 		takesValue, ok := flags[name]
-		switch {
-		case ok:
-		case pendingFlags[name]:
-			missing = append(missing, "--"+name)
-			takesValue = true
-		default:
+		if !ok {
 			problems = append(problems, fmt.Sprintf("toolgate serve has no flag --%s", name))
 			continue
 		}
@@ -131,47 +125,33 @@ func checkServeArgs(args []string, flags map[string]bool) (problems, missing []s
 			i++
 		}
 	}
-	return problems, missing
+	return problems
+}
+
+// localCommandLines are the local deployments' serve command lines, each
+// without the program.
+func localCommandLines(t *testing.T) map[string][]string {
+	t.Helper()
+	lines := map[string][]string{}
+	for _, f := range []string{"systemd/toolgate.service", "systemd/toolgate@.service"} {
+		lines[f] = execStart(t, readUnit(t, f))[1:]
+	}
+	lines["launchd/dev.toolgate.plist"] = launchdArgs(t)[1:]
+	lines["kubernetes/sidecar"] = sidecarPod(t).sidecar.Args
+	return lines
 }
 
 // A deployment's command line is checked against the binary: a flag that
 // is renamed or dropped breaks this test, not a host's or a pod's start.
 func TestDeploymentFlagsAreServeFlags(t *testing.T) {
 	flags := serveFlags(t)
-	lines := map[string][]string{}
-	for _, f := range []string{"systemd/toolgate.service", "systemd/toolgate@.service"} {
-		lines[f] = execStart(t, readUnit(t, f))[1:]
-	}
-	lines["launchd/dev.toolgate.plist"] = launchdArgs(t)[1:]
-	lines["kubernetes/sidecar (toolgate)"] = sidecarPod(t).sidecar.Args
+	lines := localCommandLines(t)
 	_, _, central := loadManifests(t).deployment(t)
 	lines["kubernetes (central)"] = central.Args
-
-	missing := map[string]bool{}
-	for _, where := range slices.Sorted(func(yield func(string) bool) {
-		for k := range lines {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
-		problems, miss := checkServeArgs(lines[where], flags)
-		for _, p := range problems {
+	for _, where := range slices.Sorted(maps.Keys(lines)) {
+		for _, p := range checkServeArgs(lines[where], flags) {
 			t.Errorf("%s: %s", where, p)
 		}
-		for _, f := range miss {
-			missing[f] = true
-		}
-	}
-	if len(missing) > 0 {
-		t.Skipf("toolgate serve does not accept %s yet (the local role's upstream link adds them); every other flag was checked",
-			strings.Join(slices.Sorted(func(yield func(string) bool) {
-				for k := range missing {
-					if !yield(k) {
-						return
-					}
-				}
-			}), ", "))
 	}
 }
 
@@ -179,23 +159,120 @@ func TestDeploymentFlagsAreServeFlags(t *testing.T) {
 func TestCheckServeArgs(t *testing.T) {
 	flags := map[string]bool{"listen": true, "no-reflection": false}
 	for _, tc := range []struct {
-		args    []string
-		bad     bool
-		missing []string
+		args []string
+		bad  bool
 	}{
 		{args: []string{"serve", "--listen", "127.0.0.1:1", "--no-reflection"}},
 		{args: []string{"serve", "--listen=127.0.0.1:1", "-no-reflection"}},
 		{args: []string{"serve", "--listn", "127.0.0.1:1"}, bad: true},
 		{args: []string{"serve", "--listen"}, bad: true},
 		{args: []string{"serve", "stray"}, bad: true},
+		{args: []string{"serve", "--no-reflection", "stray"}, bad: true},
 		{args: []string{"check", "--listen", "x"}, bad: true},
-		{args: []string{"serve", "--upstream", "c:1", "--listen", "x"}, missing: []string{"--upstream"}},
 	} {
-		problems, missing := checkServeArgs(tc.args, flags)
-		if (len(problems) > 0) != tc.bad || !slices.Equal(missing, tc.missing) {
-			t.Errorf("%q: problems %q, missing %q; want problems %v, missing %q", tc.args, problems, missing, tc.bad, tc.missing)
+		if problems := checkServeArgs(tc.args, flags); (len(problems) > 0) != tc.bad {
+			t.Errorf("%q: problems %q, want some: %v", tc.args, problems, tc.bad)
 		}
 	}
+}
+
+// TestLocalDeploymentsStartTheServer runs the binary with each local
+// deployment's command line, its paths moved into a temporary directory
+// (the upstream's CA and token made up, the environment file's address
+// filled in, listeners on free ports), and checks that it serves, that
+// its socket is its user's only, and that it stops cleanly. The centre is
+// not there: a local server starts without it (it connects when a check
+// needs it, and fails closed while it cannot).
+func TestLocalDeploymentsStartTheServer(t *testing.T) {
+	bin := toolgateBinary(t)
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, testCA(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("deploy-test-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := readEnvFile(t, "systemd/upstream.env")
+	lines := localCommandLines(t)
+	for _, where := range slices.Sorted(maps.Keys(lines)) {
+		t.Run(strings.ReplaceAll(where, "/", "_"), func(t *testing.T) {
+			// A short directory: a socket's path holds 107 bytes.
+			d, err := os.MkdirTemp("", "tg")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.RemoveAll(d) })
+			args := slices.Clone(lines[where])
+			sock := ""
+			for i := 1; i+1 < len(args); i++ {
+				v := &args[i+1]
+				switch args[i] {
+				case "--listen":
+					*v = "127.0.0.1:0"
+				case "--unix-socket":
+					sock = filepath.Join(d, "toolgate.sock")
+					*v = sock
+				case "--state-dir":
+					*v = filepath.Join(d, "state") // made by systemd, the install, or the emptyDir
+					if err := os.Mkdir(*v, 0o700); err != nil {
+						t.Fatal(err)
+					}
+				case "--upstream-tls-ca":
+					*v = ca
+				case "--upstream-token-file":
+					*v = token
+				case "--upstream":
+					if name, ok := strings.CutPrefix(*v, "${"); ok {
+						*v = env[strings.TrimSuffix(name, "}")]
+					}
+				}
+			}
+			for _, a := range args {
+				if strings.ContainsAny(a, "%$") {
+					t.Fatalf("argument %q is left unsubstituted; teach this test its meaning", a)
+				}
+			}
+			if !slices.Contains(args, "--metrics-listen") {
+				args = append(args, "--metrics-listen", "off") // its default port may be taken here
+			}
+			if sock == "" {
+				t.Fatal("no --unix-socket")
+			}
+			serveUntilReady(t, bin, args, nil, func() {
+				fi, err := os.Lstat(sock)
+				if err != nil {
+					t.Errorf("socket: %v", err)
+				} else if fi.Mode().Type() != fs.ModeSocket || fi.Mode().Perm() != 0o600 {
+					t.Errorf("socket %s has mode %s, want a socket 0600: the deployments give it to the agents' user only", sock, fi.Mode())
+				}
+			})
+		})
+	}
+}
+
+// testCA returns a self-signed CA certificate, PEM encoded.
+func testCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "toolgate deploy test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 // unit is a systemd unit file: section → key → values in order.

@@ -12,6 +12,7 @@
 // The proto is loaded at run time from the repository's proto/ directory
 // (TOOLGATE_PROTO_DIR overrides it); no generated code is involved.
 
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -49,6 +50,21 @@ function toStruct(obj) {
   return { fields: Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, toValue(v)])) };
 }
 
+// attestation says where this client stands, for the server to compare
+// with its own view: the kernel's boot id and the working directory's
+// device and inode. A server that cannot match them proves nothing from its
+// disk (edits, reads, searches are then not allowed by proofs about files).
+// undefined when they cannot be read: the server then decides without.
+function attestation(dir) {
+  try {
+    const bootId = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    const st = fs.statSync(dir, { bigint: true });
+    return { bootId, workingDirectoryDevice: st.dev.toString(), workingDirectoryInode: st.ino.toString() };
+  } catch {
+    return undefined;
+  }
+}
+
 function toolCall(name, input = {}) {
   return { name, input: toStruct(input) };
 }
@@ -74,17 +90,23 @@ function check(client, req) {
 }
 
 async function unaryChecks(client, cwd) {
+  const here = attestation(cwd);
   const cases = [
     ['read a file of the project', toolCall('Read', { file_path: path.join(cwd, 'README.md') }),
       'DECISION_ALLOW', 'DECISION_SOURCE_SAFE_TOOL'],
+    // Attesting another directory than the server finds at the working
+    // directory's path: nothing is proven from the disk, so the read is
+    // asked about (no classifier is configured).
+    ['read, attesting another dir', toolCall('Read', { file_path: path.join(cwd, 'README.md') }),
+      'DECISION_ASK', 'DECISION_SOURCE_NO_CLASSIFIER', attestation('/')],
     ['wipe the disk', toolCall('Bash', { command: 'rm -rf /' }),
       'DECISION_DENY', 'DECISION_SOURCE_RULE'],
     ['read an SSH private key', toolCall('Read', { file_path: '/home/dev/.ssh/id_rsa' }),
       'DECISION_DENY', 'DECISION_SOURCE_RULE'],
   ];
   let failures = 0;
-  for (const [what, tool, want, wantSource] of cases) {
-    const resp = await check(client, { tool, workingDirectory: cwd, sessionId: 'node-example' });
+  for (const [what, tool, want, wantSource, attested] of cases) {
+    const resp = await check(client, { tool, workingDirectory: cwd, sessionId: 'node-example', attestation: attested ?? here });
     console.log(`Check ${(what + ':').padEnd(28)} ${describe(resp)}`);
     if (resp.decision !== want || resp.source !== wantSource) {
       console.log(`  unexpected: want ${want} (${wantSource})`);
@@ -114,7 +136,7 @@ async function streamSession(client, cwd) {
   });
   // Checks leave working directory, mode and session id empty: the session
   // context supplies them.
-  stream.write({ session: { sessionId: 'node-example-stream', workingDirectory: cwd, mode: 'PERMISSION_MODE_AUTO' } });
+  stream.write({ session: { sessionId: 'node-example-stream', workingDirectory: cwd, mode: 'PERMISSION_MODE_AUTO', attestation: attestation(cwd) } });
   stream.write({ transcript: { entries: [{ role: 'ROLE_USER', text: 'Fix the typo in the README.' }] } });
   stream.write({ check: { requestId: 's1', tool: toolCall('Read', { file_path: readme }) } });
   stream.write({ check: { requestId: 's2', tool: toolCall('Edit', { file_path: readme, old_string: 'teh', new_string: 'the' }) } });

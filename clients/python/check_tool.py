@@ -28,6 +28,22 @@ from toolgate.v1 import permission_pb2_grpc as pb_grpc  # noqa: E402
 TIMEOUT_SECONDS = 10
 
 
+def attestation(directory):
+    """Where this client stands, for the server to compare with its own
+    view: the kernel's boot id and the working directory's device and
+    inode. A server that cannot match them proves nothing from its disk
+    (edits, reads, searches are then not allowed by proofs about files).
+    None when they cannot be read: the server then decides without."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot_id = f.read().strip()
+        st = os.stat(directory)
+    except OSError:
+        return None
+    return pb.Attestation(boot_id=boot_id, working_directory_device=st.st_dev,
+                          working_directory_inode=st.st_ino)
+
+
 def tool_call(name, **tool_input):
     """Builds a ToolCall; the input is a google.protobuf.Struct."""
     call = pb.ToolCall(name=name)
@@ -52,18 +68,25 @@ def show(want):
 
 def unary_checks(stub, cwd):
     """Returns the number of unexpected answers."""
+    here = attestation(cwd)
     cases = [
-        # (what, tool call, expected decision, expected source)
+        # (what, tool call, expected decision, expected source[, attestation])
         ("read a file of the project", tool_call("Read", file_path=os.path.join(cwd, "README.md")),
          pb.DECISION_ALLOW, pb.DECISION_SOURCE_SAFE_TOOL),
+        # Attesting another directory than the server finds at the working
+        # directory's path: nothing is proven from the disk, so the read
+        # is asked about (no classifier is configured).
+        ("read, attesting another dir", tool_call("Read", file_path=os.path.join(cwd, "README.md")),
+         pb.DECISION_ASK, pb.DECISION_SOURCE_NO_CLASSIFIER, attestation("/")),
         ("wipe the disk", tool_call("Bash", command="rm -rf /"),
          pb.DECISION_DENY, pb.DECISION_SOURCE_RULE),
         ("read an SSH private key", tool_call("Read", file_path="/home/dev/.ssh/id_rsa"),
          pb.DECISION_DENY, pb.DECISION_SOURCE_RULE),
     ]
     failures = 0
-    for what, call, want, want_source in cases:
-        req = pb.CheckRequest(tool=call, working_directory=cwd, session_id="python-example")
+    for what, call, want, want_source, *attested in cases:
+        req = pb.CheckRequest(tool=call, working_directory=cwd, session_id="python-example",
+                              attestation=attested[0] if attested else here)
         resp = stub.Check(req, timeout=TIMEOUT_SECONDS, wait_for_ready=True)
         print("Check %-28s %s" % (what + ":", describe(resp)))
         if (resp.decision, resp.source) != (want, want_source):
@@ -91,6 +114,7 @@ def stream_session(stub, cwd):
             session_id="python-example-stream",
             working_directory=cwd,
             mode=pb.PERMISSION_MODE_AUTO,
+            attestation=attestation(cwd),
         )),
         pb.CheckStreamRequest(transcript=pb.TranscriptAppend(entries=[
             pb.TranscriptEntry(role=pb.ROLE_USER, text="Fix the typo in the README."),

@@ -25,6 +25,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "", "address to listen on (default from config: 127.0.0.1:50051)")
 	unixSocket := fs.String("unix-socket", "", "also listen on a Unix socket at this absolute path (clients use --addr unix:PATH); mode from server.unix_socket_mode (0600)")
+	unattested := fs.String("unattested-files", "", "what a check whose client sends no attestation counts as: local_peers (from loopback or the Unix socket, with a working directory this server sees, it shares this server's disk) or unseen (never); default from config: local_peers")
 	metricsListen := fs.String("metrics-listen", "", `address of the Prometheus /metrics listener (default from config: 127.0.0.1:9464; "off" turns it off)`)
 	cfgPath := fs.String("config", "", "YAML config file (default: the embedded default policy)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
@@ -63,6 +64,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		}
 		if *unixSocket != "" {
 			cfg.Server.UnixSocket = *unixSocket
+		}
+		if *unattested != "" {
+			cfg.Server.UnattestedFiles = *unattested
 		}
 		switch *metricsListen {
 		case "":

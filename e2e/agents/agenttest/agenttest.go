@@ -47,14 +47,60 @@ func ToolgateBinary(ctx context.Context, t *testing.T) string {
 type Server struct {
 	Addr string      // host:port, on 127.0.0.1
 	Log  *SyncBuffer // its stdout and stderr
+	// Centre is the central toolgate a local server forwards to, or nil.
+	Centre *Server
 }
 
-// StartToolgate runs `bin serve` on a free loopback port with no config
-// (no classifier: what no local stage decides is ASK) and the extra args,
-// with HOME set to home unless it is empty, waits for its "serving" line,
-// and stops it with SIGTERM when the test ends, failing the test if it
-// does not exit cleanly within 15 s.
+// StartToolgate runs toolgate in its two roles, as an organisation does: a
+// central `bin serve` with no config (no classifier: what no stage decides
+// is ASK) and a local `bin serve --upstream CENTRE` with no config, a
+// state directory of its own and the extra args, with HOME set to home
+// unless it is empty. It returns the local server, which the agents'
+// hooks call. Each waits for its "serving" line and is stopped with
+// SIGTERM when the test ends, failing the test if it does not exit
+// cleanly within 15 s. When the test passed, the local server's stages
+// must have left some checks open, and the centre answered each of them.
 func StartToolgate(ctx context.Context, t *testing.T, bin, home string, args ...string) *Server {
+	t.Helper()
+	centre := startServe(ctx, t, bin, home)
+	local := startServe(ctx, t, bin, home, append([]string{"--upstream", centre.Addr, "--state-dir", t.TempDir()}, args...)...)
+	local.Centre = centre
+	t.Cleanup(func() {
+		// Runs after the local server stopped (cleanups run last first),
+		// so its log is complete.
+		if t.Failed() {
+			return
+		}
+		forwarded, answered := local.countLog("decision", openSources), centre.countLog("upstream classification", nil)
+		if forwarded != answered || forwarded == 0 {
+			t.Errorf("the local server decided %d checks its stages left open, the centre classified %d\nlocal:\n%s\ncentre:\n%s",
+				forwarded, answered, local.Log.Tail(3000), centre.Log.Tail(3000))
+		}
+	})
+	return local
+}
+
+// openSources are the sources of decisions no local stage made.
+var openSources = map[string]bool{"classifier": true, "cache": true, "classifier_unavailable": true, "no_classifier": true, "upstream_unavailable": true}
+
+// countLog counts the server's log lines with message msg (and, with
+// sources, a source among them).
+func (s *Server) countLog(msg string, sources map[string]bool) int {
+	n := 0
+	for _, line := range bytes.Split(s.Log.Bytes(), []byte("\n")) {
+		var l struct {
+			Msg    string `json:"msg"`
+			Source string `json:"source"`
+		}
+		if json.Unmarshal(line, &l) == nil && l.Msg == msg && (sources == nil || sources[l.Source]) {
+			n++
+		}
+	}
+	return n
+}
+
+// startServe runs `bin serve` on a free loopback port with the args.
+func startServe(ctx context.Context, t *testing.T, bin, home string, args ...string) *Server {
 	t.Helper()
 	// Not CommandContext: the server is stopped by SIGTERM in Cleanup, and
 	// its clean exit checked.

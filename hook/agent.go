@@ -4,6 +4,7 @@ import (
 	"io"
 
 	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/hook/hookout"
 )
 
 // Agent is one agent's hook protocol: how its hook input becomes a check,
@@ -55,7 +56,7 @@ type claudeAgent struct{}
 
 var _ Agent = claudeAgent{}
 
-func (claudeAgent) Name() string { return "claude-code" }
+func (claudeAgent) Name() string { return hookout.Claude }
 
 func (claudeAgent) Request(r io.Reader, opt Options) (*toolgatev1.CheckRequest, error) {
 	in, err := ParseClaude(r)
@@ -74,7 +75,7 @@ type geminiAgent struct{}
 
 var _ Agent = geminiAgent{}
 
-func (geminiAgent) Name() string { return "gemini-cli" }
+func (geminiAgent) Name() string { return hookout.Gemini }
 
 func (geminiAgent) Request(r io.Reader, opt Options) (*toolgatev1.CheckRequest, error) {
 	in, err := ParseGemini(r)
@@ -93,7 +94,7 @@ type codexAgent struct{}
 
 var _ Agent = codexAgent{}
 
-func (codexAgent) Name() string { return "codex" }
+func (codexAgent) Name() string { return hookout.Codex }
 
 func (codexAgent) Request(r io.Reader, opt Options) (*toolgatev1.CheckRequest, error) {
 	in, err := ParseCodex(r)

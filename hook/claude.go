@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/hook/hookout"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -327,7 +328,7 @@ func absOrEmpty(dir string) string {
 }
 
 // preToolUseOutput is the PreToolUse hook output that Claude Code and Codex
-// share.
+// share (hookout writes it; tests read it).
 type preToolUseOutput struct {
 	HookSpecificOutput preToolUseDecision `json:"hookSpecificOutput"`
 }
@@ -338,54 +339,21 @@ type preToolUseDecision struct {
 	PermissionDecisionReason string `json:"permissionDecisionReason"`
 }
 
-func writePreToolUse(w io.Writer, decision, reason string) error {
-	return writeJSON(w, preToolUseOutput{HookSpecificOutput: preToolUseDecision{
-		HookEventName:            "PreToolUse",
-		PermissionDecision:       decision,
-		PermissionDecisionReason: reason,
-	}})
-}
-
 // ClaudeOutput writes the PreToolUse hook output for decision ("allow",
 // "deny" or "ask") and reason, as one JSON line. Any other decision is
 // written as "deny" (fail closed) with the bad value named in the reason.
-// A deny always carries a reason (see denyReason).
+// A deny always carries a reason.
 func ClaudeOutput(w io.Writer, decision, reason string) error {
-	switch decision {
-	case Allow, Ask:
-	case Deny:
-		reason = denyReason(reason)
-	default:
-		reason = fmt.Sprintf("toolgate: invalid decision %q: %s", decision, reason)
-		decision = Deny
-	}
-	return writePreToolUse(w, decision, reason)
+	return hookout.ClaudeOutput(w, decision, reason)
 }
 
 // ClaudeAsksUser reports whether the point of a Claude Code tool is a
-// question to the user: its permission prompt is the question itself (the
-// plan to approve, the choices to answer), so a hook's allow would skip
-// what the user is there to say.
-func ClaudeAsksUser(tool string) bool {
-	return tool == "ExitPlanMode" || tool == "AskUserQuestion"
-}
+// question to the user (hookout.ClaudeAsksUser).
+func ClaudeAsksUser(tool string) bool { return hookout.ClaudeAsksUser(tool) }
 
 // ClaudeToolOutput is ClaudeOutput for a call of tool: for a tool that asks
 // the user (ClaudeAsksUser) only a deny is written, and anything else
 // writes nothing, which leaves the call to Claude Code's own prompt.
 func ClaudeToolOutput(w io.Writer, tool, decision, reason string) error {
-	if ClaudeAsksUser(tool) && decision != Deny {
-		return nil
-	}
-	return ClaudeOutput(w, decision, reason)
-}
-
-func writeJSON(w io.Writer, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	data = append(data, '\n')
-	_, err = w.Write(data)
-	return err
+	return hookout.ClaudeToolOutput(w, tool, decision, reason)
 }

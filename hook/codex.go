@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/hook/hookout"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -298,15 +299,5 @@ var codexShellTools = map[string]bool{"Bash": true, "shell": true, "shell_comman
 // which Codex cannot express. Any other decision is written as a deny that
 // names it.
 func CodexOutput(w io.Writer, decision, reason string) error {
-	switch decision {
-	case Allow:
-		return nil
-	case Deny:
-		reason = denyReason(reason)
-	case Ask:
-		reason = "toolgate: this tool call needs the user's approval, which a Codex hook cannot request; ask the user to run it or to allow it: " + reason
-	default:
-		reason = fmt.Sprintf("toolgate: invalid decision %q: %s", decision, reason)
-	}
-	return writePreToolUse(w, Deny, reason)
+	return hookout.CodexOutput(w, decision, reason)
 }

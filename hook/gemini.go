@@ -7,6 +7,7 @@ import (
 	"io"
 
 	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/hook/hookout"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -144,25 +145,10 @@ func GeminiRequest(in *GeminiInput, opt Options) (*toolgatev1.CheckRequest, erro
 	}, nil
 }
 
-type geminiOutput struct {
-	Decision string `json:"decision"`
-	Reason   string `json:"reason,omitempty"`
-}
-
 // GeminiOutput writes the BeforeTool hook output: {"decision":"allow"} or
 // {"decision":"deny","reason":...}. "ask" cannot be expressed in Gemini
 // CLI's BeforeTool output and is written as a deny whose reason asks for
 // user approval; any other unknown decision is written as a deny too.
 func GeminiOutput(w io.Writer, decision, reason string) error {
-	switch decision {
-	case Allow:
-		return writeJSON(w, geminiOutput{Decision: Allow, Reason: reason})
-	case Deny:
-		reason = denyReason(reason)
-	case Ask:
-		reason = "toolgate: this tool call needs the user's approval, which a Gemini CLI hook cannot request; ask the user to run it or to allow it: " + reason
-	default:
-		reason = fmt.Sprintf("toolgate: invalid decision %q: %s", decision, reason)
-	}
-	return writeJSON(w, geminiOutput{Decision: Deny, Reason: reason})
+	return hookout.GeminiOutput(w, decision, reason)
 }

@@ -16,16 +16,15 @@
 package hook
 
 import (
-	"strings"
-
 	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/hook/hookout"
 )
 
 // Decisions as rendered to agents.
 const (
-	Allow = "allow"
-	Deny  = "deny"
-	Ask   = "ask"
+	Allow = hookout.Allow
+	Deny  = hookout.Deny
+	Ask   = hookout.Ask
 )
 
 // Defaults for Options.
@@ -91,14 +90,5 @@ func DecisionOf(resp *toolgatev1.CheckResponse) string {
 	}
 }
 
-// defaultDenyReason stands in for an empty reason on a deny: Codex ignores
-// a deny without a reason (and runs the tool), and the other agents show
-// the reason to the user and the model, who should learn who refused.
+// defaultDenyReason is what a deny without a reason says (hookout's).
 const defaultDenyReason = "toolgate denied this tool call"
-
-func denyReason(reason string) string {
-	if strings.TrimSpace(reason) == "" {
-		return defaultDenyReason
-	}
-	return reason
-}

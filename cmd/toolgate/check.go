@@ -66,7 +66,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail("unexpected arguments %q", fs.Args())
 	}
 	if *streamFile != "" {
-		conn, err := cf.dial()
+		conn, err := dial(cf)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -108,12 +108,13 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		AdditionalDirectories: addDirs,
 		Mode:                  m,
 		Policy:                *policy,
+		Attestation:           attestation(wd),
 	}
 	if len(allow)+len(ask)+len(deny) > 0 {
 		req.Rules = &pb.Rules{Allow: allow, Ask: ask, Deny: deny}
 	}
 
-	conn, err := cf.dial()
+	conn, err := dial(cf)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -166,7 +167,15 @@ func checkStream(ctx context.Context, client pb.PermissionServiceClient, path st
 		if err := protojson.Unmarshal(line, m); err != nil {
 			return fmt.Errorf("%s:%d: %v", path, n, err)
 		}
+		// Where this client stands, for the directories the file names,
+		// unless a line says it itself.
+		if s := m.GetSession(); s != nil && s.GetAttestation() == nil {
+			s.Attestation = attestation(s.GetWorkingDirectory())
+		}
 		if c := m.GetCheck(); c != nil {
+			if c.GetAttestation() == nil {
+				c.Attestation = attestation(c.GetWorkingDirectory())
+			}
 			// Ids are what tie answers to checks: give each one.
 			if c.GetRequestId() == "" {
 				c.RequestId = fmt.Sprintf("line-%d", n)

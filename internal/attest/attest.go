@@ -1,0 +1,52 @@
+// Package attest says where a client beside an agent stands: the running
+// kernel's boot id and the device and inode of a directory as this
+// process sees them. A server compares them with its own view before it
+// trusts a proof about files (CheckRequest.attestation). It imports
+// nothing heavy: the hook binary links it.
+package attest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Attestation is what this process sees of a working directory.
+type Attestation struct {
+	BootID string
+	Device uint64
+	Inode  uint64
+}
+
+// bootIDFile names the running kernel; a variable for tests.
+var bootIDFile = "/proc/sys/kernel/random/boot_id"
+
+// bootID is read once per process: it cannot change while it runs.
+var bootID = sync.OnceValue(func() string {
+	data, err := os.ReadFile(bootIDFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+})
+
+// For returns the attestation for dir, or false when there is none to
+// give: dir is not absolute, cannot be stat'ed, is not a directory, or the
+// kernel has no boot id to name it by. No attestation is not an error: the
+// server then decides as it does for any client it cannot place.
+func For(dir string) (Attestation, bool) {
+	if dir == "" || !filepath.IsAbs(dir) {
+		return Attestation{}, false
+	}
+	id := bootID()
+	if id == "" {
+		return Attestation{}, false
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return Attestation{}, false
+	}
+	return Attestation{BootID: id, Device: uint64(st.Dev), Inode: st.Ino}, true
+}

@@ -75,6 +75,8 @@ type App struct {
 	srv         *server.Server
 	lis         net.Listener
 	unixLis     *unixListener // nil unless server.unix_socket is set
+	hookLis     net.Listener  // nil unless server.hook.listen is set
+	hookUnix    *unixListener // nil unless server.hook.unix_socket is set
 	metricsAddr net.Addr
 	exposure    string
 
@@ -240,10 +242,13 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		if err != nil {
 			return nil, err
 		}
-		if a.unixLis, err = listenUnix(cfg.Server.UnixSocket, mode); err != nil {
+		if a.unixLis, err = listenUnix("server.unix_socket", cfg.Server.UnixSocket, mode); err != nil {
 			return nil, err
 		}
 		a.onClose("unix socket", func() { _ = a.unixLis.Close() })
+	}
+	if err := a.listenHook(cfg.Server); err != nil {
+		return nil, err
 	}
 
 	srvOpts := append(append([]server.Option{server.WithMetrics(metrics.server)}, srvTracing...), o.server...)
@@ -374,6 +379,7 @@ func (a *App) Run(ctx context.Context) error {
 		a.log.Info("serving on a unix socket", zap.String("path", a.unixLis.path))
 		go serve(a.unixLis)
 	}
+	a.serveHook(func(err error) { served.Do(func() { a.serveErr = err; close(a.serveDone) }) })
 	select {
 	case <-a.serveDone:
 	case <-ctx.Done():

@@ -20,52 +20,53 @@ type unixListener struct {
 	dev, ino uint64
 }
 
-// listenUnix binds a Unix socket at path with mode. The mode is set on the
+// listenUnix binds a Unix socket at path with mode; errors name the
+// config field. The mode is set on the
 // socket before bind, so the file is made with it (Linux takes a socket
 // file's mode from the socket, less the umask): no client connects in a
 // window before a chmod. A socket already at path is removed only when no
 // server answers on it (one left by a server that died); anything else
 // there is an error, never removed.
-func listenUnix(path string, mode fs.FileMode) (*unixListener, error) {
+func listenUnix(field, path string, mode fs.FileMode) (*unixListener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode().Type() != fs.ModeSocket {
-			return nil, fmt.Errorf("server.unix_socket: %s exists and is not a socket; toolgate removes only a socket no server answers on", path)
+			return nil, fmt.Errorf("%s: %s exists and is not a socket; toolgate removes only a socket no server answers on", field, path)
 		}
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 			_ = c.Close()
-			return nil, fmt.Errorf("server.unix_socket: %s: a server is listening there", path)
+			return nil, fmt.Errorf("%s: %s: a server is listening there", field, path)
 		}
 		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("server.unix_socket: removing the stale socket: %w", err)
+			return nil, fmt.Errorf("%s: removing the stale socket: %w", field, err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("server.unix_socket: %w", err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("server.unix_socket: %w", err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer func() { _ = f.Close() }() // FileListener holds a copy
 	if err := unix.Fchmod(fd, uint32(mode.Perm())); err != nil {
-		return nil, fmt.Errorf("server.unix_socket: %w", err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
-		return nil, fmt.Errorf("server.unix_socket: %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %s: %w", field, path, err)
 	}
 	var st syscall.Stat_t
 	if err := syscall.Lstat(path, &st); err != nil {
 		_ = os.Remove(path)
-		return nil, fmt.Errorf("server.unix_socket: %w", err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
 		_ = os.Remove(path)
-		return nil, fmt.Errorf("server.unix_socket: %w", err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	l, err := net.FileListener(f)
 	if err != nil {
 		_ = os.Remove(path)
-		return nil, fmt.Errorf("server.unix_socket: %w", err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	return &unixListener{Listener: l, path: path, dev: uint64(st.Dev), ino: st.Ino}, nil
 }

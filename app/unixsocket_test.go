@@ -88,7 +88,7 @@ func TestUnixSocketPathTaken(t *testing.T) {
 	}
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	_ = l.Close()
-	if ul, err := listenUnix(stale, 0o600); err != nil {
+	if ul, err := listenUnix("server.unix_socket", stale, 0o600); err != nil {
 		t.Errorf("stale socket: %v", err)
 	} else {
 		_ = ul.Close()
@@ -109,7 +109,7 @@ func TestUnixSocketPathTaken(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
-	if ul, err := listenUnix(live, 0o600); err == nil {
+	if ul, err := listenUnix("server.unix_socket", live, 0o600); err == nil {
 		_ = ul.Close()
 		t.Error("a socket a server listens on was taken over")
 	} else if !strings.Contains(err.Error(), "a server is listening") {
@@ -120,7 +120,7 @@ func TestUnixSocketPathTaken(t *testing.T) {
 	if err := os.WriteFile(file, []byte("keep me"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if ul, err := listenUnix(file, 0o600); err == nil {
+	if ul, err := listenUnix("server.unix_socket", file, 0o600); err == nil {
 		_ = ul.Close()
 		t.Error("a regular file at the socket's path was replaced")
 	}
@@ -132,7 +132,7 @@ func TestUnixSocketPathTaken(t *testing.T) {
 // Closing removes the socket file only while the path still names it.
 func TestUnixSocketCloseLeavesAReplacement(t *testing.T) {
 	sock := filepath.Join(socketDir(t), "s.sock")
-	ul, err := listenUnix(sock, 0o600)
+	ul, err := listenUnix("server.unix_socket", sock, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

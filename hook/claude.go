@@ -19,6 +19,9 @@ import (
 // maxHookInput bounds the hook input read from stdin.
 const maxHookInput = 16 << 20
 
+// MaxInputBytes is the largest hook input the adapters read.
+const MaxInputBytes = maxHookInput
+
 // ClaudeInput is the parsed Claude Code PreToolUse hook input.
 type ClaudeInput struct {
 	SessionID      string
@@ -163,7 +166,7 @@ func ClaudeRequest(in *ClaudeInput, opt Options) (*toolgatev1.CheckRequest, erro
 		WorkingDirectory: wd,
 		Mode:             ClaudeMode(in.PermissionMode),
 	}
-	if n := opt.entries(); n > 0 && filepath.IsAbs(in.TranscriptPath) {
+	if n := opt.entries(); n > 0 && opt.readable(in.TranscriptPath) {
 		req.Transcript = readClaudeTranscript(in.TranscriptPath, n, opt.maxBytes())
 	}
 	return req, nil
@@ -192,7 +195,7 @@ func ClaudeRequest(in *ClaudeInput, opt Options) (*toolgatev1.CheckRequest, erro
 // nothing that depends on the disk is allowed locally.
 func claudeDirs(in *ClaudeInput, opt Options) (string, map[string]any) {
 	project := absOrEmpty(opt.getenv("CLAUDE_PROJECT_DIR"))
-	if project == "" && filepath.IsAbs(in.TranscriptPath) {
+	if project == "" && opt.readable(in.TranscriptPath) {
 		project = claudeSessionCwd(in.TranscriptPath)
 	}
 	cwd := absOrEmpty(in.Cwd)

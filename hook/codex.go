@@ -155,7 +155,7 @@ func CodexRequest(in *CodexInput, opt Options) (*toolgatev1.CheckRequest, error)
 		return nil, errors.New("hook: missing tool name")
 	}
 	var call codexCall
-	if filepath.IsAbs(in.TranscriptPath) {
+	if opt.readable(in.TranscriptPath) {
 		call = readCodexCall(in.TranscriptPath, in.TurnID, in.ToolUseID)
 	}
 	wd, tool := codexDirs(in, call)
@@ -170,7 +170,7 @@ func CodexRequest(in *CodexInput, opt Options) (*toolgatev1.CheckRequest, error)
 		WorkingDirectory: wd,
 		Mode:             CodexMode(in.PermissionMode),
 	}
-	if n := opt.entries(); n > 0 && filepath.IsAbs(in.TranscriptPath) {
+	if n := opt.entries(); n > 0 && opt.readable(in.TranscriptPath) {
 		req.Transcript = readCodexTranscript(in.TranscriptPath, n, opt.maxBytes())
 	}
 	return req, nil

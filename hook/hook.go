@@ -16,6 +16,8 @@
 package hook
 
 import (
+	"path/filepath"
+
 	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
 	"github.com/toolgate/toolgate/hook/hookout"
 )
@@ -50,6 +52,16 @@ type Options struct {
 	// where an agent may say what its hook input does not: Claude Code's
 	// CLAUDE_PROJECT_DIR. nil reads nothing.
 	Getenv func(string) string
+	// NoFiles reads no file the input names (transcript_path): set where
+	// the input comes from another machine, whose paths name other files
+	// here (the server's hook listener, for a caller not on its machine).
+	NoFiles bool
+}
+
+// readable reports whether the file at path, named by the hook input, is
+// to be read.
+func (o Options) readable(path string) bool {
+	return !o.NoFiles && filepath.IsAbs(path)
 }
 
 func (o Options) getenv(k string) string {

@@ -146,6 +146,16 @@ func authInterceptors(tokens *Tokens) (grpc.UnaryServerInterceptor, grpc.StreamS
 // tlsCredentials loads the server's certificate and, for mutual TLS, the
 // client CA.
 func tlsCredentials(c TLSConfig) (credentials.TransportCredentials, error) {
+	conf, err := tlsConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	return credentials.NewTLS(conf), nil
+}
+
+// tlsConfig is the server's TLS configuration: its certificate and, for
+// mutual TLS, the client CA.
+func tlsConfig(c TLSConfig) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("server.tls: %w", err)
@@ -163,5 +173,5 @@ func tlsCredentials(c TLSConfig) (credentials.TransportCredentials, error) {
 		conf.ClientCAs = pool
 		conf.ClientAuth = tls.RequireAndVerifyClientCert
 	}
-	return credentials.NewTLS(conf), nil
+	return conf, nil
 }

@@ -41,6 +41,9 @@ type Config struct {
 	// MetricsListen is the HTTP address serving Prometheus /metrics;
 	// empty turns metrics off.
 	MetricsListen string `yaml:"metrics_listen"`
+	// Hook is the hook listener, for agents' hooks over HTTP; off by
+	// default.
+	Hook HookConfig `yaml:"hook"`
 	// MaxToolInputBytes caps the encoded size of tool.input.
 	MaxToolInputBytes int `yaml:"max_tool_input_bytes"`
 	// MaxTranscriptEntries caps the transcript of one check, and the
@@ -183,6 +186,7 @@ func DefaultConfig() Config {
 		UnixSocketMode:          "0600",
 		UnattestedFiles:         UnattestedLocalPeers,
 		MetricsListen:           "127.0.0.1:9464",
+		Hook:                    defaultHookConfig(),
 		MaxToolInputBytes:       256 << 10,
 		MaxTranscriptEntries:    500,
 		MaxStreamInFlight:       32,
@@ -232,6 +236,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("server.metrics_listen: %q is not host:port (empty turns metrics off): %w", c.MetricsListen, err))
 		}
 	}
+	errs = append(errs, c.Hook.validate(c.TokenFile != "")...)
 	if c.MaxToolInputBytes <= 0 {
 		errs = append(errs, fmt.Errorf("server.max_tool_input_bytes: must be positive, got %d", c.MaxToolInputBytes))
 	}

@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +53,10 @@ type Server struct {
 
 	stopping atomic.Bool
 	budget   *decodeBudget // the codec's
+
+	tokens   *Tokens      // nil without server.token_file
+	hookHTTP *http.Server // serves the hook listeners (ServeHook)
+	hookTLS  *tls.Config  // nil without server.tls
 }
 
 // New builds a server; cfg is validated.
@@ -73,9 +79,10 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 		unary = append([]grpc.UnaryServerInterceptor{m.grpc.UnaryServerInterceptor()}, unary...)
 		stream = append([]grpc.StreamServerInterceptor{m.grpc.StreamServerInterceptor()}, stream...)
 	}
+	var tokens *Tokens
 	if cfg.TokenFile != "" {
-		tokens, err := LoadTokens(cfg.TokenFile)
-		if err != nil {
+		var err error
+		if tokens, err = LoadTokens(cfg.TokenFile); err != nil {
 			return nil, err
 		}
 		u, st := authInterceptors(tokens)
@@ -84,6 +91,10 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 	unary = append(unary, recovery.UnaryServerInterceptor(rec))
 	stream = append(stream, recovery.StreamServerInterceptor(rec))
 	limits, err := cfg.serverOptions()
+	if err != nil {
+		return nil, err
+	}
+	hookHTTP, hookTLS, err := newHookHTTP(cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +134,11 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 		tracer:    built,
 		auditFile: auditFile,
 		budget:    codec.budget,
+		tokens:    tokens,
+		hookHTTP:  hookHTTP,
+		hookTLS:   hookTLS,
 	}
+	hookHTTP.Handler = s.HookHandler()
 	s.svc.audit = audit
 	if o.tracer != nil {
 		s.svc.tracer = o.tracer.Tracer("github.com/toolgate/toolgate/server")
@@ -194,7 +209,10 @@ func (s *Server) Shutdown(ctx context.Context) {
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
+		hookDone := make(chan struct{})
+		go func() { s.shutdownHook(ctx); close(hookDone) }()
 		s.grpc.GracefulStop()
+		<-hookDone
 		close(done)
 	}()
 	select {

@@ -26,6 +26,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	listen := fs.String("listen", "", "address to listen on (default from config: 127.0.0.1:50051)")
 	unixSocket := fs.String("unix-socket", "", "also listen on a Unix socket at this absolute path (clients use --addr unix:PATH); mode from server.unix_socket_mode (0600)")
 	unattested := fs.String("unattested-files", "", "what a check whose client sends no attestation counts as: local_peers (from loopback or the Unix socket, with a working directory this server sees, it shares this server's disk) or unseen (never); default from config: local_peers")
+	hookListen := fs.String("hook-listen", "", "also serve agents' hooks over HTTP at this address (server.hook.listen; loopback unless --token-file): Claude Code's HTTP hooks and toolgate-hook post here")
+	hookUnixSocket := fs.String("hook-unix-socket", "", "also serve agents' hooks over HTTP on a Unix socket at this absolute path (server.hook.unix_socket)")
 	metricsListen := fs.String("metrics-listen", "", `address of the Prometheus /metrics listener (default from config: 127.0.0.1:9464; "off" turns it off)`)
 	cfgPath := fs.String("config", "", "YAML config file (default: the embedded default policy)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
@@ -67,6 +69,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		}
 		if *unattested != "" {
 			cfg.Server.UnattestedFiles = *unattested
+		}
+		if *hookListen != "" {
+			cfg.Server.Hook.Listen = *hookListen
+		}
+		if *hookUnixSocket != "" {
+			cfg.Server.Hook.UnixSocket = *hookUnixSocket
 		}
 		switch *metricsListen {
 		case "":

@@ -122,4 +122,3 @@ func LoopbackHost(addr string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
-

@@ -1,0 +1,310 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/hook"
+	"github.com/toolgate/toolgate/hook/hookout"
+	"github.com/toolgate/toolgate/internal/hookcli"
+	"github.com/toolgate/toolgate/internal/hookhttp"
+)
+
+// HookConfig is the hook listener (server.hook): agents' hooks posted over
+// HTTP, answered with no process started per call. Claude Code's HTTP
+// hooks post here; so does toolgate-hook.
+type HookConfig struct {
+	// Listen is a TCP address for the hook listener; empty: none. It must
+	// be a loopback address unless server.token_file makes callers
+	// authenticate.
+	Listen string `yaml:"listen"`
+	// UnixSocket is a Unix socket for the hook listener (mode
+	// server.unix_socket_mode); empty: none.
+	UnixSocket string `yaml:"unix_socket"`
+	// Timeout bounds one hook request: reading it, deciding, answering.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// Enabled reports whether a hook listener is configured.
+func (c HookConfig) Enabled() bool { return c.Listen != "" || c.UnixSocket != "" }
+
+func defaultHookConfig() HookConfig { return HookConfig{Timeout: 30 * time.Second} }
+
+func (c HookConfig) validate(tokens bool) []error {
+	var errs []error
+	if c.Listen != "" {
+		host, _, err := net.SplitHostPort(c.Listen)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("server.hook.listen: %q is not host:port: %w", c.Listen, err))
+		case !tokens && !loopbackHost(host):
+			errs = append(errs, fmt.Errorf("server.hook.listen: %q is not a loopback address; a hook listener reachable from the network needs server.token_file", c.Listen))
+		}
+	}
+	if c.UnixSocket != "" && (!strings.HasPrefix(c.UnixSocket, "/") || len(c.UnixSocket) >= maxUnixSocketPath) {
+		errs = append(errs, fmt.Errorf("server.hook.unix_socket: %q must be an absolute path shorter than %d bytes", c.UnixSocket, maxUnixSocketPath))
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("server.hook.timeout: must be positive, got %s", c.Timeout))
+	}
+	return errs
+}
+
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// maxHookBody is the adapters' bound on hook input, plus one byte so that
+// they see, and name, an input over it.
+const maxHookBody = hook.MaxInputBytes + 1
+
+// HookHandler answers hooks posted to /hook/AGENT with the agent's JSON
+// output, as its command hook prints it; the query's on_error (deny or
+// ask) and mode are toolgate hook's --on-error and --mode. Every failure
+// (a refused token, bad input, no decision) is answered 200 with the
+// on-error decision in the agent's format: an agent reads a non-2xx answer
+// as a hook error, and Claude Code then runs the call unless the hook says
+// onFailure block.
+func (s *Server) HookHandler() http.Handler {
+	return http.HandlerFunc(s.serveHook)
+}
+
+func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
+	name, _ := strings.CutPrefix(r.URL.Path, hookhttp.PathPrefix)
+	ag, ok := hook.AgentByName(name)
+	if !ok || !strings.HasPrefix(r.URL.Path, hookhttp.PathPrefix) {
+		http.Error(w, "toolgate: no such hook; POST to "+hookhttp.PathPrefix+"{"+strings.Join(hook.AgentNames(), ",")+"}", http.StatusNotFound)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "toolgate: POST the hook input", http.StatusMethodNotAllowed)
+		return
+	}
+	answerOnly := r.Header.Get(hookhttp.AnswerHeader) == "1"
+	q := r.URL.Query()
+	onError := q.Get("on_error")
+	if onError == "" || answerOnly {
+		onError = hookout.Deny
+	}
+	var ans hookhttp.Answer
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("hook handler panicked", zap.Any("panic", p), zap.Stack("stack"))
+			ans = hookhttp.Answer{Tool: ans.Tool, Failure: "the server failed (internal error)"}
+		}
+		s.writeHook(w, ag.Name(), onError, answerOnly, ans)
+	}()
+	if onError != hookout.Deny && onError != hookout.Ask {
+		ans.Failure = fmt.Sprintf("on_error %q: want deny or ask", onError)
+		onError = hookout.Deny
+		return
+	}
+	mode := q.Get("mode")
+	if mode != "" && !slices.Contains(hookcli.Modes, mode) {
+		ans.Failure = fmt.Sprintf("mode %q: want auto, default, accept_edits, plan or bypass", mode)
+		return
+	}
+	addr := cmpOr(unescape(r.Header.Get(hookhttp.AddrHeader)), r.Host)
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Hook.Timeout)
+	defer cancel()
+	ctx, failure := s.hookAuth(ctx, r, addr)
+	if failure != "" {
+		ans.Failure = failure
+		return
+	}
+	local := localPeer(ctx)
+	project := unescape(r.Header.Get(hookhttp.ProjectDirHeader))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxHookBody))
+	if err != nil {
+		ans.Failure = "hook input: " + err.Error()
+		return
+	}
+	req, err := ag.Request(bytes.NewReader(body), hook.Options{
+		Getenv: func(k string) string {
+			if k == "CLAUDE_PROJECT_DIR" {
+				return project
+			}
+			return ""
+		},
+		// A caller on another machine names its own files.
+		NoFiles: !local,
+	})
+	if err != nil {
+		ans.Failure = err.Error()
+		return
+	}
+	ans.Tool = req.GetTool().GetName()
+	if mode != "" && req.GetMode() != pb.PermissionMode_PERMISSION_MODE_PLAN {
+		req.Mode = hookModes[mode]
+	}
+	req.Attestation = headerAttestation(r.Header.Values(hookhttp.AttestationHeader), req.GetWorkingDirectory())
+	resp, err := s.svc.Check(ctx, req)
+	if err != nil {
+		st := status.Convert(err)
+		ans.Failure = hookcli.ServerFailure(addr, st.Code().String(), st.Message())
+		return
+	}
+	ans.Decision, ans.Reason = hook.DecisionOf(resp), resp.GetReason()
+}
+
+// writeHook writes ans: as JSON for toolgate-hook, else in the agent's
+// format, a failure as the on-error decision.
+func (s *Server) writeHook(w http.ResponseWriter, agent, onError string, answerOnly bool, ans hookhttp.Answer) {
+	var out bytes.Buffer
+	var err error
+	switch {
+	case answerOnly:
+		err = json.NewEncoder(&out).Encode(ans)
+	case ans.Failure != "":
+		err = hookout.Write(&out, agent, ans.Tool, onError, "toolgate could not decide: "+ans.Failure)
+	default:
+		err = hookout.Write(&out, agent, ans.Tool, ans.Decision, ans.Reason)
+	}
+	if err != nil {
+		// Nothing the agent could take for a decision: an error status,
+		// which Claude Code blocks on with onFailure block.
+		http.Error(w, "toolgate: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	// Always a length, never chunks: toolgate-hook reads no other answer.
+	w.Header().Set("Content-Length", strconv.Itoa(out.Len()))
+	_, _ = w.Write(out.Bytes())
+}
+
+var hookModes = map[string]pb.PermissionMode{
+	"auto":         pb.PermissionMode_PERMISSION_MODE_AUTO,
+	"default":      pb.PermissionMode_PERMISSION_MODE_DEFAULT,
+	"accept_edits": pb.PermissionMode_PERMISSION_MODE_ACCEPT_EDITS,
+	"plan":         pb.PermissionMode_PERMISSION_MODE_PLAN,
+	"bypass":       pb.PermissionMode_PERMISSION_MODE_BYPASS,
+}
+
+// hookAuth puts the caller into ctx as the gRPC path sees one (its peer,
+// its TLS state, the client its token names) and checks the bearer token
+// when the server has tokens; a refusal is the failure reason.
+func (s *Server) hookAuth(ctx context.Context, r *http.Request, addr string) (context.Context, string) {
+	p := &peer.Peer{}
+	if c, ok := ctx.Value(hookConnKey{}).(net.Conn); ok {
+		p.Addr, p.LocalAddr = c.RemoteAddr(), c.LocalAddr()
+	}
+	if r.TLS != nil {
+		p.AuthInfo = credentials.TLSInfo{State: *r.TLS}
+	}
+	ctx = peer.NewContext(ctx, p)
+	if s.tokens == nil {
+		return ctx, ""
+	}
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		return ctx, hookcli.ServerFailure(addr, "Unauthenticated", "a bearer token is required (authorization: Bearer TOKEN)")
+	}
+	name, ok := s.tokens.Lookup(token)
+	if !ok {
+		return ctx, hookcli.ServerFailure(addr, "Unauthenticated", "unknown bearer token")
+	}
+	return context.WithValue(ctx, clientKey{}, name), ""
+}
+
+type hookConnKey struct{}
+
+// headerAttestation is the client's attestation for dir, from its
+// attestation headers; nil when none names dir.
+func headerAttestation(values []string, dir string) *pb.Attestation {
+	a, ok := hookhttp.ParseAttestation(values, dir)
+	if !ok {
+		return nil
+	}
+	return &pb.Attestation{BootId: a.BootID, WorkingDirectoryDevice: a.Device, WorkingDirectoryInode: a.Inode}
+}
+
+// unescape decodes a header toolgate-hook sent query-escaped; a value that
+// does not decode is none.
+func unescape(v string) string {
+	s, err := url.QueryUnescape(v)
+	if err != nil {
+		return ""
+	}
+	return s
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// ServeHook serves the hook listener lis until Shutdown; with server.tls,
+// over TLS.
+func (s *Server) ServeHook(lis net.Listener) error {
+	if s.hookTLS != nil {
+		lis = tls.NewListener(lis, s.hookTLS)
+	}
+	err := s.hookHTTP.Serve(lis)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// newHookHTTP is the HTTP server of the hook listeners, its handler still
+// to set, and their TLS configuration (nil without server.tls): every
+// phase of a request is bounded, so a caller that sends slowly holds
+// nothing long. The TLS configuration is apart because http.Server.Serve
+// sets a TLSConfig of its own.
+func newHookHTTP(cfg Config, log *zap.Logger) (*http.Server, *tls.Config, error) {
+	t := cfg.Hook.Timeout
+	srv := &http.Server{
+		ReadHeaderTimeout: min(t, 10*time.Second),
+		ReadTimeout:       t,
+		WriteTimeout:      t + 5*time.Second,
+		IdleTimeout:       time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          zap.NewStdLog(log.Named("hook_http")),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, hookConnKey{}, c)
+		},
+	}
+	if !cfg.TLS.Enabled() {
+		return srv, nil, nil
+	}
+	conf, err := tlsConfig(cfg.TLS)
+	if err != nil {
+		return nil, nil, err
+	}
+	conf.NextProtos = []string{"http/1.1"}
+	return srv, conf, nil
+}
+
+// shutdownHook stops the hook listeners within ctx: requests in flight
+// finish, then what remains is closed.
+func (s *Server) shutdownHook(ctx context.Context) {
+	if err := s.hookHTTP.Shutdown(ctx); err != nil {
+		_ = s.hookHTTP.Close()
+	}
+}

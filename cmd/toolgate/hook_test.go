@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/toolgate/toolgate/fakellm"
+	"github.com/toolgate/toolgate/internal/hookcli"
+	"github.com/toolgate/toolgate/internal/hookhttp"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -163,6 +165,18 @@ func runHookCmd(t *testing.T, input []byte, args ...string) (code int, stdout, s
 // their transcripts; its project directory is recordedHome/project.
 const recordedHome = "/home/dev"
 
+// runHookBinary runs toolgate-hook's command (hookcli with the HTTP
+// transport) in this process, with input on stdin.
+func runHookBinary(t *testing.T, input []byte, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = hookcli.Run(t.Context(), "toolgate-hook", hookhttp.DefaultAddr, args, bytes.NewReader(input), &out, &errOut, os.Getenv, hookhttp.Decide)
+	return code, out.String(), errOut.String()
+}
+
+// TestHookGolden runs every recorded input through toolgate hook (gRPC)
+// and through toolgate-hook (the server's hook listener, on a Unix
+// socket): both must print the golden output, byte for byte.
 func TestHookGolden(t *testing.T) {
 	recorded, err := filepath.Abs(filepath.Join("testdata", "hook"))
 	if err != nil {
@@ -201,43 +215,53 @@ func TestHookGolden(t *testing.T) {
 	// from the environment (a test run inside Claude Code) must not count.
 	t.Setenv("CLAUDE_PROJECT_DIR", "")
 
-	local := startServe(t)
+	localHook, classifiedHook := filepath.Join(tmp, "local.sock"), filepath.Join(tmp, "classified.sock")
+	local := startServe(t, "--hook-unix-socket", localHook)
 	fake := fakellm.Start(t, classifierVerdict)
-	classified := startServe(t, "--classifier-url", fake.URL(), "--classifier-model", "m")
+	classified := startServe(t, "--classifier-url", fake.URL(), "--classifier-model", "m", "--hook-unix-socket", classifiedHook)
 	// The refused address is random, so it is written as DEAD_ADDR in the
 	// golden files; the rest of the reason is toolgate's own (rpcFailure).
 	dead := deadAddr(t)
 
-	for _, tc := range hookGoldenCases {
-		t.Run(tc.file, func(t *testing.T) {
-			agent := filepath.Dir(tc.file)
-			input, err := os.ReadFile(filepath.Join(root, tc.file+".json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			input = bytes.ReplaceAll(input, []byte("$TESTDATA"), []byte(root))
-			addr := map[hookServer]string{serverLocal: local, serverClassifier: classified, serverDown: dead}[tc.server]
-			args := append([]string{agent, "--addr", addr, "--timeout", "20s"}, tc.args...)
-			code, stdout, stderr := runHookCmd(t, input, args...)
-			if code != 0 || stderr != "" {
-				t.Fatalf("exit %d, stderr %q", code, stderr)
-			}
-			got := []byte(toRecorded.Replace(strings.ReplaceAll(stdout, dead, "DEAD_ADDR")))
-			golden := filepath.Join(recorded, tc.file+".golden")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
+	transports := []struct {
+		name  string
+		run   func(*testing.T, []byte, ...string) (int, string, string)
+		addrs map[hookServer]string
+	}{
+		{"toolgate hook", runHookCmd, map[hookServer]string{serverLocal: local, serverClassifier: classified, serverDown: dead}},
+		{"toolgate-hook", runHookBinary, map[hookServer]string{serverLocal: "unix:" + localHook, serverClassifier: "unix:" + classifiedHook, serverDown: dead}},
+	}
+	for _, tr := range transports {
+		for _, tc := range hookGoldenCases {
+			t.Run(tr.name+"/"+tc.file, func(t *testing.T) {
+				agent := filepath.Dir(tc.file)
+				input, err := os.ReadFile(filepath.Join(root, tc.file+".json"))
+				if err != nil {
 					t.Fatal(err)
 				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("stdout differs from %s\ngot:  %s\nwant: %s", golden, got, want)
-			}
-		})
+				input = bytes.ReplaceAll(input, []byte("$TESTDATA"), []byte(root))
+				args := append([]string{agent, "--addr", tr.addrs[tc.server], "--timeout", "20s"}, tc.args...)
+				code, stdout, stderr := tr.run(t, input, args...)
+				if code != 0 || stderr != "" {
+					t.Fatalf("exit %d, stderr %q", code, stderr)
+				}
+				got := []byte(toRecorded.Replace(strings.ReplaceAll(stdout, dead, "DEAD_ADDR")))
+				golden := filepath.Join(recorded, tc.file+".golden")
+				if *update && tr.name == "toolgate hook" {
+					if err := os.WriteFile(golden, got, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				want, err := os.ReadFile(golden)
+				if err != nil {
+					t.Fatalf("%v (run with -update to create it)", err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("stdout differs from %s\ngot:  %s\nwant: %s", golden, got, want)
+				}
+			})
+		}
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 // the agent's decision format (hookcli: the arguments and failing closed
 // are toolgate-hook's too).
 func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return hookcli.Run(ctx, "toolgate hook", args, stdin, stdout, stderr, os.Getenv, grpcDecide)
+	return hookcli.Run(ctx, "toolgate hook", hookcli.GRPCAddr, args, stdin, stdout, stderr, os.Getenv, grpcDecide)
 }
 
 // grpcDecide builds the check from the hook input (the transcript's

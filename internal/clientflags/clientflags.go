@@ -25,10 +25,16 @@ type Flags struct {
 	TokenFile string
 }
 
-// Add defines the flags on fs.
+// Add defines the flags on fs, --addr for the gRPC listener.
 func Add(fs *flag.FlagSet) *Flags {
+	return AddFor(fs, "TOOLGATE_ADDR", "127.0.0.1:50051", "server address")
+}
+
+// AddFor defines the flags on fs with --addr's environment variable,
+// default and description.
+func AddFor(fs *flag.FlagSet, addrEnv, addrDefault, addrUsage string) *Flags {
 	c := &Flags{}
-	fs.StringVar(&c.Addr, "addr", envOr("TOOLGATE_ADDR", "127.0.0.1:50051"), "server address (env TOOLGATE_ADDR)")
+	fs.StringVar(&c.Addr, "addr", envOr(addrEnv, addrDefault), addrUsage+" (env "+addrEnv+")")
 	fs.BoolVar(&c.TLS, "tls", false, "connect with TLS, verifying the server against the system roots")
 	fs.StringVar(&c.TLSCA, "tls-ca", envOr("TOOLGATE_TLS_CA", ""), "PEM CA to verify the server with; implies --tls (env TOOLGATE_TLS_CA)")
 	fs.StringVar(&c.TLSCert, "tls-cert", envOr("TOOLGATE_TLS_CERT", ""), "PEM client certificate for mutual TLS; implies --tls (env TOOLGATE_TLS_CERT)")

@@ -55,14 +55,22 @@ func (f *Failure) Error() string { return f.Why }
 // error is answered as a failure (deny, or ask with --on-error ask).
 type Decider func(ctx context.Context, p Params, in io.Reader) ([]byte, error)
 
+// Addr is where a hook command finds its server: --addr's environment
+// variable, default and description.
+type Addr struct{ Env, Default, Usage string }
+
+// GRPCAddr is toolgate hook's: the server's gRPC listener.
+var GRPCAddr = Addr{"TOOLGATE_ADDR", "127.0.0.1:50051", "server address"}
+
 // Run is the hook command: prog names it in messages ("toolgate hook");
-// args are the agent's name and the flags. It reads the agent's hook input
+// addr is where --addr points by default; args are the agent's name and
+// the flags. It reads the agent's hook input
 // on stdin, asks the server through decide and prints the agent's
 // decision format. Any failure (bad input, server unreachable, an error
 // answer) fails closed: a deny naming the problem, or ask with --on-error
 // ask. It never hangs: reading the input and the transcript, connecting
 // and deciding all run under --timeout.
-func Run(ctx context.Context, prog string, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, decide Decider) int {
+func Run(ctx context.Context, prog string, addr Addr, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, decide Decider) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "usage: "+prog+" "+strings.Join(hookout.AgentNames(), "|")+" [--addr ADDR] [--tls-ca FILE] [--token-file FILE] [--timeout 5s] [--on-error deny|ask] [--mode MODE]")
 		return ExitBlock
@@ -71,7 +79,7 @@ func Run(ctx context.Context, prog string, args []string, stdin io.Reader, stdou
 	// "hook codex" under toolgate, as its other subcommands name theirs.
 	fs := flag.NewFlagSet(strings.TrimPrefix(prog, "toolgate ")+" "+p.Agent, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	p.Conn = clientflags.Add(fs)
+	p.Conn = clientflags.AddFor(fs, addr.Env, addr.Default, addr.Usage)
 	fs.DurationVar(&p.Timeout, "timeout", 5*time.Second, "deadline for reading the input and transcript, connecting and deciding")
 	fs.StringVar(&p.OnError, "on-error", "deny", "decision when the server cannot decide: deny or ask")
 	fs.StringVar(&p.Mode, "mode", "", "decide in this mode (auto, default, accept_edits, plan, bypass) whatever the agent reports, except that the agent's plan mode stays plan; default: the agent's mode")

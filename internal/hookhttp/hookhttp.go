@@ -56,6 +56,10 @@ type Answer struct {
 	Failure  string `json:"failure,omitempty"`
 }
 
+// DefaultAddr is toolgate-hook's --addr: the hook listener, which a server
+// opens with --hook-listen (server.hook.listen).
+var DefaultAddr = hookcli.Addr{Env: "TOOLGATE_HOOK_ADDR", Default: "127.0.0.1:50052", Usage: "the server's hook listener, host:port or unix:PATH"}
+
 // MaxInput is the most hook input sent: the adapters' bound and one byte,
 // so that the server names an input over it as toolgate hook does.
 const MaxInput = 16<<20 + 1

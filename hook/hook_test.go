@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/hook/hookout"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -623,5 +625,43 @@ func TestClaudeDirs(t *testing.T) {
 				t.Errorf("the parsed input was changed: %s", after)
 			}
 		})
+	}
+}
+
+// TestNoFiles: with NoFiles the adapters read no file the input names,
+// neither the transcript nor, for Claude Code, the session's first cwd:
+// from another machine, the paths name other files here.
+func TestNoFiles(t *testing.T) {
+	lines := append([]string{`{"type":"user","cwd":"/work/app","message":{"role":"user","content":"hi"}}`}, transcriptLines...)
+	path := writeTranscript(t, lines)
+	in := &ClaudeInput{ToolName: "Read", ToolInput: map[string]any{"file_path": "/work/app/a.go"}, Cwd: "/work/app", TranscriptPath: path}
+	req, err := ClaudeRequest(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(req.GetTranscript()) == 0 || req.GetWorkingDirectory() != "/work/app" {
+		t.Fatalf("reading files: %d entries, working directory %q; the test's transcript is not read", len(req.GetTranscript()), req.GetWorkingDirectory())
+	}
+	req, err = ClaudeRequest(in, Options{NoFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(req.GetTranscript()) != 0 || req.GetWorkingDirectory() != "" {
+		t.Errorf("NoFiles: %d entries, working directory %q; want none of the transcript", len(req.GetTranscript()), req.GetWorkingDirectory())
+	}
+
+	codex := &CodexInput{ToolName: "Bash", ToolInput: map[string]any{"command": "ls"}, Cwd: "/work/app", TranscriptPath: path}
+	req, err = CodexRequest(codex, Options{NoFiles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(req.GetTranscript()) != 0 {
+		t.Errorf("Codex, NoFiles: %d entries, want none", len(req.GetTranscript()))
+	}
+}
+
+func TestAgentNamesMatchHookout(t *testing.T) {
+	if got, want := AgentNames(), hookout.AgentNames(); !slices.Equal(got, want) {
+		t.Errorf("AgentNames() = %v, hookout.AgentNames() = %v", got, want)
 	}
 }

@@ -176,6 +176,9 @@ func post(ctx context.Context, c *clientflags.Flags, path string, headers []stri
 	network, addr, host := "tcp", strings.TrimPrefix(c.Addr, "dns:///"), ""
 	if p, ok := strings.CutPrefix(c.Addr, "unix:"); ok {
 		network, addr, host = "unix", p, "localhost"
+		if conf != nil && conf.ServerName == "" {
+			conf.ServerName = "localhost" // as gRPC names a unix: target
+		}
 	} else {
 		h, _, err := net.SplitHostPort(addr)
 		if err != nil {

@@ -12,10 +12,13 @@ COPY . .
 ARG VERSION=dev
 # CGO off: a static binary with Go's own resolver, nothing to link at run time.
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.buildVersion=${VERSION}" \
-      -o /out/toolgate ./cmd/toolgate
+      -o /out/toolgate ./cmd/toolgate && \
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/toolgate-hook ./cmd/toolgate-hook
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/toolgate /toolgate
+# The hook binary beside it, for an agent's container to copy out.
+COPY --from=build /out/toolgate-hook /toolgate-hook
 USER nonroot:nonroot
 # gRPC, Prometheus /metrics.
 EXPOSE 50051 9464

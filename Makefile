@@ -24,8 +24,13 @@ run: ## Run the server on 127.0.0.1:50051 with the embedded default policy
 	go run ./cmd/toolgate serve
 
 .PHONY: build
-build: ## Build bin/toolgate
+build: ## Build bin/toolgate and, beside it, bin/toolgate-hook (the lean hook binary)
 	go build -o $(BIN)/toolgate ./cmd/toolgate
+	go build -o $(BIN)/toolgate-hook ./cmd/toolgate-hook
+
+.PHONY: install
+install: ## Install toolgate and toolgate-hook into GOBIN (go env GOBIN, else GOPATH/bin)
+	go install ./cmd/toolgate ./cmd/toolgate-hook
 
 # make test runs the unit and in-process tests; the tests that build the
 # binary and drive real processes (resilience/, deploy/, the README's hook

@@ -2,7 +2,12 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +19,9 @@ import (
 // TestHookReadmeSnippets installs each agent's hook as a new user would:
 // the settings snippet is taken verbatim from README.md, written where the
 // agent reads it, and the hook command is found in it the way the agent
-// finds it and run through sh -c with a freshly built toolgate on PATH and
-// TOOLGATE_ADDR set. Fed the agent's input for a destructive command, the
+// finds it and run through sh -c with freshly built toolgate and
+// toolgate-hook on PATH and TOOLGATE_HOOK_ADDR set to a server's hook
+// listener. Fed the agent's input for a destructive command, the
 // hook must print exactly the deny the README shows, and the README's words
 // on what the user sees must quote its reason.
 func TestHookReadmeSnippets(t *testing.T) {
@@ -33,11 +39,14 @@ func TestHookReadmeSnippets(t *testing.T) {
 		t.Fatalf("building toolgate needs the go command: %v", err)
 	}
 	binDir := t.TempDir()
-	build := exec.CommandContext(t.Context(), goBin, "build", "-o", filepath.Join(binDir, "toolgate"), ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	for name, pkg := range map[string]string{"toolgate": ".", "toolgate-hook": "../toolgate-hook"} {
+		build := exec.CommandContext(t.Context(), goBin, "build", "-o", filepath.Join(binDir, name), pkg)
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
 	}
-	addr := startServe(t)
+	hookSocket := filepath.Join(t.TempDir(), "hook.sock")
+	startServe(t, "--hook-unix-socket", hookSocket)
 	testdata, err := filepath.Abs(filepath.Join("testdata", "hook"))
 	if err != nil {
 		t.Fatal(err)
@@ -64,8 +73,8 @@ func TestHookReadmeSnippets(t *testing.T) {
 		t.Run(tc.heading, func(t *testing.T) {
 			section := markdownSection(t, hooks, tc.heading)
 			blocks := jsonBlocks(section)
-			if len(blocks) != 2 {
-				t.Fatalf("want the settings snippet and the printed deny as the two json blocks, found %d", len(blocks))
+			if len(blocks) < 2 {
+				t.Fatalf("want the settings snippet and the printed deny as the first two json blocks, found %d", len(blocks))
 			}
 			project := t.TempDir()
 			settingsPath := filepath.Join(project, tc.settings)
@@ -84,7 +93,7 @@ func TestHookReadmeSnippets(t *testing.T) {
 			input = bytes.ReplaceAll(input, []byte("$TESTDATA"), []byte(testdata))
 			sh := exec.CommandContext(t.Context(), "sh", "-c", command)
 			sh.Dir = project
-			sh.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "TOOLGATE_ADDR="+addr)
+			sh.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "TOOLGATE_HOOK_ADDR=unix:"+hookSocket)
 			sh.Stdin = bytes.NewReader(input)
 			var stderr bytes.Buffer
 			sh.Stderr = &stderr
@@ -103,6 +112,129 @@ func TestHookReadmeSnippets(t *testing.T) {
 			}
 		})
 	}
+	t.Run("### Claude Code HTTP hook", func(t *testing.T) {
+		section := markdownSection(t, hooks, "### Claude Code")
+		testClaudeHTTPHook(t, section, filepath.Join(testdata, "claude-code/deny-rule.json"), testdata)
+	})
+	t.Run("### Codex trusted_hash", func(t *testing.T) {
+		section := markdownSection(t, hooks, "### Codex")
+		settings := filepath.Join(t.TempDir(), "hooks.json")
+		if err := os.WriteFile(settings, []byte(jsonBlocks(section)[0]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want := codexTrustHash("pre_tool_use", "*", hookCommand(t, settings, "PreToolUse", "Bash"))
+		if !strings.Contains(section, `trusted_hash = "`+want+`"`) {
+			t.Errorf("the README's trusted_hash is not %s, the hash of its hook definition", want)
+		}
+	})
+}
+
+// testClaudeHTTPHook serves the README's hook listener config (on a free
+// port), finds the HTTP hook in its settings snippet the way Claude Code
+// does, posts the recorded input there and expects what the command hook
+// prints for it against the same server: a deny.
+func testClaudeHTTPHook(t *testing.T, section, inputFile, testdata string) {
+	yamls := regexp.MustCompile("(?ms)^```yaml\n(.*?)^```").FindAllStringSubmatch(section, -1)
+	blocks := jsonBlocks(section)
+	if len(yamls) != 1 || len(blocks) != 3 {
+		t.Fatalf("want the hook listener's config (yaml) and the HTTP hook's settings (the third json block), found %d yaml and %d json blocks", len(yamls), len(blocks))
+	}
+	var settings struct {
+		Hooks map[string][]struct {
+			Matcher string `json:"matcher"`
+			Hooks   []struct {
+				Type      string  `json:"type"`
+				URL       string  `json:"url"`
+				Timeout   float64 `json:"timeout"`
+				OnFailure string  `json:"onFailure"`
+			} `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal([]byte(blocks[2]), &settings); err != nil {
+		t.Fatalf("the HTTP hook's settings: %v", err)
+	}
+	var urls []string
+	for _, group := range settings.Hooks["PreToolUse"] {
+		for _, h := range group.Hooks {
+			if h.Type == "http" && matcherSelects(group.Matcher, "Bash") {
+				if h.OnFailure != "block" || h.Timeout <= 0 {
+					t.Errorf("the HTTP hook has onFailure %q and timeout %v: want block, and a timeout", h.OnFailure, h.Timeout)
+				}
+				urls = append(urls, h.URL)
+			}
+		}
+	}
+	if len(urls) != 1 {
+		t.Fatalf("%d HTTP hooks for Bash, want 1", len(urls))
+	}
+	u, err := url.Parse(urls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := yamls[0][1]
+	if !strings.Contains(config, "listen: "+u.Host+"\n") {
+		t.Fatalf("the hook URL's address %s is not the config's hook listener:\n%s", u.Host, config)
+	}
+	// The README's port may be taken on this machine: the same config on
+	// a free one.
+	path := filepath.Join(t.TempDir(), "toolgate.yaml")
+	if err := os.WriteFile(path, []byte(strings.Replace(config, u.Host, "127.0.0.1:0", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, logs := startServeLogs(t, "--config", path)
+	u.Host = hookAddr(t, logs())
+
+	input, err := os.ReadFile(inputFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input = bytes.ReplaceAll(input, []byte("$TESTDATA"), []byte(testdata))
+	// As Claude Code posts it: the input as the body, JSON.
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, u.String(), bytes.NewReader(input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	code, want, errOut := runHookBinary(t, input, "claude-code", "--addr", u.Host)
+	if code != 0 || errOut != "" {
+		t.Fatalf("the command hook: exit %d, stderr %q", code, errOut)
+	}
+	if string(body) != want {
+		t.Errorf("the hook listener answered\n%s\nthe command hook printed\n%s", body, want)
+	}
+	denyReasonOf(t, "PreToolUse", body)
+}
+
+// codexTrustHash is Codex's trust hash of a command hook: SHA-256 of the
+// canonical JSON (keys sorted, compact, no HTML escaping) of its
+// identity, with Codex's defaults timeout 600 and async false (as
+// e2e/agents/codex computes it for the real Codex).
+func codexTrustHash(event, matcher, command string) string {
+	identity := map[string]any{
+		"event_name": event,
+		"matcher":    matcher,
+		"hooks":      []any{map[string]any{"type": "command", "command": command, "timeout": 600, "async": false}},
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(identity); err != nil {
+		panic(err)
+	}
+	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // markdownSection returns the text from the line that starts with heading

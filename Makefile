@@ -118,7 +118,7 @@ fuzz: ## Fuzz path containment, shell analysis and its nesting guard, the rule p
 	go test -run '^$$' -fuzz '^FuzzUnique$$' -fuzztime $(FUZZTIME) ./internal/jsonkeys/
 
 .PHONY: bench
-bench: $(GHZ) ## Go benchmarks, then ghz load on toolgate and a bare server; writes bench/results.md (about 4 minutes)
+bench: $(GHZ) ## The hook's round trip against a minimal Go program, Go benchmarks, then ghz load on toolgate and a bare server; writes bench/results.md (about 4 minutes)
 	go run ./bench/loadrun -ghz $(GHZ) -out bench/results.md
 
 .PHONY: soak

@@ -43,7 +43,7 @@ type harness struct {
 	work string // temporary directory: binaries, data, logs, reports
 	ghz  string
 	pin  pinning
-	bins struct{ toolgate, bare, fakellm, self string }
+	bins struct{ toolgate, bare, fakellm, self, hook, minimal string }
 
 	concurrency int
 	duration    time.Duration
@@ -85,6 +85,8 @@ func run() error {
 	window := flag.Duration("window", 30*time.Second, "soak mode: length of one measured window")
 	rate := flag.Int("rps", 400, "soak mode: requests per second (1 in 8 reaches the fake model)")
 	flag.StringVar(&h.profileDir, "profile", "", "profile mode: serve toolgate in this process for the local targets and write cpu.pprof and heap.pprof here")
+	hookRuns := flag.Int("hook-runs", 300, "processes started for each row of the hook round trip")
+	hookOnly := flag.Bool("hook-only", false, "measure only the hook round trip (no Go benchmarks, no load)")
 	flag.IntVar(&h.workers, "stream-workers", -1, "profile mode: serve with server.stream_workers N (0: a goroutine per RPC), to compare; -1 keeps the default")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -101,7 +103,7 @@ func run() error {
 	if h.ghz, err = filepath.Abs(h.ghz); err != nil {
 		return err
 	}
-	if _, err := os.Stat(h.ghz); err != nil {
+	if _, err := os.Stat(h.ghz); err != nil && !*hookOnly {
 		return fmt.Errorf("ghz: %w (make bench installs it)", err)
 	}
 	taskset, _ := exec.LookPath("taskset")
@@ -136,14 +138,25 @@ func run() error {
 		res.ServerCores = len(h.pin.server)
 	}
 	res.PoolSize, res.Queue = poolShape()
+	if h.profileDir == "" {
+		logf("hook round trip (%d runs of each)", *hookRuns)
+		if res.Hook, err = h.hookRoundTrip(ctx, *hookRuns); err != nil {
+			return err
+		}
+		if *hookOnly {
+			*goBench = false
+		}
+	}
 	if *goBench {
 		logf("Go benchmarks (-benchtime %s)", *benchtime)
 		if res.GoBench, err = h.goBenchmarks(ctx, *benchtime); err != nil {
 			return err
 		}
 	}
-	if res.Targets, err = h.loadTargets(ctx); err != nil {
-		return err
+	if !*hookOnly {
+		if res.Targets, err = h.loadTargets(ctx); err != nil {
+			return err
+		}
 	}
 	if h.profileDir != "" {
 		for _, t := range res.Targets {
@@ -189,11 +202,15 @@ func (h *harness) build(ctx context.Context) error {
 	h.bins.bare = filepath.Join(h.work, "bareserver")
 	h.bins.fakellm = filepath.Join(h.work, "fakellm")
 	h.bins.self = filepath.Join(h.work, "loadrun")
+	h.bins.hook = filepath.Join(h.work, "toolgate-hook")
+	h.bins.minimal = filepath.Join(h.work, "minimal")
 	for _, b := range []struct{ out, pkg string }{
 		{h.bins.toolgate, "./cmd/toolgate"},
 		{h.bins.bare, "./bench/bareserver"},
 		{h.bins.fakellm, "./cmd/fakellm"},
 		{h.bins.self, "./bench/loadrun"},
+		{h.bins.hook, "./cmd/toolgate-hook"},
+		{h.bins.minimal, "./bench/minimal"},
 	} {
 		logf("building %s", b.pkg)
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", b.out, b.pkg)

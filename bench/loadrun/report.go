@@ -21,6 +21,7 @@ type results struct {
 	Queue       time.Duration
 	GoBench     []goBench
 	Targets     []*targetResult
+	Hook        *hookResult // nil when not measured
 }
 
 func (r *results) target(id string) *targetResult {
@@ -297,6 +298,10 @@ func (r *results) markdown() string {
 		}
 	}
 
+	if r.Hook != nil {
+		r.Hook.markdown(p)
+	}
+
 	p("## toolgate against the limit\n\n| | toolgate | bare server | toolgate / bare |\n|---|---|---|---|\n")
 	pairs := []struct{ label, tg, bare string }{
 		{"unary requests/s, %d callers", "toolgate-unary", "bare-unary"},
@@ -372,6 +377,9 @@ func (r *results) summary() string {
 	var b strings.Builder
 	for _, g := range r.goals() {
 		fmt.Fprintf(&b, "%-8s issue %d: %s: %s\n", strings.Trim(metWord(g.Met), "*"), g.Issue, g.What, g.Measured)
+	}
+	if r.Hook != nil {
+		b.WriteString(r.Hook.summary())
 	}
 	return b.String()
 }

@@ -1,13 +1,9 @@
 package server
 
 import (
-	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc/peer"
 )
 
 func TestHookConfigValidate(t *testing.T) {
@@ -43,29 +39,5 @@ func TestHookConfigValidate(t *testing.T) {
 	}
 	if got := DefaultConfig().Hook; got.Enabled() || got.Timeout != 30*time.Second {
 		t.Errorf("default hook config %+v: want off, timeout 30s", got)
-	}
-}
-
-// TestLocalPeer: only a caller on this machine names files the hook
-// listener may read.
-func TestLocalPeer(t *testing.T) {
-	tests := []struct {
-		addr net.Addr
-		want bool
-	}{
-		{&net.UnixAddr{Name: "@", Net: "unix"}, true},
-		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4000}, true},
-		{&net.TCPAddr{IP: net.IPv6loopback, Port: 4000}, true},
-		{&net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 4000}, false},
-		{nil, false},
-	}
-	for _, tc := range tests {
-		ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: tc.addr})
-		if got := localPeer(ctx); got != tc.want {
-			t.Errorf("localPeer(%v) = %v, want %v", tc.addr, got, tc.want)
-		}
-	}
-	if localPeer(context.Background()) {
-		t.Error("localPeer with no peer = true, want false")
 	}
 }

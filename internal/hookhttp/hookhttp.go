@@ -19,8 +19,10 @@ import (
 	"net"
 	"net/textproto"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/hook/hookout"
 	"github.com/toolgate/toolgate/internal/attest"
@@ -140,11 +142,14 @@ func Decide(ctx context.Context, p hookcli.Params, in io.Reader) ([]byte, error)
 	return out.Bytes(), nil
 }
 
-// transportCode names a failed exchange as gRPC would: the deadline, a
-// cancel, else an unreachable server.
+// transportCode names a failed exchange as gRPC would: the deadline (the
+// context's, or the connection's, which is the same), a cancel, else an
+// unreachable server.
 func transportCode(ctx context.Context, err error) string {
+	dl, ok := ctx.Deadline()
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(ctx.Err(), context.DeadlineExceeded), ok && !time.Now().Before(dl):
 		return "DeadlineExceeded"
 	case errors.Is(ctx.Err(), context.Canceled):
 		return "Canceled"

@@ -10,17 +10,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/toolgate/toolgate/classifier"
+	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/server"
 	"github.com/toolgate/toolgate/upstream"
@@ -95,6 +99,9 @@ type App struct {
 	// watchHeld is set when the watch loop did not end at shutdown: a
 	// reload is held, with the reloader's lock.
 	watchHeld bool
+	// policyWatch follows the upstream's policies: a local server with
+	// no config file; nil otherwise.
+	policyWatch *upstream.Watcher
 }
 
 // watchStopWait bounds shutdown's wait for the config watch, counted from
@@ -170,15 +177,33 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		srvTracing = append(srvTracing, server.WithTracerProvider(tp))
 	}
 	var fwd engine.Classifier
+	origin := policyOrigin{from: "embedded default", kind: originFile}
+	if files := cfg.File.Files(); len(files) > 0 {
+		origin.from = files[0]
+	}
 	if cfg.Upstream.Enabled() {
-		if fwd, err = a.dialUpstream(cfg, metrics); err != nil {
+		conn, um, err := a.dialUpstream(cfg, metrics)
+		if err != nil {
 			return nil, err
+		}
+		l := cfg.Classifier.SessionBlockLimits
+		if fwd, err = upstream.NewClassifier(conn, cfg.Upstream.Address, cfg.Upstream.Timeout, upstream.SessionLimits{Consecutive: l.Consecutive, Total: l.Total}, um); err != nil {
+			return nil, err
+		}
+		if len(cfg.File.Files()) == 0 {
+			// No config file: the policies are the centre's.
+			a.policyWatch = upstream.NewWatcher(conn, cfg.Upstream.Address, cfg.Upstream.StateDir,
+				func(doc []byte, version, from string) error { return a.rl.applyServed(doc, version, from) }, log, um)
+			if origin, err = a.initialPolicies(cfg, home); err != nil {
+				return nil, err
+			}
 		}
 	}
 	gen, err := buildGenerationWith(cfg, nil, home, log, fwd, clsOpts...)
 	if err != nil {
 		return nil, err
 	}
+	gen.origin = origin
 	// Closed after the gRPC server (closers run in reverse): idle workers
 	// end; stuck ones end with the process.
 	a.onClose("file-system workers", gen.pool.Close)
@@ -257,6 +282,8 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 	}
 	a.rl.svc = a.srv.Service()
 	a.rl.reopenAudit = a.srv.ReopenAudit
+	a.rl.publish = a.srv.PublishPolicies
+	a.rl.inForce(gen)
 	a.onClose("grpc server", func() {
 		// A fresh context: Run's is done, and Shutdown bounds itself.
 		a.srv.Shutdown(context.Background())
@@ -268,22 +295,81 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 	return a, nil
 }
 
-// dialUpstream makes a local server's classifier: its upstream, with the
-// session limits of the classifier section, recording into the upstream
+// dialUpstream connects a local server to its upstream, with the upstream
 // metrics. The connection closes after the server (closers run in
 // reverse).
-func (a *App) dialUpstream(cfg *Config, metrics *serveMetrics) (engine.Classifier, error) {
+func (a *App) dialUpstream(cfg *Config, metrics *serveMetrics) (*grpc.ClientConn, *upstream.Metrics, error) {
 	conn, err := upstream.Dial(cfg.Upstream)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	a.onClose("upstream connection", func() { _ = conn.Close() })
 	m, err := upstream.NewMetrics(metrics.reg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	l := cfg.Classifier.SessionBlockLimits
-	return upstream.NewClassifier(conn, cfg.Upstream.Address, cfg.Upstream.Timeout, upstream.SessionLimits{Consecutive: l.Consecutive, Total: l.Total}, m)
+	return conn, m, nil
+}
+
+// initialPolicies puts in cfg.File the policies a local server without a
+// config file starts with: the centre's set in force when it answers
+// within upstream.timeout, else the last good copy in the state
+// directory, else the built-in policy (served as the centre would serve
+// it: clients do not allow), until the centre answers. Each must
+// compile; the watch started by Run then follows the centre.
+func (a *App) initialPolicies(cfg *Config, home string) (policyOrigin, error) {
+	w, log := a.policyWatch, a.log
+	try := func(doc []byte, o policyOrigin) bool {
+		f, err := config.FromServed(doc, o.from)
+		if err == nil {
+			next := *cfg
+			next.File = f
+			_, _, err = next.newEngine(home, nil, nil)
+		}
+		if err != nil {
+			log.Error("policy set refused", zap.String("from", o.from), zap.Error(err))
+			return false
+		}
+		cfg.File = f
+		return true
+	}
+	set, err := w.Fetch(context.Background(), cfg.Upstream.Timeout)
+	if err != nil {
+		log.Warn("the upstream did not send its policies at start", zap.String("upstream", cfg.Upstream.Address), zap.Error(err))
+	} else if try(set.GetDocument(), policyOrigin{from: w.From(), kind: originUpstream}) {
+		w.SetKnown(set.GetVersion())
+		w.Save(set)
+		return policyOrigin{from: w.From(), kind: originUpstream}, nil
+	}
+	if dir := cfg.Upstream.StateDir; dir != "" {
+		saved, err := upstream.LoadState(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			log.Error("the state directory's policy copy is unusable", zap.Error(err))
+		default:
+			o := policyOrigin{kind: originStateDir,
+				from: fmt.Sprintf("state-dir copy %s (from upstream %s, received %s)", filepath.Join(dir, upstream.StateFile), saved.Upstream, saved.Received.Format(time.RFC3339))}
+			if try([]byte(saved.Document), o) {
+				w.SetKnown(saved.Version)
+				return o, nil
+			}
+		}
+	}
+	def, err := config.Default()
+	if err != nil {
+		return policyOrigin{}, err
+	}
+	doc, _, err := def.Served()
+	if err != nil {
+		return policyOrigin{}, err
+	}
+	o := policyOrigin{from: "built-in policy (no policy set received from the upstream yet)", kind: originBuiltin}
+	if !try(doc, o) {
+		return policyOrigin{}, errors.New("the built-in policy does not compile")
+	}
+	log.Warn("deciding with the built-in policy until the upstream sends its own", zap.String("upstream", cfg.Upstream.Address))
+	return o, nil
 }
 
 // loader is how a reload reads the config: the file again, with the
@@ -341,7 +427,17 @@ func (a *App) Run(ctx context.Context) error {
 	policies := a.rl.cur.eng.Policies()
 	watchCtx, cancelWatch := context.WithCancel(ctx)
 	watchDone := make(chan struct{})
-	go func() { a.watch.run(watchCtx); close(watchDone) }()
+	go func() {
+		defer close(watchDone)
+		if a.policyWatch != nil {
+			// Applying a set takes the reloader's lock, as a reload
+			// does: shutdown waits for both alike.
+			policiesDone := make(chan struct{})
+			go func() { a.policyWatch.Run(watchCtx); close(policiesDone) }()
+			defer func() { <-policiesDone }()
+		}
+		a.watch.run(watchCtx)
+	}()
 	var stopAt time.Time
 	a.stopWatch = func() bool {
 		cancelWatch()

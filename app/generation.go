@@ -16,6 +16,8 @@ type generation struct {
 	cfg *Config
 	eng *engine.Engine
 	cls *classifier.Classifier // nil without backends
+	// origin is where the policies came from.
+	origin policyOrigin
 	// fwd is a local server's classifier, its upstream (nil without
 	// one): made once, with the per-session block counters, and kept by
 	// every later generation.
@@ -85,3 +87,19 @@ func buildGenerationWith(cfg *Config, prev *generation, home string, log *zap.Lo
 	}
 	return g, nil
 }
+
+// policyOrigin is where a generation's policies came from: in words (a
+// file's path, an upstream's address, the state directory's copy) and as
+// a kind.
+type policyOrigin struct {
+	from string
+	kind string
+}
+
+// Kinds of policy origins.
+const (
+	originFile     = "file"
+	originUpstream = "upstream"
+	originStateDir = "state_dir"
+	originBuiltin  = "built_in"
+)

@@ -41,6 +41,7 @@ func newMetrics() (*serveMetrics, error) {
 	if err := m.reg.Register(m.reloads); err != nil {
 		return nil, err
 	}
+
 	if err := m.reg.Register(collectors.NewGoCollector()); err != nil {
 		return nil, err
 	}

@@ -38,6 +38,8 @@ type reloader struct {
 	// classifier metrics); reloads counts reloads (nil: not counted).
 	clsOpts []classifier.Option
 	reloads *prometheus.CounterVec
+	// publish serves the set in force to local servers (nil: none).
+	publish func(version string, doc []byte)
 	// settle is the settle window; zero means settleWindow.
 	settle time.Duration
 
@@ -162,9 +164,51 @@ func (r *reloader) swap(ctx context.Context, trigger string, files []string) err
 	if err != nil {
 		return err
 	}
+	if files := cfg.File.Files(); len(files) > 0 {
+		g.origin = policyOrigin{from: files[0], kind: originFile}
+	} else {
+		g.origin = r.cur.origin
+	}
+	r.install(g)
+	r.log.Info("config reloaded", zap.String("trigger", trigger), zap.String("file", r.path), zap.Strings("policies", g.eng.Policies()))
+	return nil
+}
+
+// applyServed puts in force a policy set a local server received from its
+// upstream (doc, its served form), from says where from. A set that does
+// not compile is refused, and the running one stays.
+func (r *reloader) applyServed(doc []byte, version, from string) error {
+	f, err := config.FromServed(doc, from)
+	if err != nil {
+		countReload(r.reloads, err)
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cfg := *r.cur.cfg
+	cfg.File = f
+	g, err := buildGeneration(&cfg, r.cur, r.home, r.log, r.clsOpts...)
+	countReload(r.reloads, err)
+	if err != nil {
+		return err
+	}
+	if got := g.eng.Version(); got != version {
+		// The same document gives the same version here as at the
+		// centre; a difference is a bug, not a policy to run.
+		return fmt.Errorf("the policy set compiled to version %s, not the %s it was sent as", got, version)
+	}
+	g.origin = policyOrigin{from: from, kind: originUpstream}
+	r.install(g)
+	return nil
+}
+
+// install swaps g in (r.mu held): checks from now on use its engine; the
+// classifier it replaced is closed once its last checks are done.
+func (r *reloader) install(g *generation) {
 	r.svc.SetEngine(g.eng)
 	old := r.cur
 	r.cur = g
+	r.inForce(g)
 	if old.cls != nil && old.cls != g.cls {
 		// Checks in flight may still be asking the old classifier; each
 		// is bounded by its timeout, after which nothing uses it.
@@ -176,8 +220,21 @@ func (r *reloader) swap(ctx context.Context, trigger string, files []string) err
 			r.retired = slices.DeleteFunc(r.retired, func(rt retiree) bool { return rt.cls == cls })
 		})})
 	}
-	r.log.Info("config reloaded", zap.String("trigger", trigger), zap.String("file", r.path), zap.Strings("policies", g.eng.Policies()))
-	return nil
+}
+
+// inForce says which policy set is in force now, in the log, and makes
+// it the set this server serves to local servers whose upstream it is.
+func (r *reloader) inForce(g *generation) {
+	version := g.eng.Version()
+	r.log.Info("policy set in force", zap.String("policy_version", version), zap.String("from", g.origin.from), zap.Strings("policies", g.eng.Policies()))
+	if r.publish != nil {
+		doc, v, err := g.cfg.File.Served()
+		if err != nil {
+			r.log.Error("the policy set cannot be served to local servers", zap.Error(err))
+			return
+		}
+		r.publish(v, doc)
+	}
 }
 
 // watched are the files a change of which may change the config: those it

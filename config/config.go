@@ -143,6 +143,13 @@ type Policy struct {
 	AcceptEdits *bool `yaml:"accept_edits"`
 	// AutoMode holds the classifier's natural-language rules.
 	AutoMode AutoMode `yaml:"auto_mode"`
+	// ClientAllowRules lets checks bring allow rules of their own (a
+	// request's rules, a session's, toolgate check --allow, settings a
+	// hook imports). Unset, a config file's policy lets them and a policy
+	// served by a central toolgate does not: under it, clients add deny
+	// and ask rules only, and an allow rule they send is ignored with a
+	// note in the reason.
+	ClientAllowRules *bool `yaml:"client_allow_rules,omitempty"`
 	// ClaudeSettings names a Claude Code settings.json whose permissions
 	// and autoMode lists are added to this policy's. After Load it is an
 	// absolute path and the lists above include the imported rules.

@@ -49,7 +49,12 @@ func (c *Config) NewEngine(rt Runtime) (*engine.Engine, []string, error) {
 		p.Permissions.Deny = append(slices.Clip(p.Permissions.Deny), guard...)
 		policies[name] = p
 	}
+	_, version, err := c.Served()
+	if err != nil {
+		return nil, nil, err
+	}
 	eng, err := engine.New(engine.Config{
+		Version:                 version,
 		Policies:                policies,
 		Classifier:              rt.Classifier,
 		OnClassifierUnavailable: rt.OnClassifierUnavailable,
@@ -84,6 +89,9 @@ func (c *Config) enginePolicies() map[string]engine.PolicySpec {
 			ProtectedPaths:     p.ProtectedPaths,
 			ReadRoots:          p.ReadRoots,
 			DisableAcceptEdits: p.AcceptEdits != nil && !*p.AcceptEdits,
+			// A config file's policy lets clients allow unless it says
+			// otherwise; a served one says so explicitly (Served).
+			RefuseClientAllowRules: p.ClientAllowRules != nil && !*p.ClientAllowRules,
 		}
 	}
 	return out

@@ -156,8 +156,16 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 		return Result{}, false, fmt.Errorf("%w %q", ErrUnknownPolicy, name)
 	}
 	set := p.rules
-	if len(req.Rules.Allow)+len(req.Rules.Ask)+len(req.Rules.Deny) > 0 {
-		extra, _, err := rules.Compile(req.Rules.Deny, req.Rules.Ask, req.Rules.Allow)
+	clientAllow := req.Rules.Allow
+	var ignored int
+	if p.refuseClientAllow && len(clientAllow) > 0 {
+		// Clients add deny and ask rules only; their allow rules are
+		// not even compiled, so that one the policy refuses cannot fail
+		// the check either.
+		ignored, clientAllow = len(clientAllow), nil
+	}
+	if len(clientAllow)+len(req.Rules.Ask)+len(req.Rules.Deny) > 0 {
+		extra, _, err := rules.Compile(req.Rules.Deny, req.Rules.Ask, clientAllow)
 		if err != nil {
 			return Result{}, false, fmt.Errorf("%w: rules.%w", ErrInvalidRequest, err)
 		}
@@ -193,7 +201,10 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 		// Only a cancelled context leaves the pipeline undecided.
 		return Result{}, false, ctx.Err()
 	}
-	res.Kind, res.Policy, res.FilesUnseen = c.kind, p.name, c.unseen
+	res.Kind, res.Policy, res.FilesUnseen, res.PolicyVersion = c.kind, p.name, c.unseen, e.version
+	if ignored > 0 {
+		res.Reason += fmt.Sprintf(" (%d allow rule(s) the client sent were ignored: policy %s does not let clients allow, see client_allow_rules)", ignored, p.name)
+	}
 	return res, true, nil
 }
 
@@ -258,7 +269,7 @@ func (e *Engine) fsUnanswered(err error, p *policy, req *Request) Result {
 	} else {
 		why = "every file-system worker is busy or held by a file system that does not answer (engine.fs_workers)"
 	}
-	return Result{Decision: Ask, Source: SourceFileSystem, Kind: p.vocab.Kind(req.Tool.Name), Policy: p.name,
+	return Result{Decision: Ask, Source: SourceFileSystem, Kind: p.vocab.Kind(req.Tool.Name), Policy: p.name, PolicyVersion: e.version,
 		Reason: why + "; the call's paths were not checked, so no rule or stage decided it"}
 }
 

@@ -32,6 +32,11 @@ type PolicySpec struct {
 	ReadRoots []string
 	// DisableAcceptEdits turns the accept-edits fast path off.
 	DisableAcceptEdits bool
+	// RefuseClientAllowRules ignores the allow rules a request brings
+	// (Request.Rules.Allow), with a note in the reason; its deny and ask
+	// rules still apply. A policy served by a central toolgate sets it
+	// unless it lets clients allow.
+	RefuseClientAllowRules bool
 }
 
 // policy is a compiled PolicySpec.
@@ -44,10 +49,12 @@ type policy struct {
 	protected   *pathcheck.Patterns
 	acceptEdits bool
 	readRoots   knowledge.Roots
+	// refuseClientAllow: the request's allow rules are ignored.
+	refuseClientAllow bool
 }
 
 func compilePolicy(name string, spec PolicySpec, home string) (*policy, error) {
-	p := &policy{name: name, safe: map[string]bool{}, acceptEdits: !spec.DisableAcceptEdits}
+	p := &policy{name: name, safe: map[string]bool{}, acceptEdits: !spec.DisableAcceptEdits, refuseClientAllow: spec.RefuseClientAllowRules}
 	set, warns, err := rules.Compile(spec.Permissions.Deny, spec.Permissions.Ask, spec.Permissions.Allow)
 	if err != nil {
 		return nil, fmt.Errorf("permissions.%w", err)

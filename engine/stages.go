@@ -185,7 +185,7 @@ func (e *Engine) Classify(ctx context.Context, in *ClassifyInput) (Result, error
 	if res.Decision == DecisionUnspecified {
 		return Result{}, ctx.Err()
 	}
-	res.Kind, res.Policy = in.Kind, name
+	res.Kind, res.Policy, res.PolicyVersion = in.Kind, name, e.version
 	return res, nil
 }
 

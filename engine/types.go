@@ -181,6 +181,9 @@ type Result struct {
 	Kind Kind
 	// Policy is the name of the policy applied.
 	Policy string
+	// PolicyVersion is the content hash of the policy set applied
+	// ("sha256:..."); empty when unknown.
+	PolicyVersion string
 	// Classifier describes the side-query when the classifier was asked.
 	Classifier *ClassifierDetails
 	// FilesUnseen says why no stage proved anything from the disk: the

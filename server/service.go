@@ -106,6 +106,7 @@ func (s *Service) decideStages(ctx context.Context, req *pb.CheckRequest, transc
 	if err != nil {
 		return nil, false, err
 	}
+	resp.PolicyVersion = res.PolicyVersion
 	s.metrics.decided(res, latency)
 	ce := s.log.Check(zap.InfoLevel, "decision")
 	if ce == nil && s.audit == nil {
@@ -127,6 +128,7 @@ func (s *Service) decideStages(ctx context.Context, req *pb.CheckRequest, transc
 		zap.String("tool", req.GetTool().GetName()),
 		zap.String("tool_kind", string(res.Kind)),
 		zap.String("policy", res.Policy),
+		zap.String("policy_version", res.PolicyVersion),
 		zap.Stringer("mode", ereq.Mode),
 		zap.Stringer("decision", res.Decision),
 		zap.Stringer("source", res.Source),

@@ -3,9 +3,11 @@ package server
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
@@ -25,7 +27,70 @@ const (
 // set in force.
 type Upstream struct {
 	pb.UnimplementedUpstreamServiceServer
-	svc *Service
+	svc  *Service
+	feed policyFeed
+}
+
+// policyFeed is the policy set in force, and a channel closed (and
+// replaced) at each change, which wakes every watcher: each sends the
+// newest set, however many changes it slept through.
+type policyFeed struct {
+	mu      sync.Mutex
+	set     *pb.PolicySet
+	changed chan struct{}
+}
+
+func (f *policyFeed) publish(set *pb.PolicySet) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.set != nil && f.set.GetVersion() == set.GetVersion() {
+		return
+	}
+	f.set = set
+	if f.changed != nil {
+		close(f.changed)
+	}
+	f.changed = make(chan struct{})
+}
+
+func (f *policyFeed) current() (*pb.PolicySet, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed == nil {
+		f.changed = make(chan struct{})
+	}
+	return f.set, f.changed
+}
+
+// PublishPolicies makes doc, the policies' served form, with its version,
+// the set the watching local servers are sent: at once, and to every
+// one that connects later.
+func (s *Server) PublishPolicies(version string, doc []byte) {
+	s.upstream.feed.publish(&pb.PolicySet{Version: version, Document: doc})
+}
+
+// WatchPolicies sends the set in force, then each new one, until the
+// client goes or the server shuts down (the client reconnects).
+func (u *Upstream) WatchPolicies(req *pb.WatchPoliciesRequest, stream grpc.ServerStreamingServer[pb.WatchPoliciesResponse]) error {
+	ctx := stream.Context()
+	u.svc.log.Debug("policy watcher connected", zap.String("client", ClientFromContext(ctx)), zap.String("known_version", validUTF8(quoteCut(req.GetKnownVersion()))))
+	var sent string
+	for {
+		set, changed := u.feed.current()
+		if set != nil && set.GetVersion() != sent {
+			if err := stream.Send(&pb.WatchPoliciesResponse{PolicySet: set}); err != nil {
+				return err
+			}
+			sent = set.GetVersion()
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return statusFromError(ctx.Err()).Err()
+		case <-u.svc.draining:
+			return nil
+		}
+	}
 }
 
 var _ pb.UpstreamServiceServer = (*Upstream)(nil)

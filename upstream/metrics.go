@@ -14,11 +14,18 @@ const (
 	resultCanceled  = "canceled"   // the check went away first
 )
 
+// The result label of toolgate_upstream_policy_updates_total.
+const (
+	policyApplied = "applied" // in force
+	policyRefused = "refused" // did not verify or compile; the one in force stays
+)
+
 // Metrics are a local server's metrics of its upstream. Make them once per
 // process.
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration prometheus.Histogram
+	policies *prometheus.CounterVec
 }
 
 // NewMetrics makes the upstream metrics and registers them on reg.
@@ -33,13 +40,19 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time of one Classify call to the upstream toolgate, the centre's classification included.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}),
+		policies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_upstream_policy_updates_total",
+			Help: "Policy sets received from the upstream toolgate by result: applied, or refused (it did not verify or compile; the set in force stays).",
+		}, []string{"result"}),
 	}
+	m.policies.WithLabelValues(policyApplied)
+	m.policies.WithLabelValues(policyRefused)
 	// Every result from the start, so that a rate() works before the
 	// first of each.
 	for _, r := range []string{resultOK, resultError, resultBadAnswer, resultCanceled} {
 		m.requests.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.policies} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -53,4 +66,11 @@ func (m *Metrics) observe(result string, d time.Duration) {
 	}
 	m.requests.WithLabelValues(result).Inc()
 	m.duration.Observe(d.Seconds())
+}
+
+func (m *Metrics) policy(result string) {
+	if m == nil {
+		return
+	}
+	m.policies.WithLabelValues(result).Inc()
 }

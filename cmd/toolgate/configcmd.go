@@ -4,9 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
+	"time"
 
 	"github.com/toolgate/toolgate/app"
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // configCmd prints the embedded default configuration or the effective
@@ -15,7 +18,7 @@ import (
 // (${NAME}) and credentials in base URLs are masked (config.MarshalShow).
 func configCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: toolgate config defaults | toolgate config show [--config FILE]")
+		fmt.Fprintln(stderr, "usage: toolgate config defaults | toolgate config show [--config FILE | --state-dir DIR]")
 		return 2
 	}
 	switch args[0] {
@@ -26,30 +29,73 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 		fs := flag.NewFlagSet("config show", flag.ContinueOnError)
 		fs.SetOutput(stderr)
 		path := fs.String("config", "", "config file (default: the embedded default)")
+		stateDir := fs.String("state-dir", "", "show the policy set a local toolgate keeps in this state directory (serve --state-dir), received from its upstream")
 		if err := fs.Parse(args[1:]); err != nil {
 			if err == flag.ErrHelp {
 				return 0
 			}
 			return 2
 		}
-		cfg, err := app.LoadConfig(*path)
+		if *stateDir != "" && *path != "" {
+			fmt.Fprintln(stderr, "toolgate config show: --config and --state-dir are two sources; give one")
+			return 2
+		}
+		file, from, err := showSource(*path, *stateDir)
 		if err != nil {
 			fmt.Fprintln(stderr, "toolgate config show:", err)
 			return 1
 		}
-		// What is shown must be a config that runs: its rules compile.
-		if _, _, err := cfg.NewEngine("", nil); err != nil {
-			fmt.Fprintln(stderr, "toolgate config show:", err)
-			return 1
-		}
-		out, err := cfg.File.MarshalShow()
+		_, version, err := file.Served()
 		if err != nil {
 			fmt.Fprintln(stderr, "toolgate config show:", err)
 			return 1
 		}
+		out, err := file.MarshalShow()
+		if err != nil {
+			fmt.Fprintln(stderr, "toolgate config show:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "# policy version %s, from %s\n", version, from)
 		_, _ = stdout.Write(out)
 		return 0
 	}
 	fmt.Fprintf(stderr, "toolgate config: unknown subcommand %q\n", args[0])
 	return 2
+}
+
+// showSource loads what config show prints, and says where it came from:
+// the config file (or the embedded default), or a local toolgate's state
+// directory. What is shown must be a config that runs: its rules compile.
+func showSource(path, stateDir string) (*config.Config, string, error) {
+	if stateDir != "" {
+		abs, err := filepath.Abs(stateDir)
+		if err != nil {
+			return nil, "", err
+		}
+		saved, err := upstream.LoadState(abs)
+		if err != nil {
+			return nil, "", err
+		}
+		from := fmt.Sprintf("upstream %s, received %s (state-dir copy %s)", saved.Upstream, saved.Received.Format(time.RFC3339), filepath.Join(abs, upstream.StateFile))
+		f, err := config.FromServed([]byte(saved.Document), from)
+		if err != nil {
+			return nil, "", err
+		}
+		if _, _, err := f.NewEngine(config.Runtime{}); err != nil {
+			return nil, "", err
+		}
+		return f, from, nil
+	}
+	cfg, err := app.LoadConfig(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, _, err := cfg.NewEngine("", nil); err != nil {
+		return nil, "", err
+	}
+	from := "the embedded default"
+	if files := cfg.File.Files(); len(files) > 0 {
+		from = files[0]
+	}
+	return cfg.File, from, nil
 }

@@ -1,0 +1,96 @@
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/toolgate/toolgate/engine"
+)
+
+// VersionPrefix starts every policy version: the content hash of a
+// policy set's served form.
+const VersionPrefix = "sha256:"
+
+// served is the form in which a central toolgate serves its policies to
+// local ones: every policy as it runs (every layer applied, imported
+// settings included), with nothing left to resolve against files or the
+// built-in policy. Encoded as YAML it is canonical (fields in their
+// declared order, map keys sorted), so the same policies give the same
+// bytes and the same version.
+type served struct {
+	Policies map[string]Policy `yaml:"policies"`
+}
+
+// Served returns the policies in their served form and its version,
+// "sha256:" and the hex SHA-256 of it. In that form each policy says
+// whether clients may bring allow rules (client_allow_rules): a policy
+// that does not say so lets them in a config file and not when served.
+func (c *Config) Served() (doc []byte, version string, err error) {
+	s := served{Policies: make(map[string]Policy, len(c.Policies))}
+	for name, p := range c.Policies {
+		p = clonePolicy(p)
+		p.Extends, p.RemoveBuiltin, p.ClaudeSettings = "", nil, ""
+		p.AcceptEdits = ptr(p.AcceptEdits == nil || *p.AcceptEdits)
+		p.ClientAllowRules = ptr(p.ClientAllowRules != nil && *p.ClientAllowRules)
+		s.Policies[name] = p
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&s); err != nil {
+		return nil, "", fmt.Errorf("policies: encoding the served form: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, "", fmt.Errorf("policies: encoding the served form: %w", err)
+	}
+	return buf.Bytes(), Version(buf.Bytes()), nil
+}
+
+// Version is the version of a served document.
+func Version(doc []byte) string {
+	sum := sha256.Sum256(doc)
+	return VersionPrefix + hex.EncodeToString(sum[:])
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// FromServed is the config of a local toolgate whose policies come from a
+// central one: doc is their served form, from, where it came from (the
+// upstream's address, the state directory's copy), named in messages and
+// by config show. The policies are taken as they are: the centre has
+// applied the built-in layer already. Like Load, it checks the shape; the
+// rules are compiled by NewEngine.
+func FromServed(doc []byte, from string) (*Config, error) {
+	var s served
+	dec := yaml.NewDecoder(bytes.NewReader(doc))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	if _, ok := s.Policies[engine.DefaultPolicy]; !ok {
+		return nil, fmt.Errorf("%s: policies.%s: missing (policies served: %s)", from, engine.DefaultPolicy, strings.Join(slices.Sorted(maps.Keys(s.Policies)), ", "))
+	}
+	c := newConfig()
+	c.name, c.Policies, c.fs = from, s.Policies, engine.DefaultFSConfig()
+	for name, p := range c.Policies {
+		if p.Extends != "" || p.RemoveBuiltin != nil || p.ClaudeSettings != "" {
+			return nil, fmt.Errorf("%s: policies.%s: extends, remove_builtin and claude_settings have no place in a served policy", from, name)
+		}
+		if p.ClientAllowRules == nil {
+			// A served policy lets clients allow only when it says so.
+			p.ClientAllowRules = ptr(false)
+			c.Policies[name] = p
+		}
+		c.layers[name] = newLayers(from, &p)
+	}
+	return c, nil
+}

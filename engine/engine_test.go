@@ -770,3 +770,32 @@ func TestEngineClassify(t *testing.T) {
 	}
 	want{d: Ask, s: SourceNoClassifier, reason: "a note"}.check(t, res)
 }
+
+// TestRefusedClientAllowRules: under a policy that does not let clients
+// allow, a request's allow rule is ignored (the call goes on to the
+// classifier) with the reason saying so, and a broken one cannot fail
+// the check; the request's deny and ask rules still apply; a policy that
+// lets clients allow honours the same rule.
+func TestRefusedClientAllowRules(t *testing.T) {
+	l := newLayout(t)
+	fc := &fakeClassifier{verdict: Verdict{Decision: Deny, Reason: "not this package"}}
+	e := newEngine(t, map[string]PolicySpec{
+		DefaultPolicy: {RefuseClientAllowRules: true},
+		"open":        {},
+	}, fc)
+	npm := func(policy string, r RuleSet) *Request {
+		return &Request{Tool: bashCmd("npm install evil-pkg"), WorkingDirectory: l.app, Policy: policy, Rules: r}
+	}
+	res := mustCheck(t, e, npm("", RuleSet{Allow: []string{"Bash(npm install *)", "Bash(broken"}}))
+	want{d: Deny, s: SourceClassifier, reason: "2 allow rule(s) the client sent were ignored: policy default does not let clients allow"}.check(t, res)
+	if len(fc.calls()) != 1 {
+		t.Fatalf("classifier calls %d", len(fc.calls()))
+	}
+	want{d: Deny, s: SourceRule, rule: "Bash(npm install *)"}.check(t, mustCheck(t, e, npm("", RuleSet{Deny: []string{"Bash(npm install *)"}})))
+	want{d: Ask, s: SourceRule, rule: "Bash(npm *)"}.check(t, mustCheck(t, e, npm("", RuleSet{Ask: []string{"Bash(npm *)"}, Allow: []string{"Bash(npm install *)"}})))
+	res = mustCheck(t, e, npm("open", RuleSet{Allow: []string{"Bash(npm install *)"}}))
+	want{d: Allow, s: SourceRule, rule: "Bash(npm install *)"}.check(t, res)
+	if strings.Contains(res.Reason, "ignored") {
+		t.Errorf("a policy that lets clients allow notes %q", res.Reason)
+	}
+}

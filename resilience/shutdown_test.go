@@ -313,9 +313,15 @@ func (s *served) log() string {
 // startServe runs toolgate serve and waits for its address.
 func startServe(t *testing.T, bin string, args ...string) *served {
 	t.Helper()
+	return startServeEnv(t, bin, append(os.Environ(), "OPENAI_API_KEY=sk-resilience"), args...)
+}
+
+// startServeEnv is startServe in the environment env.
+func startServeEnv(t *testing.T, bin string, env []string, args ...string) *served {
+	t.Helper()
 	s := &served{exited: make(chan error, 1)}
 	s.cmd = exec.Command(bin, append([]string{"serve"}, args...)...)
-	s.cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-resilience")
+	s.cmd.Env = env
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,86 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServedForm: the served form is canonical (served again from what it
+// serves, it is the same bytes and version), carries every layer applied,
+// and says whether clients may allow: not unless the file says so; a
+// served config compiles to an engine of that version, and refuses
+// settings that only a file can resolve.
+func TestServedForm(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "toolgate.yaml")
+	body := "policies:\n  default:\n    permissions: {deny: [\"Bash(make deploy)\"]}\n  open:\n    client_allow_rules: true\n    accept_edits: false\n"
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, version, err := c.Served()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(version, "sha256:") || version != Version(doc) {
+		t.Fatalf("version %q of its document %q", version, Version(doc))
+	}
+	s := string(doc)
+	for _, want := range []string{"Bash(make deploy)", "client_allow_rules: false", "client_allow_rules: true", "accept_edits: false"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("served form lacks %q:\n%s", want, s)
+		}
+	}
+	if !strings.Contains(s, "Read(//**/.env)") && !strings.Contains(s, ".env") {
+		t.Errorf("the built-in layer is not in the served form:\n%s", s)
+	}
+	f, err := FromServed(doc, "upstream test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, v2, err := f.Served()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != s || v2 != version {
+		t.Fatalf("served twice differs:\n%s\n---\n%s", s, again)
+	}
+	eng, _, err := f.NewEngine(Runtime{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eng.Version() != version {
+		t.Errorf("engine version %q, want %q", eng.Version(), version)
+	}
+	if p := f.enginePolicies(); !p["default"].RefuseClientAllowRules || p["open"].RefuseClientAllowRules {
+		t.Errorf("served client_allow_rules: default %v open %v", p["default"].RefuseClientAllowRules, p["open"].RefuseClientAllowRules)
+	}
+	// The file itself lets clients allow where it does not say otherwise.
+	if p := c.enginePolicies(); p["default"].RefuseClientAllowRules {
+		t.Error("a config file's policy refuses client allow rules by default")
+	}
+
+	for name, bad := range map[string]string{
+		"no default":      "policies:\n  other: {}\n",
+		"extends":         "policies:\n  default: {extends: none}\n",
+		"claude settings": "policies:\n  default: {claude_settings: x.json}\n",
+		"unknown field":   "policies:\n  default: {nonsense: 1}\n",
+	} {
+		if _, err := FromServed([]byte(bad), "upstream test"); err == nil || !strings.Contains(err.Error(), "upstream test") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// A served policy that does not say lets no client allow.
+	f, err = FromServed([]byte("policies:\n  default: {}\n"), "upstream test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.enginePolicies()["default"].RefuseClientAllowRules {
+		t.Error("a served policy without client_allow_rules lets clients allow")
+	}
+}

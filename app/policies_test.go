@@ -85,6 +85,12 @@ func TestPoliciesFromTheCentre(t *testing.T) {
 		t.Errorf("state file: %v %v", fi.Mode(), err)
 	}
 
+	// The kept copy is toolgate's own: no agent may write it.
+	w, err := local.client.Check(t.Context(), &pb.CheckRequest{Tool: tool(t, "Write", map[string]any{"file_path": filepath.Join(state, upstream.StateFile), "content": "{}"}), WorkingDirectory: state})
+	if err != nil || w.GetDecision() != pb.Decision_DECISION_DENY {
+		t.Errorf("an edit of the kept copy: %v %v", w, err)
+	}
+
 	// A new rule at the centre.
 	changed := time.Now()
 	writeAtomically(t, path, centreBody+"policies:\n  default:\n    permissions:\n      deny: [\"Bash(make deploy)\", \"Bash(npm install *)\"]\n")

@@ -146,6 +146,7 @@ func (r *hookResult) markdown(p func(string, ...any)) {
 	p("## Hook round trip (issue 25)\n\n")
 	p("An agent starts its hook for every tool call. Each run is one process: started, fed a Claude Code `PreToolUse` input for a `Read` in a project on stdin, "+
 		"connected, answered (ALLOW by the safe-tool stage) and exited; the minimal Go program (bench/minimal) only starts and exits. "+
+		"toolgate-hook is built static (CGO_ENABLED=0), as make build and make install build it; toolgate as make build builds it. "+
 		"%d runs of each, interleaved; %s.\n\n", r.Runs, r.Pinning)
 	p("| | p50 | p90 | p50 / minimal |\n|---|---|---|---|\n")
 	for i, row := range r.Rows {

@@ -70,6 +70,9 @@ func TestPoliciesFromTheCentre(t *testing.T) {
 	if fake.Count() != 0 {
 		t.Fatal("a rule's decision reached the model")
 	}
+	if !strings.Contains(local.logs.String(), `"policy_version":"`+atCentre.GetPolicyVersion()+`"`) {
+		t.Errorf("the decision line does not carry the policy version:\n%s", local.logs.String())
+	}
 	res = check(local, "npm install left-pad", "Bash(npm install *)")
 	if res.GetSource() != pb.DecisionSource_DECISION_SOURCE_CLASSIFIER || !strings.Contains(res.GetReason(), "allow rule(s) the client sent were ignored") {
 		t.Fatalf("client allow rule under the centre's policy: %v", res)

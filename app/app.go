@@ -77,6 +77,7 @@ type App struct {
 	rl          *reloader
 	watch       *watcher
 	srv         *server.Server
+	serving     atomic.Pointer[server.Server] // srv, for the metrics listener's /readyz
 	lis         net.Listener
 	unixLis     *unixListener // nil unless server.unix_socket is set
 	hookLis     net.Listener  // nil unless server.hook.listen is set
@@ -248,7 +249,10 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 	})
 
 	var stopMetrics func()
-	if a.metricsAddr, stopMetrics, err = startMetrics(cfg.Server.MetricsListen, metrics.reg, log); err != nil {
+	// The server is built below, after this listener: until then, and
+	// from its drain on, /readyz says not ready.
+	ready := func() bool { s := a.serving.Load(); return s != nil && s.Serving() }
+	if a.metricsAddr, stopMetrics, err = startMetrics(cfg.Server.MetricsListen, metrics.reg, ready, log); err != nil {
 		return nil, err
 	}
 	a.onClose("metrics listener", stopMetrics)
@@ -280,6 +284,7 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 	if a.srv, err = server.New(cfg.Server, gen.eng, log, srvOpts...); err != nil {
 		return nil, err
 	}
+	a.serving.Store(a.srv)
 	a.rl.svc = a.srv.Service()
 	a.rl.reopenAudit = a.srv.ReopenAudit
 	a.rl.publish = a.srv.PublishPolicies

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -130,11 +131,11 @@ func (m *poolMetrics) Collect(ch chan<- prometheus.Metric) {
 // metricsShutdownTimeout bounds the wait for scrapes in progress at exit.
 const metricsShutdownTimeout = 5 * time.Second
 
-// startMetrics serves /metrics from reg over HTTP on addr; an empty addr
-// serves nothing. It returns the bound address (nil when off) and a stop
-// function that shuts the listener down, waiting a bounded time for
-// scrapes in progress.
-func startMetrics(addr string, reg *prometheus.Registry, log *zap.Logger) (net.Addr, func(), error) {
+// startMetrics serves /metrics from reg over HTTP on addr, with the
+// health endpoints (see healthRoutes); an empty addr serves nothing. It
+// returns the bound address (nil when off) and a stop function that shuts
+// the listener down, waiting a bounded time for scrapes in progress.
+func startMetrics(addr string, reg *prometheus.Registry, ready func() bool, log *zap.Logger) (net.Addr, func(), error) {
 	if addr == "" {
 		return nil, func() {}, nil
 	}
@@ -150,8 +151,10 @@ func startMetrics(addr string, reg *prometheus.Registry, log *zap.Logger) (net.A
 		MaxRequestsInFlight: 4,
 		Timeout:             10 * time.Second,
 	}))
+	healthRoutes(mux, ready)
 	hs := &http.Server{
 		Handler:           mux,
+		MaxHeaderBytes:    16 << 10,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -174,6 +177,35 @@ func startMetrics(addr string, reg *prometheus.Registry, log *zap.Logger) (net.A
 		<-done
 	}
 	return lis.Addr(), stop, nil
+}
+
+// healthRoutes adds the HTTP health endpoints, for probes that cannot
+// speak gRPC over TLS (the kubelet's gRPC probes have no TLS): GET
+// /healthz answers 200 while the process serves HTTP at all (liveness: a
+// draining server is alive, and must not be restarted); GET /readyz
+// answers 200 only while ready() (the gRPC health service says SERVING),
+// 503 while starting and from the start of a drain. They read no body,
+// say nothing but their state, and are not logged (health checks never
+// are).
+func healthRoutes(mux *http.ServeMux, ready func() bool) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeHealth(w, http.StatusOK, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if ready != nil && ready() {
+			writeHealth(w, http.StatusOK, "ok")
+			return
+		}
+		writeHealth(w, http.StatusServiceUnavailable, "not serving")
+	})
+}
+
+func writeHealth(w http.ResponseWriter, code int, text string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = io.WriteString(w, text+"\n")
 }
 
 // addrString names a listener's address in logs; nil means off.

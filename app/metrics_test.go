@@ -1,20 +1,27 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/toolgate/toolgate/classifier"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/fakellm"
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 )
 
 // scrape fetches /metrics from addr.
@@ -44,12 +51,12 @@ func TestStartMetricsStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, stop, err := startMetrics("", m.reg, zap.NewNop()); a != nil || err != nil {
+	if a, stop, err := startMetrics("", m.reg, nil, zap.NewNop()); a != nil || err != nil {
 		t.Fatalf("empty address: %v %v, want nothing served", a, err)
 	} else {
 		stop()
 	}
-	a, stop, err := startMetrics("127.0.0.1:0", m.reg, zap.NewNop())
+	a, stop, err := startMetrics("127.0.0.1:0", m.reg, nil, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,5 +146,140 @@ toolgate_fs_workers_stuck 0
 `
 	if err := testutil.CollectAndCompare(newPoolMetrics(pool), strings.NewReader(want)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// get returns the status and body of GET url.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// The health routes answer what ready says, GET only, with a short
+// uncached text.
+func TestHealthRoutes(t *testing.T) {
+	var ready atomic.Bool
+	mux := http.NewServeMux()
+	healthRoutes(mux, ready.Load)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for _, tc := range []struct {
+		ready  bool
+		method string
+		path   string
+		want   int
+	}{
+		{false, http.MethodGet, "/healthz", http.StatusOK},
+		{false, http.MethodGet, "/readyz", http.StatusServiceUnavailable},
+		{true, http.MethodGet, "/healthz", http.StatusOK},
+		{true, http.MethodGet, "/readyz", http.StatusOK},
+		{true, http.MethodHead, "/readyz", http.StatusOK},
+		{true, http.MethodPost, "/readyz", http.StatusMethodNotAllowed},
+		{true, http.MethodGet, "/readyz/x", http.StatusNotFound},
+	} {
+		ready.Store(tc.ready)
+		req, err := http.NewRequestWithContext(t.Context(), tc.method, srv.URL+tc.path, strings.NewReader("ignored"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("ready %v: %s %s: %s, want %d", tc.ready, tc.method, tc.path, resp.Status, tc.want)
+		}
+		if tc.want == http.StatusOK && resp.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s %s: Cache-Control %q, want no-store", tc.method, tc.path, resp.Header.Get("Cache-Control"))
+		}
+	}
+	// No ready function yet (the server is not built): not ready.
+	mux = http.NewServeMux()
+	healthRoutes(mux, nil)
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("no ready function: %d, want 503", rec.Code)
+	}
+}
+
+// The metrics listener's /readyz follows the gRPC health service: 503
+// while the App is built but not serving, 200 while it serves, and 503
+// from the moment it drains, while a check in flight holds the drain
+// open; /healthz is 200 throughout, so a draining pod is not restarted.
+func TestReadyzFollowsServing(t *testing.T) {
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	fake := fakellm.Start(t, func(*fakellm.Request) fakellm.Reply { <-release; return fakellm.Reply{} })
+	t.Cleanup(unblock) // before the fake closes
+	dir := t.TempDir()
+	path := configFile(t, dir, "server:\n  listen: 127.0.0.1:0\n  metrics_listen: 127.0.0.1:0\n  shutdown_timeout: 30s\n"+
+		"classifier:\n  timeout: 30s\n  backends:\n    - {name: fake, base_url: \""+fake.URL()+"\", model: m}\n"+policyNoRules)
+	a, err := New(loadConfig(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + a.MetricsAddr().String()
+	status := func(p string) int { code, _ := get(t, base+p); return code }
+
+	if c := status("/readyz"); c != http.StatusServiceUnavailable {
+		t.Errorf("built, not serving: /readyz %d, want 503", c)
+	}
+	if c := status("/healthz"); c != http.StatusOK {
+		t.Errorf("built, not serving: /healthz %d, want 200", c)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	waitFor(t, "/readyz 200 while serving", func() bool { return status("/readyz") == http.StatusOK })
+
+	conn, err := grpc.NewClient(a.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	in, err := structpb.NewStruct(map[string]any{"command": "make build"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan *pb.CheckResponse, 1)
+	go func() {
+		resp, err := pb.NewPermissionServiceClient(conn).Check(context.Background(),
+			&pb.CheckRequest{Tool: &pb.ToolCall{Name: "Bash", Input: in}, WorkingDirectory: dir})
+		if err != nil {
+			t.Errorf("the check in flight: %v", err)
+		}
+		answered <- resp
+	}()
+	waitFor(t, "the check at the classifier", func() bool { return fake.Count() == 1 })
+
+	cancel() // drain: the check in flight holds it open
+	waitFor(t, "/readyz 503 while draining", func() bool { return status("/readyz") == http.StatusServiceUnavailable })
+	if c := status("/healthz"); c != http.StatusOK {
+		t.Errorf("draining: /healthz %d, want 200", c)
+	}
+	unblock()
+	if resp := <-answered; resp.GetSource() != pb.DecisionSource_DECISION_SOURCE_CLASSIFIER {
+		t.Errorf("the check in flight: %v, want the classifier's answer", resp)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 }

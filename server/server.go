@@ -165,6 +165,14 @@ func (s *Server) setServing(st healthpb.HealthCheckResponse_ServingStatus) {
 	s.health.SetServingStatus(pb.PermissionService_ServiceDesc.ServiceName, st)
 }
 
+// Serving reports whether the gRPC health service says SERVING for the
+// permission service: false before Serve and from Shutdown on. The metrics
+// listener's /readyz reads it, so HTTP probes see what gRPC ones would.
+func (s *Server) Serving() bool {
+	r, err := s.health.Check(context.Background(), &healthpb.HealthCheckRequest{Service: pb.PermissionService_ServiceDesc.ServiceName})
+	return err == nil && r.GetStatus() == healthpb.HealthCheckResponse_SERVING
+}
+
 // ReopenAudit closes the audit file and opens the one at its path again
 // (SIGHUP: an admin's log rotation). Without an audit log it does nothing.
 func (s *Server) ReopenAudit() error {

@@ -135,6 +135,11 @@ type probe struct {
 		Port    int    `yaml:"port"`
 		Service string `yaml:"service"`
 	} `yaml:"grpc"`
+	HTTPGet *struct {
+		Path   string `yaml:"path"`
+		Port   string `yaml:"port"` // a container port's name or number
+		Scheme string `yaml:"scheme"`
+	} `yaml:"httpGet"`
 }
 
 type serviceSpec struct {
@@ -392,15 +397,24 @@ func TestKubernetesDeployment(t *testing.T) {
 	if p, mp := containerPort(t, c, "metrics"), port(t, flagValue(t, c.Args, "--metrics-listen")); p != mp {
 		t.Errorf("containerPort metrics %d, --metrics-listen port %d", p, mp)
 	}
+	// The gRPC port serves TLS, which the kubelet's gRPC probes cannot
+	// speak: the probes are HTTP, on the metrics listener (what the
+	// running binary answers there: TestCentreServesTheSidecar).
 	for name, pr := range map[string]*probe{"readinessProbe": c.ReadinessProbe, "livenessProbe": c.LivenessProbe} {
 		switch {
-		case pr == nil || pr.GRPC == nil:
-			t.Errorf("%s is not a gRPC health probe", name)
-		case pr.GRPC.Port != grpcPort:
-			t.Errorf("%s probes port %d, the server serves on %d", name, pr.GRPC.Port, grpcPort)
-		case pr.GRPC.Service != "" && pr.GRPC.Service != "toolgate.v1.PermissionService":
-			t.Errorf("%s asks about service %q, for which the server reports no status", name, pr.GRPC.Service)
+		case pr == nil || pr.HTTPGet == nil:
+			t.Errorf("%s is not an httpGet probe", name)
+		case pr.HTTPGet.Scheme != "" && pr.HTTPGet.Scheme != "HTTP":
+			t.Errorf("%s scheme %s: the metrics listener serves plain HTTP", name, pr.HTTPGet.Scheme)
+		case probePort(t, c, pr) != port(t, flagValue(t, c.Args, "--metrics-listen")):
+			t.Errorf("%s probes port %s, the metrics listener is %s", name, pr.HTTPGet.Port, flagValue(t, c.Args, "--metrics-listen"))
 		}
+	}
+	if p := c.ReadinessProbe; p != nil && p.HTTPGet != nil && p.HTTPGet.Path != "/readyz" {
+		t.Errorf("readinessProbe path %s, want /readyz (503 while starting and draining)", p.HTTPGet.Path)
+	}
+	if p := c.LivenessProbe; p != nil && p.HTTPGet != nil && p.HTTPGet.Path != "/healthz" {
+		t.Errorf("livenessProbe path %s, want /healthz (a draining pod is alive)", p.HTTPGet.Path)
 	}
 
 	// Security settings.
@@ -516,11 +530,44 @@ func TestKubernetesDeployment(t *testing.T) {
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
+// envoyTLS is a transport_socket: the TLS context of a listener's filter
+// chain (DownstreamTlsContext) or a cluster (UpstreamTlsContext).
+type envoyTLS struct {
+	Name        string `yaml:"name"`
+	TypedConfig struct {
+		Type             string `yaml:"@type"`
+		SNI              string `yaml:"sni"`
+		CommonTLSContext struct {
+			ALPNProtocols   []string `yaml:"alpn_protocols"`
+			TLSCertificates []struct {
+				CertificateChain struct {
+					Filename string `yaml:"filename"`
+				} `yaml:"certificate_chain"`
+				PrivateKey struct {
+					Filename string `yaml:"filename"`
+				} `yaml:"private_key"`
+			} `yaml:"tls_certificates"`
+			ValidationContext struct {
+				TrustedCA struct {
+					Filename string `yaml:"filename"`
+				} `yaml:"trusted_ca"`
+				MatchTypedSubjectAltNames []struct {
+					SANType string `yaml:"san_type"`
+					Matcher struct {
+						Exact string `yaml:"exact"`
+					} `yaml:"matcher"`
+				} `yaml:"match_typed_subject_alt_names"`
+			} `yaml:"validation_context"`
+		} `yaml:"common_tls_context"`
+	} `yaml:"typed_config"`
+}
+
 type envoyConfig struct {
 	StaticResources struct {
 		Listeners []struct {
 			FilterChains []struct {
-				Filters []struct {
+				TransportSocket *envoyTLS `yaml:"transport_socket"`
+				Filters         []struct {
 					Name        string `yaml:"name"`
 					TypedConfig struct {
 						RouteConfig struct {
@@ -564,10 +611,12 @@ type envoyConfig struct {
 					} `yaml:"lb_endpoints"`
 				} `yaml:"endpoints"`
 			} `yaml:"load_assignment"`
-			HealthChecks []struct {
+			TransportSocket *envoyTLS `yaml:"transport_socket"`
+			HealthChecks    []struct {
 				GRPCHealthCheck *struct {
 					ServiceName string `yaml:"service_name"`
 				} `yaml:"grpc_health_check"`
+				TransportSocketMatchCriteria map[string]any `yaml:"transport_socket_match_criteria"`
 			} `yaml:"health_checks"`
 		} `yaml:"clusters"`
 	} `yaml:"static_resources"`
@@ -622,12 +671,56 @@ func TestEnvoy(t *testing.T) {
 		if hosts == 0 {
 			t.Errorf("cluster %s has no endpoint", cl.Name)
 		}
+		// The pods serve TLS only: the cluster speaks TLS to them, verifies
+		// them against their CA for a name their certificate has, and
+		// offers h2 by ALPN (gRPC servers refuse a connection without it).
+		// Its health checks go over the same TLS (no other transport
+		// socket picked), where gRPC health needs no token.
+		tlsCtx := cl.TransportSocket
+		if tlsCtx == nil || !strings.HasSuffix(tlsCtx.TypedConfig.Type, ".UpstreamTlsContext") {
+			t.Errorf("cluster %s has no UpstreamTlsContext transport_socket: the pods serve TLS only", cl.Name)
+		} else {
+			ctx := tlsCtx.TypedConfig.CommonTLSContext
+			if ctx.ValidationContext.TrustedCA.Filename == "" {
+				t.Errorf("cluster %s does not verify the pods (validation_context.trusted_ca)", cl.Name)
+			}
+			if !slices.Contains(ctx.ALPNProtocols, "h2") {
+				t.Errorf("cluster %s offers ALPN %q, want h2", cl.Name, ctx.ALPNProtocols)
+			}
+			var names []string
+			for _, m := range ctx.ValidationContext.MatchTypedSubjectAltNames {
+				if m.SANType == "DNS" {
+					names = append(names, m.Matcher.Exact)
+				}
+			}
+			if len(names) == 0 {
+				t.Errorf("cluster %s checks no DNS name of the pods' certificate (match_typed_subject_alt_names): any certificate of the CA would do", cl.Name)
+			}
+			for _, n := range append(names, tlsCtx.TypedConfig.SNI) {
+				if !slices.Contains(documentedSANs(t), n) {
+					t.Errorf("cluster %s expects the name %q, which is not among the certificate's documented dnsNames", cl.Name, n)
+				}
+			}
+		}
 		grpcHC := false
 		for _, hc := range cl.HealthChecks {
 			grpcHC = grpcHC || hc.GRPCHealthCheck != nil
+			if hc.TransportSocketMatchCriteria != nil {
+				t.Errorf("cluster %s health checks pick another transport socket; the pods serve only TLS", cl.Name)
+			}
 		}
 		if !grpcHC {
 			t.Errorf("cluster %s has no grpc_health_check", cl.Name)
+		}
+	}
+	// Clients send tokens through Envoy: its listeners serve TLS.
+	for _, l := range cfg.StaticResources.Listeners {
+		for _, fc := range l.FilterChains {
+			ts := fc.TransportSocket
+			if ts == nil || !strings.HasSuffix(ts.TypedConfig.Type, ".DownstreamTlsContext") ||
+				len(ts.TypedConfig.CommonTLSContext.TLSCertificates) == 0 || !slices.Contains(ts.TypedConfig.CommonTLSContext.ALPNProtocols, "h2") {
+				t.Error("a listener's filter chain does not serve TLS with a certificate and ALPN h2: clients' tokens would cross the network in plaintext")
+			}
 		}
 	}
 
@@ -721,27 +814,9 @@ func TestDeploymentArgsStartTheServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the toolgate binary")
 	}
-	m := loadManifests(t)
-	_, _, c := m.deployment(t)
-	cfgPath := configFile(t, m, t.TempDir())
 	bin := toolgateBinary(t)
-
-	args := slices.Clone(c.Args)
-	for i := 0; i+1 < len(args); i++ {
-		switch args[i] {
-		case "--config":
-			args[i+1] = cfgPath
-		case "--listen", "--metrics-listen":
-			args[i+1] = "127.0.0.1:0"
-		}
-	}
-	var env []string
-	for _, e := range c.Env {
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-			env = append(env, e.Name+"=test-key-not-used")
-		}
-	}
-	serveUntilReady(t, bin, args, env, nil)
+	ctr := newTestCentre(t, "", true)
+	serveUntilReady(t, bin, ctr.args, ctr.env, nil)
 }
 
 // serveUntilReady runs toolgate with args and the extra env until it logs

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -309,6 +310,9 @@ type gate struct {
 	name string
 	// command is the hook command, without the recording wrapper.
 	command func(dir string) string
+	// hookURL, when set, makes the hook an HTTP hook posting there
+	// (through a recording pass-through) instead of the command.
+	hookURL string
 	want    func(c call) want
 }
 
@@ -334,8 +338,10 @@ func TestClaudeCode(t *testing.T) {
 	}
 	claude := claudeBinary(ctx, t, filepath.Join(agents, "claude-code"))
 	toolgate := agenttest.ToolgateBinary(ctx, t)
-	addr := agenttest.StartToolgate(ctx, t, toolgate, home).Addr
-	t.Logf("claude %s at %s; toolgate serve at %s (ready after %s)", claudeVersion, claude, addr, time.Since(start).Round(time.Millisecond))
+	srv := agenttest.StartToolgate(ctx, t, toolgate, home, "--hook-listen", "127.0.0.1:0")
+	addr := srv.Addr
+	hookAddr := hookListenerAddr(ctx, t, srv)
+	t.Logf("claude %s at %s; toolgate serve at %s, hook listener at %s (ready after %s)", claudeVersion, claude, addr, hookAddr, time.Since(start).Round(time.Millisecond))
 
 	self, err := os.Executable()
 	if err != nil {
@@ -353,6 +359,13 @@ func TestClaudeCode(t *testing.T) {
 				return agenttest.ShellQuote(toolgate) + " hook claude-code --addr " + addr
 			},
 			want: func(c call) want { return c.toolgate },
+		},
+		{
+			// Claude Code posts the hook input to the server itself:
+			// no process per call.
+			name:    "toolgate-http",
+			hookURL: "http://" + hookAddr + "/hook/claude-code",
+			want:    func(c call) want { return c.toolgate },
 		},
 		{
 			name:    "allow-all",
@@ -427,10 +440,18 @@ func runSession(ctx context.Context, t *testing.T, g gate, s session, claude, se
 	e.fake = newFakeAPI(t, promptMarker, e.marker, script)
 
 	records := filepath.Join(dir, "hooks.jsonl")
-	hook := recordEnv + "=" + agenttest.ShellQuote(records) + " " + agenttest.ShellQuote(self) + " " + g.command(dir)
+	var hookDef map[string]any
+	if g.hookURL != "" {
+		// onFailure block: a hook error (the listener unreachable, an
+		// error status) must not let the call run.
+		hookDef = map[string]any{"type": "http", "url": recordHTTP(t, g.hookURL, records), "timeout": 30, "onFailure": "block"}
+	} else {
+		hook := recordEnv + "=" + agenttest.ShellQuote(records) + " " + agenttest.ShellQuote(self) + " " + g.command(dir)
+		hookDef = map[string]any{"type": "command", "command": hook, "timeout": 30}
+	}
 	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
 		"matcher": "*",
-		"hooks":   []any{map[string]any{"type": "command", "command": hook, "timeout": 30}},
+		"hooks":   []any{hookDef},
 	}}}})
 	settingsFile := filepath.Join(dir, "settings.json")
 	writeFile(t, settingsFile, string(settings))
@@ -507,8 +528,9 @@ func runSession(ctx context.Context, t *testing.T, g gate, s session, claude, se
 			t.Errorf("hook input: event %q cwd %q mode %q session %q transcript %q; want PreToolUse, %s, %s, an id, an absolute path",
 				in.HookEventName, in.Cwd, in.PermissionMode, in.SessionID, in.TranscriptPath, cwd, s.mode())
 		}
-		// The project, whatever cwd says: the adapter relies on it.
-		if r.ProjectDir != e.project {
+		// The project, whatever cwd says: the command hook's adapter
+		// relies on it (an HTTP hook has no environment).
+		if g.hookURL == "" && r.ProjectDir != e.project {
 			t.Errorf("%s: CLAUDE_PROJECT_DIR in the hook's environment is %q, want %s", in.ToolUseID, r.ProjectDir, e.project)
 		}
 	}
@@ -737,4 +759,71 @@ func firstLine(s string) string {
 		s = s[:140] + "…"
 	}
 	return s
+}
+
+// TestClaudeCodeHTTPHookUnreachable: the settings the README gives for an
+// HTTP hook (onFailure block) keep a call from running when the hook
+// listener cannot be reached; without onFailure block, Claude Code runs
+// it, which shows that the check can fail.
+func TestClaudeCodeHTTPHookUnreachable(t *testing.T) {
+	agents := os.Getenv("TOOLGATE_AGENTS_DIR")
+	if agents == "" {
+		t.Skip("the real agent CLIs are installed and run by make e2e-agents (TOOLGATE_AGENTS_DIR)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	claude := claudeBinary(ctx, t, filepath.Join(agents, "claude-code"))
+	// A loopback port nothing listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String() + "/hook/claude-code"
+	l.Close()
+	root := realTempDir(t)
+	home := filepath.Join(root, "home")
+	for name, block := range map[string]bool{"onFailure block": true, "no onFailure": false} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(root, strings.ReplaceAll(name, " ", "-"))
+			project := filepath.Join(dir, "project")
+			written := filepath.Join(project, "written.txt")
+			for _, d := range []string{home, project} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fake := newFakeAPI(t, promptMarker, filepath.Join(dir, "installed"), []scriptedCall{{tool: "Write",
+				input: func(context.Context, map[string]toolResult) map[string]any {
+					return map[string]any{"file_path": written, "content": writtenText}
+				}}})
+			hookDef := map[string]any{"type": "http", "url": dead, "timeout": 30}
+			if block {
+				hookDef["onFailure"] = "block"
+			}
+			settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
+				"matcher": "*", "hooks": []any{hookDef},
+			}}}})
+			settingsFile := filepath.Join(dir, "settings.json")
+			writeFile(t, settingsFile, string(settings))
+			env := []string{
+				"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=dumb",
+				"ANTHROPIC_BASE_URL=" + fake.URL(), "ANTHROPIC_API_KEY=sk-ant-e2e-offline",
+				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
+			}
+			// acceptEdits: Claude Code itself writes in the project without
+			// asking, so only the hook can stop the call.
+			run := runPrint(ctx, claude, project, env, promptMarker, "--settings", settingsFile, "--permission-mode", "acceptEdits")
+			snap := fake.snapshot()
+			res, ok := snap.results[toolUseIDPrefix+"00"]
+			_, statErr := os.Stat(written)
+			ran := statErr == nil
+			t.Logf("CLI: %v; tool_result is_error=%v %q; the Write ran: %v", run.err, res.IsError, firstLine(res.Content), ran)
+			if !ok {
+				t.Fatalf("the model got no tool_result\n%s", run.tails())
+			}
+			if ran == block {
+				t.Errorf("with %s, the Write ran: %v, want %v\n%s", name, ran, !block, run.tails())
+			}
+		})
+	}
 }

@@ -15,7 +15,11 @@
 // host that answers prompts (stream-json with --permission-prompt-tool
 // stdio), get no allow from toolgate and still reach the user. The same
 // table is run with a hook that allows everything, where the unsafe calls
-// do run: that proves the checks can fail.
+// do run: that proves the checks can fail. It is run a third time with
+// Claude Code's HTTP hook posting to toolgate's hook listener (through a
+// recording pass-through), no process per call, with the same outcomes;
+// and an HTTP hook whose listener cannot be reached blocks the call with
+// onFailure block, and lets it run without.
 //
 // It is skipped unless TOOLGATE_AGENTS_DIR is set, as make e2e-agents does:
 //

@@ -8,11 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -93,6 +97,79 @@ func wrapHook(path string, args []string) int {
 	os.Stdout.WriteString(rec.Stdout)
 	os.Stderr.WriteString(rec.Stderr)
 	return rec.Exit
+}
+
+// recordHTTP serves, on loopback, a pass-through to the HTTP hook at
+// target that appends a hookRecord of every post to path, as wrapHook
+// does for a command hook, and returns its URL. Method, path, query,
+// headers, body and the answer pass unchanged.
+func recordHTTP(t *testing.T, target, path string) string {
+	t.Helper()
+	to, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+		rec := hookRecord{Input: json.RawMessage(in), Exit: 2, ProjectDir: "<http hook>"}
+		if !json.Valid(in) {
+			rec.Input, _ = json.Marshal(string(in))
+		}
+		status := http.StatusBadGateway
+		var body []byte
+		if err == nil {
+			u := *to
+			u.RawQuery = r.URL.RawQuery
+			req, _ := http.NewRequestWithContext(r.Context(), r.Method, u.String(), bytes.NewReader(in))
+			req.Header = r.Header.Clone()
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				body, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+				status = resp.StatusCode
+			}
+			if err != nil {
+				rec.Stderr = "recording pass-through: " + err.Error()
+			}
+		}
+		if status == http.StatusOK {
+			rec.Exit = 0
+		}
+		rec.Stdout = string(body)
+		line, _ := json.Marshal(rec)
+		mu.Lock()
+		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+			_, _ = f.Write(append(line, '\n'))
+			_ = f.Close()
+		}
+		mu.Unlock()
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + to.Path
+}
+
+// hookListenerAddr is the address of srv's hook listener, from its log.
+func hookListenerAddr(ctx context.Context, t *testing.T, srv *agenttest.Server) string {
+	t.Helper()
+	for {
+		for _, line := range bytes.Split(srv.Log.Bytes(), []byte("\n")) {
+			var l struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal(line, &l) == nil && l.Msg == "serving hooks over HTTP" && l.Addr != "" {
+				return l.Addr
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no hook listener in toolgate's log:\n%s", srv.Log.Tail(3000))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // readHookRecords reads the records wrapHook appended to path.

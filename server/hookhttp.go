@@ -41,12 +41,16 @@ type HookConfig struct {
 	UnixSocket string `yaml:"unix_socket"`
 	// Timeout bounds one hook request: reading it, deciding, answering.
 	Timeout time.Duration `yaml:"timeout"`
+	// MaxInFlight bounds the hook requests served at once; one more is
+	// answered at once with the failure (a deny), not queued: each may
+	// hold an input of up to 16 MiB.
+	MaxInFlight int `yaml:"max_in_flight"`
 }
 
 // Enabled reports whether a hook listener is configured.
 func (c HookConfig) Enabled() bool { return c.Listen != "" || c.UnixSocket != "" }
 
-func defaultHookConfig() HookConfig { return HookConfig{Timeout: 30 * time.Second} }
+func defaultHookConfig() HookConfig { return HookConfig{Timeout: 30 * time.Second, MaxInFlight: 64} }
 
 func (c HookConfig) validate(tokens bool) []error {
 	var errs []error
@@ -64,6 +68,9 @@ func (c HookConfig) validate(tokens bool) []error {
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("server.hook.timeout: must be positive, got %s", c.Timeout))
+	}
+	if c.MaxInFlight <= 0 {
+		errs = append(errs, fmt.Errorf("server.hook.max_in_flight: must be positive, got %d", c.MaxInFlight))
 	}
 	return errs
 }
@@ -128,6 +135,13 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := cmpOr(unescape(r.Header.Get(hookhttp.AddrHeader)), r.Host)
+	select {
+	case s.hookSlots <- struct{}{}:
+		defer func() { <-s.hookSlots }()
+	default:
+		ans.Failure = hookcli.ServerFailure(addr, "ResourceExhausted", "")
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Hook.Timeout)
 	defer cancel()
 	ctx, failure := s.hookAuth(ctx, r, addr)

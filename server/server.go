@@ -57,6 +57,8 @@ type Server struct {
 	tokens   *Tokens      // nil without server.token_file
 	hookHTTP *http.Server // serves the hook listeners (ServeHook)
 	hookTLS  *tls.Config  // nil without server.tls
+	// hookSlots holds one token per hook request in flight.
+	hookSlots chan struct{}
 }
 
 // New builds a server; cfg is validated.
@@ -137,6 +139,7 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 		tokens:    tokens,
 		hookHTTP:  hookHTTP,
 		hookTLS:   hookTLS,
+		hookSlots: make(chan struct{}, cfg.Hook.MaxInFlight),
 	}
 	hookHTTP.Handler = s.HookHandler()
 	s.svc.audit = audit

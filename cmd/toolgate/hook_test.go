@@ -295,20 +295,31 @@ func TestHookUsage(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no agent", nil, 2, "usage: toolgate hook claude-code|gemini-cli|codex"},
+		{"no agent", nil, 2, "usage: PROG claude-code|gemini-cli|codex"},
 		{"unknown agent", []string{"cursor"}, 2, `unknown agent "cursor" (known: claude-code, gemini-cli, codex)`},
 		{"bad on-error", []string{"codex", "--on-error", "allow"}, 2, "--on-error must be deny or ask"},
+		{"bad mode", []string{"codex", "--mode", "yolo"}, 2, `--mode "yolo": want auto, default, accept_edits, plan or bypass`},
 		{"bad flag", []string{"codex", "--no-such-flag"}, 2, "flag provided but not defined: -no-such-flag"},
 		// An agent takes exit 0 with nothing printed as "go ahead".
-		{"help", []string{"codex", "-h"}, 2, "Usage of hook codex"},
+		{"help", []string{"codex", "-h"}, 2, "Usage of FLAGS codex"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := runHookCmd(t, []byte(`{}`), tc.args...)
-			if code != tc.code || stdout != "" || !strings.Contains(stderr, tc.want) {
-				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and %q", code, stdout, stderr, tc.code, tc.want)
-			}
-		})
+	// toolgate-hook takes the same arguments and refuses the same ones.
+	for _, prog := range []struct {
+		name, flags string
+		run         func(*testing.T, []byte, ...string) (int, string, string)
+	}{
+		{"toolgate hook", "hook", runHookCmd},
+		{"toolgate-hook", "toolgate-hook", runHookBinary},
+	} {
+		for _, tc := range tests {
+			t.Run(prog.name+"/"+tc.name, func(t *testing.T) {
+				want := strings.NewReplacer("PROG", prog.name, "FLAGS", prog.flags).Replace(tc.want)
+				code, stdout, stderr := prog.run(t, []byte(`{}`), tc.args...)
+				if code != tc.code || stdout != "" || !strings.Contains(stderr, want) {
+					t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and %q", code, stdout, stderr, tc.code, want)
+				}
+			})
+		}
 	}
 }
 

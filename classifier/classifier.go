@@ -18,14 +18,12 @@ import (
 	"github.com/toolgate/toolgate/redact"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolgate/toolgate/internal/sessionblocks"
 )
 
 // maxReasonChars caps the reason shown to the agent.
 const maxReasonChars = 300
-
-// maxSessions bounds the per-session block counters kept in memory; the
-// least recently seen sessions are forgotten first.
-const maxSessions = 10000
 
 // Classifier implements engine.Classifier.
 type Classifier struct {
@@ -37,7 +35,7 @@ type Classifier struct {
 	pool       *Pool
 	cache      *lru.Cache[string, cached]
 	flight     singleflight.Group
-	sessions   *lru.Cache[string, *sessionState]
+	sessions   *sessionblocks.Sessions
 	dump       *dumper
 	metrics    *Metrics // nil: none
 	tracer     trace.Tracer
@@ -93,8 +91,8 @@ func New(cfg Config, rules map[string]Rules, log *zap.Logger, opts ...Option) (*
 			return nil, err
 		}
 	}
-	if c.sessions, err = lru.New[string, *sessionState](maxSessions); err != nil {
-		return nil, err
+	if c.sessions, err = sessionblocks.New(cfg.SessionBlockLimits); err != nil {
+		return nil, fmt.Errorf("classifier.session_block_limits: %w", err)
 	}
 	for _, b := range cfg.Backends {
 		if k := os.Getenv(b.APIKeyEnv); k != "" {
@@ -153,8 +151,8 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (v 
 	if in == nil || in.Request == nil {
 		return engine.Verdict{}, &engine.ClassifierError{Err: errNoRequest, Reason: errNoRequest.Error()}
 	}
-	sess := c.session(in.Request.SessionID)
-	if reason, over := sess.overLimit(c.cfg.SessionBlockLimits); over {
+	sess := c.sessions.Get(in.Request.SessionID)
+	if reason, over := sess.Over(); over {
 		return engine.Verdict{Decision: engine.Ask, Reason: reason}, nil
 	}
 	p := BuildPrompt(c.rules[in.Policy], in.Request, in.Kind, in.Notes, c.promptOpts)
@@ -162,7 +160,7 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (v 
 	if c.cache != nil {
 		if o, ok := c.cached(key); ok {
 			c.metrics.cacheHit()
-			sess.record(o.Block)
+			sess.Record(o.Block)
 			v := c.verdict(o, 0, p.InputCut)
 			v.Cached, v.Details.Cached = true, true
 			return v, nil
@@ -186,7 +184,7 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (v 
 	if c.cache != nil {
 		c.cache.Add(key, cached{o: o, expires: time.Now().Add(c.cfg.Cache.TTL)})
 	}
-	sess.record(o.Block)
+	sess.Record(o.Block)
 	return c.verdict(o, latency, p.InputCut), nil
 }
 
@@ -339,53 +337,4 @@ func (c *Classifier) query(ctx context.Context, p Prompt) (outcome, error) {
 		err = fmt.Errorf("no verdict within the classifier deadline of %s: %w", c.cfg.Timeout, err)
 	}
 	return last, err
-}
-
-// sessionState counts classifier blocks in one session.
-type sessionState struct {
-	mu                 sync.Mutex
-	consecutive, total int
-}
-
-func (c *Classifier) session(id string) *sessionState {
-	if id == "" {
-		return nil
-	}
-	if s, ok := c.sessions.Get(id); ok {
-		return s
-	}
-	s := &sessionState{}
-	if prev, ok, _ := c.sessions.PeekOrAdd(id, s); ok {
-		return prev
-	}
-	return s
-}
-
-func (s *sessionState) overLimit(l SessionLimits) (string, bool) {
-	if s == nil {
-		return "", false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.consecutive >= l.Consecutive:
-		return fmt.Sprintf("the classifier blocked %d calls in a row in this session; asking the user instead", s.consecutive), true
-	case s.total >= l.Total:
-		return fmt.Sprintf("the classifier blocked %d calls in this session; asking the user instead", s.total), true
-	}
-	return "", false
-}
-
-func (s *sessionState) record(blocked bool) {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if blocked {
-		s.consecutive++
-		s.total++
-	} else {
-		s.consecutive = 0
-	}
 }

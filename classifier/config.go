@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/ownfile"
+
+	"github.com/toolgate/toolgate/internal/sessionblocks"
 )
 
 // API names which API a backend speaks: OpenAI's Chat Completions or
@@ -112,10 +114,7 @@ type CacheConfig struct {
 }
 
 // SessionLimits are counted per session_id.
-type SessionLimits struct {
-	Consecutive int `yaml:"consecutive"`
-	Total       int `yaml:"total"`
-}
+type SessionLimits = sessionblocks.Limits
 
 // BreakerConfig tunes each backend's circuit breaker.
 type BreakerConfig struct {

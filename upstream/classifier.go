@@ -5,32 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/internal/sessionblocks"
 )
 
 // maxReasonChars caps the text of an upstream failure shown to the agent.
 const maxReasonChars = 300
 
-// maxSessions bounds the per-session block counters kept in memory; the
-// least recently seen sessions are forgotten first.
-const maxSessions = 10000
-
 // SessionLimits bring a human in when a session keeps getting blocked:
 // after Consecutive blocks in a row, or Total in all, its calls are asked
 // about without asking the centre.
-type SessionLimits struct {
-	Consecutive, Total int
-}
+type SessionLimits = sessionblocks.Limits
 
 // Classifier is a local server's classifier: it forwards each call to the
 // centre's Classify, with a deadline, and fails closed with source
@@ -41,8 +34,7 @@ type Classifier struct {
 	client   pb.UpstreamServiceClient
 	addr     string
 	timeout  time.Duration
-	limits   SessionLimits
-	sessions *lru.Cache[string, *sessionState]
+	sessions *sessionblocks.Sessions
 	metrics  *Metrics // nil: none
 }
 
@@ -51,14 +43,11 @@ var _ engine.Classifier = (*Classifier)(nil)
 // NewClassifier forwards to the centre at the other end of conn (named
 // addr in reasons), each call bounded by timeout.
 func NewClassifier(conn grpc.ClientConnInterface, addr string, timeout time.Duration, limits SessionLimits, m *Metrics) (*Classifier, error) {
-	if limits.Consecutive <= 0 || limits.Total <= 0 {
-		return nil, fmt.Errorf("session block limits must be positive, got %d and %d", limits.Consecutive, limits.Total)
-	}
-	sessions, err := lru.New[string, *sessionState](maxSessions)
+	sessions, err := sessionblocks.New(limits)
 	if err != nil {
 		return nil, err
 	}
-	return &Classifier{client: pb.NewUpstreamServiceClient(conn), addr: addr, timeout: timeout, limits: limits, sessions: sessions, metrics: m}, nil
+	return &Classifier{client: pb.NewUpstreamServiceClient(conn), addr: addr, timeout: timeout, sessions: sessions, metrics: m}, nil
 }
 
 // Classify asks the centre.
@@ -66,8 +55,8 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (en
 	if in == nil || in.Request == nil {
 		return engine.Verdict{}, c.failed(errors.New("no request to forward"))
 	}
-	sess := c.session(in.Request.SessionID)
-	if reason, over := sess.overLimit(c.limits); over {
+	sess := c.sessions.Get(in.Request.SessionID)
+	if reason, over := sess.Over(); over {
 		return engine.Verdict{Decision: engine.Ask, Reason: reason}, nil
 	}
 	check, err := checkToProto(in.Request)
@@ -98,7 +87,7 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (en
 		return engine.Verdict{}, c.failed(errors.New("the upstream answered with no decision"))
 	case src == pb.DecisionSource_DECISION_SOURCE_CLASSIFIER || src == pb.DecisionSource_DECISION_SOURCE_CACHE:
 		c.metrics.observe(resultOK, elapsed)
-		sess.record(decision == engine.Deny)
+		sess.Record(decision == engine.Deny)
 		cached := src == pb.DecisionSource_DECISION_SOURCE_CACHE
 		if details != nil {
 			details.Cached = cached
@@ -199,53 +188,4 @@ func toolToProto(t engine.ToolCall) (*pb.ToolCall, error) {
 		return nil, err
 	}
 	return &pb.ToolCall{Name: t.Name, Input: in}, nil
-}
-
-// sessionState counts the centre's blocks in one session.
-type sessionState struct {
-	mu                 sync.Mutex
-	consecutive, total int
-}
-
-func (c *Classifier) session(id string) *sessionState {
-	if id == "" {
-		return nil
-	}
-	if s, ok := c.sessions.Get(id); ok {
-		return s
-	}
-	s := &sessionState{}
-	if prev, ok, _ := c.sessions.PeekOrAdd(id, s); ok {
-		return prev
-	}
-	return s
-}
-
-func (s *sessionState) overLimit(l SessionLimits) (string, bool) {
-	if s == nil {
-		return "", false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.consecutive >= l.Consecutive:
-		return fmt.Sprintf("the classifier blocked %d calls in a row in this session; asking the user instead", s.consecutive), true
-	case s.total >= l.Total:
-		return fmt.Sprintf("the classifier blocked %d calls in this session; asking the user instead", s.total), true
-	}
-	return "", false
-}
-
-func (s *sessionState) record(blocked bool) {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if blocked {
-		s.consecutive++
-		s.total++
-	} else {
-		s.consecutive = 0
-	}
 }

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/clientflags"
 )
 
 // Config is the upstream section: where the central toolgate is and how
@@ -83,28 +85,11 @@ func (c *Config) Validate() error {
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		bad("tls", "cert_file and key_file go together")
 	}
-	if c.TokenFile != "" && !c.TLS.Enabled() && !loopback(c.Address) {
+	if c.TokenFile != "" && !c.TLS.Enabled() && !clientflags.LoopbackHost(c.Address) {
 		bad("token_file", "refusing to send a token in plaintext to %s: set upstream.tls (system_roots or ca_file)", c.Address)
 	}
 	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
 		bad("state_dir", "must be an absolute path, got %q", c.StateDir)
 	}
 	return errors.Join(errs...)
-}
-
-// loopback reports whether addr names this machine, where plaintext does
-// not cross a network: a loopback address, localhost or a Unix socket.
-func loopback(addr string) bool {
-	if strings.HasPrefix(addr, "unix:") {
-		return true
-	}
-	host, _, err := net.SplitHostPort(strings.TrimPrefix(addr, "dns:///"))
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -1,16 +1,14 @@
 package upstream
 
 import (
-	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"os"
-	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/toolgate/toolgate/internal/clientflags"
 )
 
 // Dial makes the connection to the centre; it connects lazily, so errors
@@ -31,11 +29,11 @@ func Dial(c Config) (*grpc.ClientConn, error) {
 	}
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
 	if c.TokenFile != "" {
-		token, err := readToken(c.TokenFile)
+		token, err := clientflags.ReadToken(c.TokenFile, "upstream.token_file")
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: token, secure: c.TLS.Enabled()}))
+		opts = append(opts, grpc.WithPerRPCCredentials(clientflags.Bearer{Token: token, Secure: c.TLS.Enabled()}))
 	}
 	conn, err := grpc.NewClient(c.Address, opts...)
 	if err != nil {
@@ -45,52 +43,5 @@ func Dial(c Config) (*grpc.ClientConn, error) {
 }
 
 func (t TLS) config() (*tls.Config, error) {
-	conf := &tls.Config{MinVersion: tls.VersionTLS12}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("upstream.tls.ca_file: %w", err)
-		}
-		conf.RootCAs = x509.NewCertPool()
-		if !conf.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("upstream.tls.ca_file: %s holds no PEM certificate", t.CAFile)
-		}
-	}
-	if t.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("upstream.tls.cert_file: %w", err)
-		}
-		conf.Certificates = []tls.Certificate{cert}
-	}
-	return conf, nil
+	return clientflags.ClientTLS(t.CAFile, t.CertFile, t.KeyFile, "upstream.tls.ca_file", "upstream.tls.cert_file")
 }
-
-// readToken reads the first non-empty line; the error never quotes it.
-func readToken(path string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("upstream.token_file: %w", err)
-	}
-	for line := range strings.Lines(string(data)) {
-		if t := strings.TrimSpace(line); t != "" {
-			if strings.ContainsAny(t, " \t") {
-				return "", fmt.Errorf("upstream.token_file: %s: want the token alone on its line", path)
-			}
-			return t, nil
-		}
-	}
-	return "", fmt.Errorf("upstream.token_file: %s is empty", path)
-}
-
-// bearer sends the token with every call.
-type bearer struct {
-	token  string
-	secure bool
-}
-
-func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + b.token}, nil
-}
-
-func (b bearer) RequireTransportSecurity() bool { return b.secure }

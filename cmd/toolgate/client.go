@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 
 	"google.golang.org/grpc"
@@ -34,19 +33,7 @@ func dial(c *clientFlags) (*grpc.ClientConn, error) {
 		return nil, err
 	}
 	if token != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: token, secure: c.UseTLS()}))
+		opts = append(opts, grpc.WithPerRPCCredentials(clientflags.Bearer{Token: token, Secure: c.UseTLS()}))
 	}
 	return grpc.NewClient(c.Addr, opts...)
 }
-
-// bearer sends the token with every call.
-type bearer struct {
-	token  string
-	secure bool
-}
-
-func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + b.token}, nil
-}
-
-func (b bearer) RequireTransportSecurity() bool { return b.secure }

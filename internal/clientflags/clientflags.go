@@ -5,6 +5,7 @@
 package clientflags
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -59,7 +60,7 @@ func (c *Flags) Token() (string, error) {
 	if c.TokenFile == "" {
 		return "", nil
 	}
-	token, err := readToken(c.TokenFile)
+	token, err := ReadToken(c.TokenFile, "--token-file")
 	if err != nil {
 		return "", err
 	}
@@ -71,46 +72,71 @@ func (c *Flags) Token() (string, error) {
 
 // TLSConfig is the client TLS configuration the flags describe.
 func (c *Flags) TLSConfig() (*tls.Config, error) {
-	conf := &tls.Config{MinVersion: tls.VersionTLS12}
-	if c.TLSCA != "" {
-		pem, err := os.ReadFile(c.TLSCA)
-		if err != nil {
-			return nil, fmt.Errorf("--tls-ca: %w", err)
-		}
-		conf.RootCAs = x509.NewCertPool()
-		if !conf.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--tls-ca: %s holds no PEM certificate", c.TLSCA)
-		}
-	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return nil, errors.New("--tls-cert and --tls-key go together")
 	}
-	if c.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+	return ClientTLS(c.TLSCA, c.TLSCert, c.TLSKey, "--tls-ca", "--tls-cert")
+}
+
+// ClientTLS is a client's TLS configuration: the server verified against
+// the PEM CA in caFile (the system roots when empty), and the client's own
+// certificate from certFile and keyFile when given. caName and certName
+// are how errors name the files (a flag, a YAML path).
+func ClientTLS(caFile, certFile, keyFile, caName, certName string) (*tls.Config, error) {
+	conf := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-cert: %w", err)
+			return nil, fmt.Errorf("%s: %w", caName, err)
+		}
+		conf.RootCAs = x509.NewCertPool()
+		if !conf.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: %s holds no PEM certificate", caName, caFile)
+		}
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", certName, err)
 		}
 		conf.Certificates = []tls.Certificate{cert}
 	}
 	return conf, nil
 }
 
-// readToken reads the first non-empty line; the error never quotes it.
-func readToken(path string) (string, error) {
+// ReadToken reads the first non-empty line of path, the token alone;
+// name is how errors name the file. The error never quotes the token.
+func ReadToken(path, name string) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
+		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	for line := range strings.Lines(string(data)) {
 		if t := strings.TrimSpace(line); t != "" {
 			if strings.ContainsAny(t, " \t") {
-				return "", fmt.Errorf("--token-file: %s: want the token alone on its line", path)
+				return "", fmt.Errorf("%s: %s: want the token alone on its line", name, path)
 			}
 			return t, nil
 		}
 	}
-	return "", fmt.Errorf("--token-file: %s is empty", path)
+	return "", fmt.Errorf("%s: %s is empty", name, path)
 }
+
+// Bearer sends a token with every gRPC call (it is a
+// credentials.PerRPCCredentials, defined without importing gRPC).
+// Secure refuses to send it over a connection without transport security.
+type Bearer struct {
+	Token  string
+	Secure bool
+}
+
+// GetRequestMetadata is the authorization header.
+func (b Bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.Token}, nil
+}
+
+// RequireTransportSecurity is Secure.
+func (b Bearer) RequireTransportSecurity() bool { return b.Secure }
 
 // LoopbackHost reports whether addr names this machine, where plaintext
 // does not cross a network: a loopback address or a Unix socket.

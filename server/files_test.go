@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +10,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
@@ -45,18 +42,7 @@ func remoteEnv(t *testing.T, cfg Config) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis := bufconn.Listen(1 << 20)
-	env := &testEnv{srv: srv, served: make(chan error, 1)}
-	go func() { env.served <- srv.Serve(lis) }()
-	env.conn, err = grpc.NewClient("passthrough:///bufconn",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.client = pb.NewPermissionServiceClient(env.conn)
-	t.Cleanup(func() { env.stop(t) })
-	return env
+	return serveOver(t, srv, false)
 }
 
 // TestFilesByPeer: a Write inside a project on this machine is allowed by

@@ -153,11 +153,19 @@ func newEnv(t *testing.T, opts ...envOption) *testEnv {
 // serveEnv serves srv over an in-memory connection, whose client is in
 // this process and so on this machine: it counts as a local peer, as a
 // Unix-socket client does.
-func serveEnv(t *testing.T, srv *Server) *testEnv {
+func serveEnv(t *testing.T, srv *Server) *testEnv { return serveOver(t, srv, true) }
+
+// serveOver serves srv over an in-memory connection; with local false its
+// client does not say it is on this machine, as one across a network.
+func serveOver(t *testing.T, srv *Server, local bool) *testEnv {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	env := &testEnv{srv: srv, served: make(chan error, 1)}
-	go func() { env.served <- srv.Serve(inProcess{lis}) }()
+	var served net.Listener = lis
+	if local {
+		served = inProcess{lis}
+	}
+	go func() { env.served <- srv.Serve(served) }()
 	var err error
 	env.conn, err = grpc.NewClient("passthrough:///bufconn",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),

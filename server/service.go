@@ -141,17 +141,7 @@ func (s *Service) decideStages(ctx context.Context, req *pb.CheckRequest, transc
 	if res.FilesUnseen != "" {
 		fields = append(fields, zap.String("files_unseen", res.FilesUnseen))
 	}
-	if c := res.Classifier; c != nil {
-		fields = append(fields,
-			zap.String("classifier_backend", c.Backend),
-			zap.String("classifier_model", c.Model),
-			zap.String("classifier_stage", c.Stage),
-			zap.Int64("classifier_latency_us", c.LatencyMicro),
-			zap.Int64("classifier_input_tokens", c.InputTokens),
-			zap.Int64("classifier_output_tokens", c.OutputTokens),
-			zap.Bool("classifier_cached", c.Cached),
-		)
-	}
+	fields = appendClassifierFields(fields, res.Classifier)
 	if ce != nil {
 		ce.Write(fields...)
 	}
@@ -209,4 +199,21 @@ func endCheckSpan(span trace.Span, res engine.Result, err error) {
 		attrs = append(attrs, attribute.String("toolgate.classifier.stage", c.Stage), attribute.Bool("toolgate.classifier.cached", c.Cached))
 	}
 	span.SetAttributes(attrs...)
+}
+
+// appendClassifierFields adds what a decision's side-query cost, when the
+// classifier was asked.
+func appendClassifierFields(fields []zap.Field, c *engine.ClassifierDetails) []zap.Field {
+	if c == nil {
+		return fields
+	}
+	return append(fields,
+		zap.String("classifier_backend", c.Backend),
+		zap.String("classifier_model", c.Model),
+		zap.String("classifier_stage", c.Stage),
+		zap.Int64("classifier_latency_us", c.LatencyMicro),
+		zap.Int64("classifier_input_tokens", c.InputTokens),
+		zap.Int64("classifier_output_tokens", c.OutputTokens),
+		zap.Bool("classifier_cached", c.Cached),
+	)
 }

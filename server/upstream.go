@@ -182,17 +182,7 @@ func (s *Service) logClassification(ctx context.Context, req *pb.ClassifyRequest
 	if client := ClientFromContext(ctx); client != "" {
 		fields = append(fields, zap.String("client", client))
 	}
-	if c := res.Classifier; c != nil {
-		fields = append(fields,
-			zap.String("classifier_backend", c.Backend),
-			zap.String("classifier_model", c.Model),
-			zap.String("classifier_stage", c.Stage),
-			zap.Int64("classifier_latency_us", c.LatencyMicro),
-			zap.Int64("classifier_input_tokens", c.InputTokens),
-			zap.Int64("classifier_output_tokens", c.OutputTokens),
-			zap.Bool("classifier_cached", c.Cached),
-		)
-	}
+	fields = appendClassifierFields(fields, res.Classifier)
 	if ce != nil {
 		ce.Write(fields...)
 	}

@@ -187,8 +187,7 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		if err != nil {
 			return nil, err
 		}
-		l := cfg.Classifier.SessionBlockLimits
-		if fwd, err = upstream.NewClassifier(conn, cfg.Upstream.Address, cfg.Upstream.Timeout, upstream.SessionLimits{Consecutive: l.Consecutive, Total: l.Total}, um); err != nil {
+		if fwd, err = upstream.NewClassifier(conn, cfg.Upstream.Address, cfg.Upstream.Timeout, cfg.Classifier.SessionBlockLimits, um); err != nil {
 			return nil, err
 		}
 		if len(cfg.File.Files()) == 0 {

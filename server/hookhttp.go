@@ -135,6 +135,10 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := cmpOr(unescape(r.Header.Get(hookhttp.AddrHeader)), r.Host)
+	if why := s.fromBrowser(r); why != "" {
+		ans.Failure = why
+		return
+	}
 	select {
 	case s.hookSlots <- struct{}{}:
 		defer func() { <-s.hookSlots }()
@@ -182,6 +186,34 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ans.Decision, ans.Reason = hook.DecisionOf(resp), resp.GetReason()
+}
+
+// fromBrowser says why a request looks like one a web page made, or "".
+// No hook client is a browser, and a page the user visits may post to a
+// loopback listener (a form, fetch with no-cors) or reach it under its own
+// name through DNS rebinding, then read the answer: it could make the
+// server read a transcript file of the user's and pass it to the
+// classifier, or learn what toolgate allows. Browsers mark what they send
+// (Origin on every cross-site or non-GET request, Sec-Fetch-Site on every
+// request in current ones; Node's fetch, which an agent may post with,
+// sends Sec-Fetch-Mode but neither of these); without tokens, whose header a page cannot send
+// unasked, the Host must also name this machine as an address or
+// localhost, not a name an attacker's DNS server points here.
+func (s *Server) fromBrowser(r *http.Request) string {
+	if r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != "" {
+		return "refused: the request came from a web browser (Origin or Sec-Fetch-Site); hooks are posted by agents"
+	}
+	if s.tokens != nil {
+		return ""
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if host != "localhost" && net.ParseIP(strings.Trim(host, "[]")) == nil {
+		return fmt.Sprintf("refused: Host %q is a name, not this machine's address or localhost (without server.token_file, a name could be a web page's through DNS rebinding)", quoteCut(host))
+	}
+	return ""
 }
 
 // writeHook writes ans: as JSON for toolgate-hook, else in the agent's

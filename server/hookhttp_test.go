@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +70,63 @@ func TestHookInFlightBound(t *testing.T) {
 	<-env.srv.hookSlots
 	if got := post(); strings.Contains(got, "could not decide") || !strings.Contains(got, `"permissionDecision"`) {
 		t.Errorf("with a slot free: %s, want a decision", got)
+	}
+}
+
+// TestHookRefusesBrowsers: a request a web page could make (marked by the
+// browser, or to a name that DNS rebinding points here) is answered with
+// the failure, a deny, and decides nothing; an agent's request is decided.
+// With tokens, which a page cannot send, a name is fine.
+func TestHookRefusesBrowsers(t *testing.T) {
+	body := `{"session_id":"s","cwd":"/","hook_event_name":"PreToolUse","tool_name":"TodoWrite","tool_input":{"todos":[]}}`
+	post := func(h http.Handler, url string, header map[string]string) string {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		return rec.Body.String()
+	}
+	const allowed = `"permissionDecision":"allow"`
+	h := newEnv(t).srv.HookHandler()
+	for _, tc := range []struct {
+		name, url string
+		header    map[string]string
+		want      string // in the answer
+	}{
+		{"agent over loopback", "http://127.0.0.1:50052/hook/claude-code", nil, allowed},
+		{"agent to localhost", "http://localhost:50052/hook/claude-code", nil, allowed},
+		{"agent over IPv6 loopback", "http://[::1]:50052/hook/claude-code", nil, allowed},
+		{"agent posting with Node's fetch", "http://127.0.0.1:50052/hook/claude-code", map[string]string{"Sec-Fetch-Mode": "cors", "User-Agent": "node"}, allowed},
+		{"a page's form", "http://127.0.0.1:50052/hook/claude-code", map[string]string{"Origin": "https://evil.example"}, "came from a web browser"},
+		{"a page's fetch", "http://127.0.0.1:50052/hook/claude-code", map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"}, "came from a web browser"},
+		{"DNS rebinding", "http://rebind.evil.example:50052/hook/claude-code", nil, "is a name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := post(h, tc.url, tc.header)
+			if !strings.Contains(got, tc.want) {
+				t.Fatalf("answer %s, want %q", got, tc.want)
+			}
+			if tc.want != allowed && !strings.Contains(got, `"permissionDecision":"deny"`) {
+				t.Fatalf("answer %s, want a deny", got)
+			}
+		})
+	}
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("agent 0123456789abcdef0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withTokens := newEnv(t, withConfig(func(c *Config) { c.TokenFile = tokens })).srv.HookHandler()
+	if got := post(withTokens, "http://toolgate.internal:50052/hook/claude-code", map[string]string{"Authorization": "Bearer 0123456789abcdef0123"}); !strings.Contains(got, allowed) {
+		t.Errorf("a name with a token: %s", got)
+	}
+	if got := post(withTokens, "http://toolgate.internal:50052/hook/claude-code", map[string]string{"Authorization": "Bearer 0123456789abcdef0123", "Origin": "https://evil.example"}); !strings.Contains(got, "came from a web browser") {
+		t.Errorf("a browser with a token: %s", got)
 	}
 }

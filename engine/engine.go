@@ -201,7 +201,7 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 		// Only a cancelled context leaves the pipeline undecided.
 		return Result{}, false, ctx.Err()
 	}
-	res.Kind, res.Policy, res.FilesUnseen, res.PolicyVersion = c.kind, p.name, c.unseen, e.version
+	res.Kind, res.Policy, res.FilesUnseen, res.PolicyVersion = c.kind, p.name, c.unseen(), e.version
 	if ignored > 0 {
 		res.Reason += fmt.Sprintf(" (%d allow rule(s) the client sent were ignored: policy %s does not let clients allow, see client_allow_rules)", ignored, p.name)
 	}

@@ -38,9 +38,16 @@ type call struct {
 	// proofs are the paths this check proved free of links (see
 	// pathcheck.Proofs); they die with the call.
 	proofs pathcheck.Proofs
-	// unseen says why this server does not see the agent's files (see
-	// Files); then proofs are blind and every look fails.
-	unseen string
+}
+
+// unseen says why this server does not see the agent's files (see Files),
+// when the check looked at the disk and found so: then its proofs are
+// blind and every look failed.
+func (c *call) unseen() string {
+	if u := c.proofs.Blinded(); u != nil {
+		return u.Why
+	}
+	return ""
 }
 
 // writeFacts are the files a call writes, checked against the project and
@@ -75,9 +82,11 @@ func (w writeFacts) note() string {
 
 func (e *Engine) analyse(ctx context.Context, req *Request, p *policy) *call {
 	c := &call{name: req.Tool.Name, kind: p.vocab.Kind(req.Tool.Name), cwd: req.WorkingDirectory}
-	if why := filesUnseen(req, &c.proofs); why != "" {
-		c.unseen = why
-		c.proofs.Blind(why)
+	if req.Files.Remote {
+		// Decided at the check's first look at the disk: most checks of a
+		// session that need none (a rule, a metadata tool, echo) pay
+		// nothing for it.
+		c.proofs.Gate(func(pr *pathcheck.Proofs) string { return filesUnseen(req, pr) })
 	}
 	c.rc = rules.Call{Tool: c.name, Kind: string(c.kind)}
 	switch {

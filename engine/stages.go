@@ -282,9 +282,9 @@ func (k *check) notes() []string {
 	if k.vetoed != "" {
 		notes = append(notes, k.vetoed)
 	}
-	if c.unseen != "" && c.proofs.Refused() {
+	if u := c.unseen(); u != "" {
 		// Said once, first, rather than inside every refused look.
-		out := []string{unseenNote + c.unseen}
+		out := []string{unseenNote + u}
 		for _, n := range notes {
 			if !strings.Contains(n, pathcheck.UnseenPrefix) {
 				out = append(out, n)

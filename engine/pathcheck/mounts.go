@@ -60,7 +60,6 @@ func (l *Look) table() (*mountTable, error) {
 	case l == nil:
 		return currentMounts()
 	case l.unseen != nil:
-		l.pr.refused = true
 		return nil, l.unseen
 	}
 	return l.t, nil

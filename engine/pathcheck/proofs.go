@@ -24,10 +24,10 @@ type Proofs struct {
 	// look is the check's one look at the mount table, taken by its
 	// first walk.
 	look *Look
-	// unseen, when set, refuses every look (Blind); refused records that
-	// one was.
-	unseen  *UnseenError
-	refused bool
+	// unseen, when set, refuses every look (Blind).
+	unseen *UnseenError
+	// gate, when set, is run by the first look (Gate).
+	gate func(*Proofs) string
 }
 
 // Look returns the check's look at the mount table (taking it if this is
@@ -36,6 +36,12 @@ type Proofs struct {
 func (pr *Proofs) Look() *Look {
 	if pr == nil {
 		return nil
+	}
+	if g := pr.gate; g != nil {
+		pr.gate = nil
+		if why := g(pr); why != "" {
+			pr.Blind(why)
+		}
 	}
 	if pr.look == nil {
 		t, err := currentMounts()

@@ -38,6 +38,16 @@ func (pr *Proofs) Blind(why string) {
 	pr.look = &Look{pr: pr, unseen: pr.unseen}
 }
 
-// Refused reports whether a look of these blind proofs was refused: the
-// check wanted something of the disk.
-func (pr *Proofs) Refused() bool { return pr != nil && pr.refused }
+// Gate defers a decision about blindness to the check's first look: gate
+// runs once, before that look, with the proofs ready for its own looks,
+// and a non-empty answer blinds them (Blind) for that look and every later
+// one. A check that never looks at the disk never pays for it.
+func (pr *Proofs) Gate(gate func(*Proofs) string) { pr.gate = gate }
+
+// Blinded is the refusal every look of these proofs gets, or nil.
+func (pr *Proofs) Blinded() *UnseenError {
+	if pr == nil {
+		return nil
+	}
+	return pr.unseen
+}

@@ -624,16 +624,55 @@ func exportedMetrics(t *testing.T) map[string]bool {
 		}
 	}
 
+	// A local server whose upstream is that one exports its own: the
+	// upstream's calls and policy sets.
+	lcfg, err := app.LoadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lapp, err := app.New(lcfg, app.WithOverrides(func(c *app.Config) error {
+		c.Server.Listen = "127.0.0.1:0"
+		c.Server.MetricsListen = "127.0.0.1:0"
+		c.Upstream.Address, c.Upstream.StateDir = a.Addr().String(), t.TempDir()
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lctx, lstop := context.WithCancel(context.Background())
+	ldone := make(chan error, 1)
+	go func() { ldone <- lapp.Run(lctx) }()
+	t.Cleanup(func() {
+		lstop()
+		if err := <-ldone; err != nil {
+			t.Errorf("local toolgate: %v", err)
+		}
+	})
+	lconn, lclient, err := inproc.Dial(lapp.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lconn.Close()
+	call := workload.Classified(project, 1)
+	cctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	resp, err := lclient.Check(cctx, call.Req)
+	cancel()
+	if err != nil || resp.GetSource() != call.Source {
+		t.Fatalf("through the local server: %v, %v (want source %v)", resp, err, call.Source)
+	}
+
 	// The gRPC counters are counted as the call returns: wait for them.
 	var names map[string]bool
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		names = scrapeNames(t, "http://"+a.MetricsAddr().String()+"/metrics")
 		if names["grpc_server_handled_total"] && names["toolgate_classifier_tokens_total"] || time.Now().After(deadline) {
-			return names
+			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	maps.Copy(names, scrapeNames(t, "http://"+lapp.MetricsAddr().String()+"/metrics"))
+	return names
 }
 
 // scrapeNames fetches a Prometheus text exposition and returns the names
@@ -686,6 +725,7 @@ func TestMonitoringNamesExportedMetrics(t *testing.T) {
 	for _, want := range []string{
 		"toolgate_decisions_total", "toolgate_classifier_requests_total", "toolgate_classifier_duration_seconds_bucket",
 		"toolgate_classifier_tokens_total", "toolgate_classifier_breaker_state", "grpc_server_handled_total",
+		"toolgate_upstream_requests_total", "toolgate_upstream_policy_updates_total",
 	} {
 		if !exported[want] {
 			t.Fatalf("the scrape lacks %s: the server did not reach the classifier? got %q", want, slices.Sorted(maps.Keys(exported)))

@@ -206,3 +206,36 @@ func Tail(b []byte, n int) string {
 func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// CheckPin fails the test unless version is the release of pkg that
+// e2e/agents/npm/AGENT pins in its package.json and package-lock.json,
+// which make e2e-agents installs: a test written for one release must not
+// run, or install, another without saying so. It is called from a test
+// package under e2e/agents, whose directory is the working directory.
+func CheckPin(t *testing.T, agent, pkg, version string) {
+	t.Helper()
+	dir := filepath.Join("..", "npm", agent)
+	var manifest struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	var lock struct {
+		Packages map[string]struct {
+			Version string `json:"version"`
+		} `json:"packages"`
+	}
+	for file, v := range map[string]any{"package.json": &manifest, "package-lock.json": &lock} {
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, v); err != nil {
+			t.Fatalf("%s: %v", filepath.Join(dir, file), err)
+		}
+	}
+	if got := manifest.Dependencies[pkg]; got != version {
+		t.Errorf("%s pins %s %q; the test is written for %s", filepath.Join(dir, "package.json"), pkg, got, version)
+	}
+	if got := lock.Packages["node_modules/"+pkg].Version; got != version {
+		t.Errorf("%s locks %s %q; the test is written for %s", filepath.Join(dir, "package-lock.json"), pkg, got, version)
+	}
+}

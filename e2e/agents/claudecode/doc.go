@@ -1,5 +1,5 @@
 // Package claudecode is an end-to-end test of toolgate in front of the real
-// Claude Code CLI (npm @anthropic-ai/claude-code, pinned to 2.1.330), run
+// Claude Code CLI (npm @anthropic-ai/claude-code, pinned to 2.1.332), run
 // offline: the CLI talks to a scripted fake of the Anthropic Messages API on
 // loopback, which answers turn by turn with one tool call each, and Claude
 // Code's PreToolUse hook runs "toolgate hook claude-code" against a real

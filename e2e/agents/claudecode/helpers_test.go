@@ -25,7 +25,7 @@ import (
 )
 
 // claudeVersion is the Claude Code release the test is written against.
-const claudeVersion = "2.1.330"
+const claudeVersion = "2.1.332"
 
 // recordEnv, set in a hook's environment, turns the test binary into the
 // recording hook wrapper (see TestMain).
@@ -389,4 +389,8 @@ func runHost(ctx context.Context, bin, dir string, env []string, prompt string, 
 	run.err = cmd.Wait()
 	run.stdout, run.stderr = stdout.Bytes(), stderr.Bytes()
 	return run
+}
+
+func TestPinnedVersion(t *testing.T) {
+	agenttest.CheckPin(t, "claude-code", "@anthropic-ai/claude-code", claudeVersion)
 }

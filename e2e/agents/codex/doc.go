@@ -1,5 +1,5 @@
 // Package codex is an end-to-end test of toolgate in front of the real
-// OpenAI Codex CLI (npm @openai/codex, pinned to 0.169.0), run offline.
+// OpenAI Codex CLI (npm @openai/codex, pinned to 0.171.0), run offline.
 //
 // The test starts `toolgate serve` on loopback (no config, no classifier:
 // what no local stage decides is ASK, which the Codex adapter prints as a

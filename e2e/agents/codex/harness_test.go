@@ -25,13 +25,15 @@ import (
 )
 
 // codexVersion is the pinned @openai/codex release.
-const codexVersion = "0.169.0"
+const codexVersion = "0.171.0"
 
 const skipReason = "the real agent CLIs are installed and run by make e2e-agents (TOOLGATE_AGENTS_DIR)"
 
 // codexBinary returns the native Codex binary under
 // $TOOLGATE_AGENTS_DIR/codex, installing the pinned release there with npm
-// when it is missing or another version.
+// when it is missing. Another version there fails the test: replacing it
+// would leave make e2e-agents' copy of the lock file describing something
+// else.
 func codexBinary(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	agents := os.Getenv("TOOLGATE_AGENTS_DIR")
@@ -48,7 +50,10 @@ func codexBinary(ctx context.Context, t *testing.T) string {
 		t.Skipf("no @openai/codex build for %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
 	bin := filepath.Join(prefix, "node_modules", "@openai", pkg, "vendor", triple, "bin", "codex")
-	if installedVersion(prefix) != codexVersion || !isFile(bin) {
+	if v := installedVersion(prefix); v != "" && v != codexVersion {
+		t.Fatalf("%s holds @openai/codex %s; the test is written for %s (make e2e-agents installs the pinned version)", prefix, v, codexVersion)
+	}
+	if !isFile(bin) {
 		npm, err := exec.LookPath("npm")
 		if err != nil {
 			t.Fatalf("@openai/codex@%s is not in %s and npm is not on PATH to install it: %v", codexVersion, prefix, err)
@@ -467,4 +472,8 @@ func toolgateDir(ctx context.Context, t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+func TestPinnedVersion(t *testing.T) {
+	agenttest.CheckPin(t, "codex", "@openai/codex", codexVersion)
 }

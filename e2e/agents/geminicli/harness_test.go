@@ -276,3 +276,7 @@ func (p *placeholders) normalize(in json.RawMessage) ([]byte, error) {
 	out.WriteByte('\n')
 	return out.Bytes(), nil
 }
+
+func TestPinnedVersion(t *testing.T) {
+	agenttest.CheckPin(t, "gemini-cli", geminiPackage, geminiVersion)
+}

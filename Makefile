@@ -40,7 +40,7 @@ install: ## Install toolgate and toolgate-hook (static) into GOBIN (go env GOBIN
 	$(HOOK_ENV) go install ./cmd/toolgate-hook
 
 # make test runs the unit and in-process tests; the tests that build the
-# binary and drive real processes (resilience/, deploy/, the README's hook
+# binary and drive real processes (resilience/, deploy/, the documentation's hook
 # snippets, the agents' CLIs) are make test-e2e.
 UNIT_PKGS = $(shell go list $(GO_PKGS) | grep -v -e '/resilience$$' -e '/deploy$$' -e '/e2e/')
 
@@ -49,7 +49,7 @@ test: lint gen-check ## Lint, check gen/ is fresh, run the unit and in-process t
 	go test -race -count=1 $(UNIT_PKGS)
 
 .PHONY: test-e2e
-test-e2e: e2e-agents monitoring-test ## The real agent CLIs through the hooks, the alert rules (promtool), then the binary: resilience/ (faults and load), deploy/, the README's hook snippets, with -race
+test-e2e: e2e-agents monitoring-test ## The real agent CLIs through the hooks, the alert rules (promtool), then the binary: resilience/ (faults and load), deploy/, the documentation's hook snippets, with -race
 	PATH="$(dir $(PROMTOOL)):$$PATH" go test -race -count=1 ./resilience/... ./deploy/...
 	TOOLGATE_E2E=1 go test -race -count=1 -run TestHookReadmeSnippets ./cmd/toolgate
 

@@ -975,30 +975,31 @@ func TestKubernetesSidecar(t *testing.T) {
 	}
 }
 
-// The README's deployment section points at the files it describes.
-func TestReadmeDeploymentLinks(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
+// docs/deployment.md, before its first section, points at the files it
+// describes (its links are relative to docs/).
+func TestDocsDeploymentLinks(t *testing.T) {
+	data, err := os.ReadFile("../docs/deployment.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(data), "\n## Deployment\n")
+	_, section, ok := strings.Cut(string(data), "# Deployment\n")
 	if !ok {
-		t.Fatal("README has no ## Deployment section")
+		t.Fatal("docs/deployment.md has no # Deployment heading")
 	}
 	if i := strings.Index(section, "\n## "); i >= 0 {
 		section = section[:i]
 	}
 	links := map[string]bool{}
-	for _, m := range regexp.MustCompile(`\]\((deploy/[^)#]*)\)`).FindAllStringSubmatch(section, -1) {
+	for _, m := range regexp.MustCompile(`\]\(\.\./(deploy/[^)#]*)\)`).FindAllStringSubmatch(section, -1) {
 		links[m[1]] = true
 		if _, err := os.Stat(filepath.Join("..", m[1])); err != nil {
-			t.Errorf("README links %s: %v", m[1], err)
+			t.Errorf("docs/deployment.md links %s: %v", m[1], err)
 		}
 	}
 	for _, f := range []string{"deploy/systemd/toolgate.service", "deploy/systemd/toolgate@.service",
 		"deploy/launchd/dev.toolgate.plist", "deploy/kubernetes/sidecar/", "deploy/kubernetes/"} {
 		if !links[f] {
-			t.Errorf("README's ## Deployment does not link %s", f)
+			t.Errorf("docs/deployment.md does not link %s", f)
 		}
 	}
 }

@@ -144,19 +144,25 @@ func (d dashboard) queries(t *testing.T) []dashboardQuery {
 	return out
 }
 
-// readmeQueries are the README's promql code blocks.
-func readmeQueries(t *testing.T) []dashboardQuery {
+// docQueries are the promql code blocks of README.md and docs/*.md.
+func docQueries(t *testing.T) []dashboardQuery {
 	t.Helper()
-	data, err := os.ReadFile("../README.md")
+	docs, err := filepath.Glob("../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []dashboardQuery
-	for i, m := range regexp.MustCompile("(?ms)^```promql\n(.*?)^```").FindAllStringSubmatch(string(data), -1) {
-		out = append(out, dashboardQuery{fmt.Sprintf("README promql block %d", i+1), m[1]})
+	for _, f := range append([]string{"../README.md"}, docs...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range regexp.MustCompile("(?ms)^```promql\n(.*?)^```").FindAllStringSubmatch(string(data), -1) {
+			out = append(out, dashboardQuery{fmt.Sprintf("%s promql block %d", strings.TrimPrefix(f, "../"), i+1), m[1]})
+		}
 	}
 	if len(out) == 0 {
-		t.Fatal("no promql block in README.md")
+		t.Fatal("no promql block in README.md or docs/")
 	}
 	return out
 }
@@ -365,7 +371,7 @@ func TestDashboardQueriesParse(t *testing.T) {
 	vars := strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h",
 		"$job", ".*", "$instance", ".*", "$price_in", "0.4", "$price_out", "1.6")
 	f := ruleFile{Groups: []ruleGroup{{Name: "dashboard"}}}
-	qs := append(loadDashboard(t).queries(t), readmeQueries(t)...)
+	qs := append(loadDashboard(t).queries(t), docQueries(t)...)
 	for i, q := range qs {
 		e := vars.Replace(q.expr)
 		if strings.Contains(e, "$") {
@@ -385,7 +391,7 @@ func TestDashboardQueriesParse(t *testing.T) {
 	if err != nil {
 		t.Fatalf("promtool check rules: %v\n%s\n%s", err, out, data)
 	}
-	t.Logf("%d dashboard and README queries parse", len(qs))
+	t.Logf("%d dashboard and documentation queries parse", len(qs))
 }
 
 // promqlKeywords are PromQL's words that are not metric names when not
@@ -717,7 +723,7 @@ func scrapeNames(t *testing.T, url string) map[string]bool {
 }
 
 // TestMonitoringNamesExportedMetrics: every metric the dashboard, the
-// rules and the README's promql examples select is one a real server
+// rules and the documentation's promql examples select is one a real server
 // exports (a renamed metric would otherwise leave an empty panel and an
 // alert that never fires), and the dashboard shows every toolgate_ metric.
 func TestMonitoringNamesExportedMetrics(t *testing.T) {
@@ -753,7 +759,7 @@ func TestMonitoringNamesExportedMetrics(t *testing.T) {
 		}
 	}
 	check("dashboard", loadDashboard(t).queries(t))
-	check("README", readmeQueries(t))
+	check("documentation", docQueries(t))
 
 	rules := loadRules(t)
 	recorded := map[string]bool{}

@@ -19,7 +19,7 @@ func (answerAllow) Classify(context.Context, *ClassifyInput) (Verdict, error) {
 // stage against stage: its policy is small and its goroutines warm, so it
 // is cheaper than the server's checks. BenchmarkEngine in bench/ runs the
 // embedded default policy on a fresh goroutine per check, as the server
-// pays; the README quotes that one.
+// pays; docs/development.md quotes that one.
 func BenchmarkCheck(b *testing.B) {
 	e, err := New(Config{Policies: map[string]PolicySpec{DefaultPolicy: {Permissions: RuleSet{
 		Deny:  []string{"Bash(rm -rf /)", "Bash(curl * | sh)", "Read(//**/.ssh/id_*)", "Read(//**/.aws/credentials)"},

@@ -27,14 +27,14 @@ type check struct {
 // A stage decides a call from its facts, or passes (ok false). Stages
 // only read the facts: none changes them for a later one.
 type stage struct {
-	name   string // as in the README's table of stages
+	name   string // as in the table of stages in docs/decisions.md
 	decide func(ctx context.Context, k *check) (res Result, ok bool)
 }
 
 // stages are run in order; the first that decides wins. Explicit deny and
 // ask rules come before the fast paths: a user's deny or ask is never
-// overtaken by a heuristic allow. The README's table lists them in this
-// order (TestStagesMatchREADME).
+// overtaken by a heuristic allow. docs/decisions.md's table lists them in this
+// order (TestStagesMatchDocs).
 var stages = []stage{
 	{"deny rules", denyRules},
 	{"plan mode", planMode},

@@ -8,7 +8,8 @@ import (
 	"testing"
 )
 
-// readmeStage is one numbered row of the README's table of stages.
+// readmeStage is one numbered row of the table of stages in
+// docs/decisions.md.
 type readmeStage struct {
 	name      string // the stage cell
 	decisions string // the decides cell, upper case
@@ -18,13 +19,13 @@ type readmeStage struct {
 // readmeStages parses the table under "How a call is decided".
 func readmeStages(t *testing.T) []readmeStage {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "docs", "decisions.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, text, ok := strings.Cut(string(b), "## How a call is decided")
+	_, text, ok := strings.Cut(string(b), "\n## How a call is decided\n")
 	if !ok {
-		t.Fatal(`README has no "How a call is decided" section`)
+		t.Fatal(`docs/decisions.md has no "How a call is decided" section`)
 	}
 	row := regexp.MustCompile(`^\| *(\d+) *\| *([^|]+?) *\| *([^|]+?) *\| *([^|]+?) *\|$`)
 	var out []readmeStage
@@ -41,24 +42,24 @@ func readmeStages(t *testing.T) []readmeStage {
 	return out
 }
 
-// TestStagesMatchREADME checks that the stages run in the order the
-// README's table gives, under the names it gives.
-func TestStagesMatchREADME(t *testing.T) {
+// TestStagesMatchDocs checks that the stages run in the order the
+// table in docs/decisions.md gives, under the names it gives.
+func TestStagesMatchDocs(t *testing.T) {
 	rows := readmeStages(t)
 	if len(rows) != len(stages) {
-		t.Fatalf("README lists %d stages, the engine runs %d", len(rows), len(stages))
+		t.Fatalf("docs/decisions.md lists %d stages, the engine runs %d", len(rows), len(stages))
 	}
 	for i, s := range stages {
 		if !strings.HasPrefix(rows[i].name, s.name) {
-			t.Errorf("stage %d is %q, README says %q", i+1, s.name, rows[i].name)
+			t.Errorf("stage %d is %q, docs/decisions.md says %q", i+1, s.name, rows[i].name)
 		}
 	}
 }
 
-// TestStagesDecideAsREADMESays drives one call to each stage and checks
-// that the stage the README names decides it, with a decision and a
+// TestStagesDecideAsDocumented drives one call to each stage and checks
+// that the stage docs/decisions.md names decides it, with a decision and a
 // source from that row.
-func TestStagesDecideAsREADMESays(t *testing.T) {
+func TestStagesDecideAsDocumented(t *testing.T) {
 	rows := readmeStages(t)
 	l := newLayout(t)
 	spec := PolicySpec{Permissions: RuleSet{
@@ -98,10 +99,10 @@ func TestStagesDecideAsREADMESays(t *testing.T) {
 			row := rows[i]
 			src := "DECISION_SOURCE_" + strings.ToUpper(got.Source.String())
 			if !strings.Contains(row.sources, src) {
-				t.Errorf("decided by %s (%s), README row %d says %s", src, got.Reason, i+1, row.sources)
+				t.Errorf("decided by %s (%s), docs/decisions.md row %d says %s", src, got.Reason, i+1, row.sources)
 			}
 			if !strings.Contains(row.decisions, strings.ToUpper(got.Decision.String())) {
-				t.Errorf("decision %v, README row %d says %s", got.Decision, i+1, row.decisions)
+				t.Errorf("decision %v, docs/decisions.md row %d says %s", got.Decision, i+1, row.decisions)
 			}
 			// The stage itself must decide the call, and no earlier one.
 			k := &check{e: e, req: tc.req, p: e.policies[DefaultPolicy], set: e.policies[DefaultPolicy].rules, c: e.analyse(t.Context(), tc.req, e.policies[DefaultPolicy])}

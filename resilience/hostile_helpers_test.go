@@ -36,7 +36,7 @@ const (
 	answerDeadline = 3 * time.Second
 	// peakRSSBound is the most resident memory (VmHWM) a toolgate serve
 	// process may have reached by the end of a hostile run: half the
-	// Kubernetes manifest's 512Mi limit (README, "Security and limits").
+	// Kubernetes manifest's 512Mi limit (docs/operations.md, "Security and limits").
 	peakRSSBound = 256 << 20
 	// hostileShutdown is server.shutdown_timeout in the hostile configs;
 	// exitMargin is how much later than it the process may exit after

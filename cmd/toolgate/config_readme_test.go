@@ -9,16 +9,16 @@ import (
 	"testing"
 )
 
-// TestPolicyLayersReadme runs what README.md's "Policy layers" section
+// TestPolicyLayersReadme runs what docs/operations.md's "Policy layers" section
 // shows: its YAML is written as toolgate.yaml, each "$ toolgate ..." block
 // is run in that directory, and validate must print exactly what the
-// README shows, config show every line the README quotes, in order.
+// documentation shows, config show every line it quotes, in order.
 func TestPolicyLayersReadme(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := markdownSection(t, string(readme), "### Policy layers")
+	section := markdownSection(t, string(readme), "## Policy layers")
 	blocks := regexp.MustCompile("(?ms)^```(\\w*)\n(.*?)^```").FindAllStringSubmatch(section, -1)
 	var yamlBody string
 	var commands [][]string // the command line, then the output lines shown
@@ -48,7 +48,7 @@ func TestPolicyLayersReadme(t *testing.T) {
 		shown := c[1:]
 		if args[0] == "validate" {
 			if strings.Join(got, "\n") != strings.Join(shown, "\n") {
-				t.Errorf("%s printed\n%s\nthe README shows\n%s", c[0], out.String(), strings.Join(shown, "\n"))
+				t.Errorf("%s printed\n%s\nthe documentation shows\n%s", c[0], out.String(), strings.Join(shown, "\n"))
 			}
 			continue
 		}
@@ -60,7 +60,7 @@ func TestPolicyLayersReadme(t *testing.T) {
 			}
 		}
 		if i < len(shown) {
-			t.Errorf("%s: the README's line %q is not printed (in that order):\n%s", c[0], shown[i], out.String())
+			t.Errorf("%s: the documentation's line %q is not printed (in that order):\n%s", c[0], shown[i], out.String())
 		}
 	}
 }

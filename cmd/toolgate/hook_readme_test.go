@@ -17,22 +17,22 @@ import (
 )
 
 // TestHookReadmeSnippets installs each agent's hook as a new user would:
-// the settings snippet is taken verbatim from README.md, written where the
+// the settings snippet is taken verbatim from docs/hooks.md, written where the
 // agent reads it, and the hook command is found in it the way the agent
 // finds it and run through sh -c with freshly built toolgate and
 // toolgate-hook on PATH and TOOLGATE_HOOK_ADDR set to a server's hook
 // listener. Fed the agent's input for a destructive command, the
-// hook must print exactly the deny the README shows, and the README's words
+// hook must print exactly the deny docs/hooks.md shows, and its words
 // on what the user sees must quote its reason.
 func TestHookReadmeSnippets(t *testing.T) {
 	if os.Getenv("TOOLGATE_E2E") == "" {
 		t.Skip("builds and runs the binary: make test-e2e runs it (TOOLGATE_E2E=1)")
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "hooks.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hooks := markdownSection(t, string(readme), "## Hooks")
+	hooks := markdownSection(t, string(readme), "# Hooks")
 
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -58,15 +58,15 @@ func TestHookReadmeSnippets(t *testing.T) {
 		event    string // hooks.<event>
 		input    string // recorded hook input of a denied command
 		tool     string // the tool name the agent matches against
-		// seen is what the README must say the user (or model) sees, given
+		// seen is what the documentation must say the user (or model) sees, given
 		// the printed reason.
 		seen func(reason string) string
 	}{
-		{"### Claude Code", ".claude/settings.json", "PreToolUse", "claude-code/deny-rule.json", "Bash",
+		{"## Claude Code", ".claude/settings.json", "PreToolUse", "claude-code/deny-rule.json", "Bash",
 			func(r string) string { return "the user sees it refused with `" + r + "`" }},
-		{"### Gemini CLI", ".gemini/settings.json", "BeforeTool", "gemini-cli/deny-rule.json", "run_shell_command",
+		{"## Gemini CLI", ".gemini/settings.json", "BeforeTool", "gemini-cli/deny-rule.json", "run_shell_command",
 			func(string) string { return "blocks the call, handing the reason to the model" }},
-		{"### Codex", ".codex/hooks.json", "PreToolUse", "codex/deny-rule.json", "Bash",
+		{"## Codex", ".codex/hooks.json", "PreToolUse", "codex/deny-rule.json", "Bash",
 			func(r string) string { return "`Command blocked by PreToolUse hook: " + r + ". Command: rm -rf /`" }},
 	}
 	for _, tc := range tests {
@@ -104,32 +104,32 @@ func TestHookReadmeSnippets(t *testing.T) {
 
 			reason := denyReasonOf(t, tc.event, out)
 			if got, want := strings.TrimSpace(string(out)), strings.TrimSpace(blocks[1]); got != want {
-				t.Errorf("the hook printed\n%s\nthe README shows\n%s", got, want)
+				t.Errorf("the hook printed\n%s\nthe documentation shows\n%s", got, want)
 			}
 			prose := strings.Join(strings.Fields(section), " ")
 			if want := tc.seen(reason); !strings.Contains(prose, want) {
-				t.Errorf("the README does not say %q", want)
+				t.Errorf("docs/hooks.md does not say %q", want)
 			}
 		})
 	}
-	t.Run("### Claude Code HTTP hook", func(t *testing.T) {
-		section := markdownSection(t, hooks, "### Claude Code")
+	t.Run("## Claude Code HTTP hook", func(t *testing.T) {
+		section := markdownSection(t, hooks, "## Claude Code")
 		testClaudeHTTPHook(t, section, filepath.Join(testdata, "claude-code/deny-rule.json"), testdata)
 	})
-	t.Run("### Codex trusted_hash", func(t *testing.T) {
-		section := markdownSection(t, hooks, "### Codex")
+	t.Run("## Codex trusted_hash", func(t *testing.T) {
+		section := markdownSection(t, hooks, "## Codex")
 		settings := filepath.Join(t.TempDir(), "hooks.json")
 		if err := os.WriteFile(settings, []byte(jsonBlocks(section)[0]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		want := codexTrustHash("pre_tool_use", "*", hookCommand(t, settings, "PreToolUse", "Bash"))
 		if !strings.Contains(section, `trusted_hash = "`+want+`"`) {
-			t.Errorf("the README's trusted_hash is not %s, the hash of its hook definition", want)
+			t.Errorf("the documented trusted_hash is not %s, the hash of its hook definition", want)
 		}
 	})
 }
 
-// testClaudeHTTPHook serves the README's hook listener config (on a free
+// testClaudeHTTPHook serves the documented hook listener config (on a free
 // port), finds the HTTP hook in its settings snippet the way Claude Code
 // does, posts the recorded input there and expects what the command hook
 // prints for it against the same server: a deny.
@@ -175,7 +175,7 @@ func testClaudeHTTPHook(t *testing.T, section, inputFile, testdata string) {
 	if !strings.Contains(config, "listen: "+u.Host+"\n") {
 		t.Fatalf("the hook URL's address %s is not the config's hook listener:\n%s", u.Host, config)
 	}
-	// The README's port may be taken on this machine: the same config on
+	// The documented port may be taken on this machine: the same config on
 	// a free one.
 	path := filepath.Join(t.TempDir(), "toolgate.yaml")
 	if err := os.WriteFile(path, []byte(strings.Replace(config, u.Host, "127.0.0.1:0", 1)), 0o600); err != nil {
@@ -256,7 +256,7 @@ func markdownSection(t *testing.T, doc, heading string) string {
 		}
 		return strings.Join(lines[i:end], "\n")
 	}
-	t.Fatalf("README.md has no %q heading", heading)
+	t.Fatalf("no %q heading", heading)
 	return ""
 }
 

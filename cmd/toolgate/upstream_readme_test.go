@@ -14,7 +14,7 @@ import (
 	"github.com/toolgate/toolgate/upstream"
 )
 
-// TestLocalCentralReadme runs what README.md's "Local and central
+// TestLocalCentralReadme runs what docs/deployment.md's "Local and central
 // toolgate" section shows: the local server's config loads with the
 // upstream it names and validates; the centre's policies validate and
 // serve client_allow_rules as the text says; the serve command starts a
@@ -22,11 +22,11 @@ import (
 // answers at the address, so it decides with the built-in policy); and
 // config show --state-dir prints the lines shown.
 func TestLocalCentralReadme(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "deployment.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := fencedSection(t, string(readme), "### Local and central toolgate")
+	section := fencedSection(t, string(readme), "## Local and central toolgate")
 	blocks := regexp.MustCompile("(?ms)^```(\\w*)\n(.*?)^```").FindAllStringSubmatch(section, -1)
 	var yamls, commands []string
 	for _, b := range blocks {
@@ -106,7 +106,7 @@ func TestLocalCentralReadme(t *testing.T) {
 		t.Errorf("a client allow rule under the built-in policy served as a centre's: %s %s", out.String(), errOut.String())
 	}
 
-	// config show --state-dir, on a kept copy as the README describes it.
+	// config show --state-dir, on a kept copy as the documentation describes it.
 	received, _ := time.Parse(time.RFC3339, "2026-11-27T09:00:00Z")
 	if err := upstream.SaveState(state, &upstream.Saved{Version: version, Upstream: "toolgate.internal.example:443", Received: received, Document: string(doc)}); err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func TestLocalCentralReadme(t *testing.T) {
 		}
 	}
 	if i < len(lines)-1 {
-		t.Errorf("%s: the README's line %q is not printed (in that order):\n%s", lines[0], lines[i+1], got)
+		t.Errorf("%s: the documentation's line %q is not printed (in that order):\n%s", lines[0], lines[i+1], got)
 	}
 }
 
@@ -153,6 +153,6 @@ func fencedSection(t *testing.T, doc, heading string) string {
 		}
 		return strings.Join(lines[i:], "\n")
 	}
-	t.Fatalf("README.md has no %q heading", heading)
+	t.Fatalf("no %q heading", heading)
 	return ""
 }

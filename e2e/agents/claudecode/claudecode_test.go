@@ -761,7 +761,7 @@ func firstLine(s string) string {
 	return s
 }
 
-// TestClaudeCodeHTTPHookUnreachable: the settings the README gives for an
+// TestClaudeCodeHTTPHookUnreachable: the settings docs/hooks.md gives for an
 // HTTP hook (onFailure block) keep a call from running when the hook
 // listener cannot be reached; without onFailure block, Claude Code runs
 // it, which shows that the check can fail.

@@ -49,9 +49,9 @@ test: lint gen-check ## Lint, check gen/ is fresh, run the unit and in-process t
 	go test -race -count=1 $(UNIT_PKGS)
 
 .PHONY: test-e2e
-test-e2e: e2e-agents monitoring-test ## The real agent CLIs through the hooks, the alert rules (promtool), then the binary: resilience/ (faults and load), deploy/, the documentation's hook snippets, with -race
+test-e2e: e2e-agents monitoring-test ## The real agent CLIs through the hooks, the alert rules (promtool), then the binary: resilience/ (faults and load), deploy/, the documentation's hook snippets and quickstart, with -race
 	PATH="$(dir $(PROMTOOL)):$$PATH" go test -race -count=1 ./resilience/... ./deploy/...
-	TOOLGATE_E2E=1 go test -race -count=1 -run TestHookReadmeSnippets ./cmd/toolgate
+	TOOLGATE_E2E=1 go test -race -count=1 -run 'TestHookReadmeSnippets|TestQuickstart' ./cmd/toolgate
 
 # promtool comes from Debian's prometheus package, extracted into bin/
 # rather than installed: installing would also set up (and, under an init

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the Python and Node client examples against a toolgate server with
-# the embedded default policy; `make clients-test` calls it after building
-# the binary and installing the clients' dependencies (clients/deps.sh).
+# Runs the Python and Node client examples, as clients/README.md shows
+# them, against a toolgate server with the embedded default policy;
+# `make clients-test` calls it after building the binary and installing
+# the clients' dependencies (clients/deps.sh).
 #
 #   clients/test.sh TOOLGATE_BINARY
 #
@@ -25,17 +26,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Python stubs are generated on every run, by Debian's protoc and
-# grpc_python_plugin, so they always match both the proto and the installed
-# python3-protobuf runtime (gen/ is git-ignored).
-rm -rf "$clients/python/gen"
-mkdir -p "$clients/python/gen"
-protoc -I "$root/proto" -I /usr/include \
-	--python_out="$clients/python/gen" \
-	--grpc_python_out="$clients/python/gen" \
-	--plugin=protoc-gen-grpc_python="$(command -v grpc_python_plugin)" \
-	toolgate/v1/permission.proto
-
 # Metrics off: a listener on its fixed default port would clash with any
 # other toolgate on this machine.
 "$toolgate" serve --listen 127.0.0.1:0 --metrics-listen off >"$tmp/serve.log" 2>&1 &
@@ -57,23 +47,42 @@ if [[ -z "$addr" ]]; then
 fi
 echo "clients-test: toolgate serving on $addr"
 
-# Each example checks a file of the directory it runs in.
+# The examples run as clients/README.md shows them: each of its sh blocks,
+# from the root of the clone, with this server's address in place of the
+# documented one (so a README that drifts from what works fails here).
+documented="127.0.0.1:50051"
+blocks=()
+block=""
+in_block=0
+while IFS= read -r line; do
+	if ((in_block)); then
+		if [[ "$line" == '```' ]]; then
+			blocks+=("$block")
+			in_block=0
+		else
+			block+="${line//$documented/$addr}"$'\n'
+		fi
+	elif [[ "$line" == '```sh' ]]; then
+		block=""
+		in_block=1
+	fi
+done <"$clients/README.md"
+if ((${#blocks[@]} != 2)); then
+	echo "clients-test: want the Python and the Node example's sh blocks in clients/README.md, found ${#blocks[@]}" >&2
+	exit 1
+fi
+
 passed=0
 failed=0
-run() {
-	local name="$1" dir="$2"
-	shift 2
-	echo "--- $name"
-	if (cd "$dir" && TOOLGATE_ADDR="$addr" "$@"); then
+for b in "${blocks[@]}"; do
+	echo "--- $b"
+	if (cd "$root" && env -u TOOLGATE_ADDR bash -euo pipefail -c "$b"); then
 		passed=$((passed + 1))
 	else
-		echo "--- $name FAILED" >&2
+		echo "--- FAILED" >&2
 		failed=$((failed + 1))
 	fi
-}
-# /usr/bin/python3: Debian's grpcio and protobuf are installed for it only.
-run python "$clients/python" /usr/bin/python3 check_tool.py
-run node "$clients/node" node check_tool.js
+done
 
 if ((failed > 0)); then
 	echo "clients-test: server log:" >&2

@@ -150,6 +150,14 @@ type Policy struct {
 	// and ask rules only, and an allow rule they send is ignored with a
 	// note in the reason.
 	ClientAllowRules *bool `yaml:"client_allow_rules,omitempty"`
+	// ClientBypass lets checks use bypass mode (a client's word, which
+	// allows whatever no deny or ask rule catches). Unset, a config
+	// file's policy lets them and a policy served by a central toolgate
+	// does not: under it, a check in bypass mode is decided as in auto
+	// mode, with a note in the reason. The served form carries it only
+	// when true, so that local servers built before it accept the sets
+	// of policies that do not let clients bypass.
+	ClientBypass *bool `yaml:"client_bypass,omitempty"`
 	// ClaudeSettings names a Claude Code settings.json whose permissions
 	// and autoMode lists are added to this policy's. After Load it is an
 	// absolute path and the lists above include the imported rules.

@@ -92,6 +92,9 @@ func (c *Config) enginePolicies() map[string]engine.PolicySpec {
 			// A config file's policy lets clients allow unless it says
 			// otherwise; a served one says so explicitly (Served).
 			RefuseClientAllowRules: p.ClientAllowRules != nil && !*p.ClientAllowRules,
+			// Likewise bypass mode; a served policy that does not say
+			// refuses it (FromServed).
+			RefuseClientBypass: p.ClientBypass != nil && !*p.ClientBypass,
 		}
 	}
 	return out

@@ -32,8 +32,9 @@ type served struct {
 
 // Served returns the policies in their served form and its version,
 // "sha256:" and the hex SHA-256 of it. In that form each policy says
-// whether clients may bring allow rules (client_allow_rules): a policy
-// that does not say so lets them in a config file and not when served.
+// whether clients may bring allow rules (client_allow_rules) and use
+// bypass mode (client_bypass): a policy that does not say so lets them in
+// a config file and not when served.
 func (c *Config) Served() (doc []byte, version string, err error) {
 	s := served{Policies: make(map[string]Policy, len(c.Policies))}
 	for name, p := range c.Policies {
@@ -41,6 +42,11 @@ func (c *Config) Served() (doc []byte, version string, err error) {
 		p.Extends, p.RemoveBuiltin, p.ClaudeSettings = "", nil, ""
 		p.AcceptEdits = ptr(p.AcceptEdits == nil || *p.AcceptEdits)
 		p.ClientAllowRules = ptr(p.ClientAllowRules != nil && *p.ClientAllowRules)
+		// Said only when true (see Policy.ClientBypass): unset, a served
+		// policy refuses bypass mode.
+		if p.ClientBypass != nil && !*p.ClientBypass {
+			p.ClientBypass = nil
+		}
 		s.Policies[name] = p
 	}
 	var buf bytes.Buffer
@@ -88,8 +94,12 @@ func FromServed(doc []byte, from string) (*Config, error) {
 		if p.ClientAllowRules == nil {
 			// A served policy lets clients allow only when it says so.
 			p.ClientAllowRules = ptr(false)
-			c.Policies[name] = p
 		}
+		if p.ClientBypass == nil {
+			// Nor bypass mode.
+			p.ClientBypass = ptr(false)
+		}
+		c.Policies[name] = p
 		c.layers[name] = newLayers(from, &p)
 	}
 	return c, nil

@@ -84,3 +84,44 @@ func TestServedForm(t *testing.T) {
 		t.Error("a served policy without client_allow_rules lets clients allow")
 	}
 }
+
+// TestServedClientBypass: a config file's policy lets clients use bypass
+// mode unless it says otherwise; a served one only when it says so, and
+// its served form names the field only then (local servers that do not
+// know it still take the sets of policies that refuse bypass mode).
+func TestServedClientBypass(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "toolgate.yaml")
+	body := "policies:\n  default: {}\n  ci:\n    client_bypass: true\n  strict:\n    client_bypass: false\n"
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.enginePolicies(); p["default"].RefuseClientBypass || p["ci"].RefuseClientBypass || !p["strict"].RefuseClientBypass {
+		t.Errorf("config file: refuse bypass default %v ci %v strict %v", p["default"].RefuseClientBypass, p["ci"].RefuseClientBypass, p["strict"].RefuseClientBypass)
+	}
+	doc, _, err := c.Served()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(doc), "client_bypass"); n != 1 || !strings.Contains(string(doc), "client_bypass: true") {
+		t.Errorf("served form names client_bypass %d times, want once as true:\n%s", n, doc)
+	}
+	f, err := FromServed(doc, "upstream test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := f.enginePolicies(); !p["default"].RefuseClientBypass || p["ci"].RefuseClientBypass || !p["strict"].RefuseClientBypass {
+		t.Errorf("served: refuse bypass default %v ci %v strict %v", p["default"].RefuseClientBypass, p["ci"].RefuseClientBypass, p["strict"].RefuseClientBypass)
+	}
+	again, _, err := f.Served()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != string(doc) {
+		t.Errorf("served twice differs:\n%s\n---\n%s", doc, again)
+	}
+}

@@ -164,6 +164,14 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 		// the check either.
 		ignored, clientAllow = len(clientAllow), nil
 	}
+	bypassRefused := p.refuseClientBypass && req.Mode == ModeBypass
+	if bypassRefused {
+		// Every stage after this one reads the mode from the request,
+		// the classifier's included: a copy in auto mode.
+		auto := *req
+		auto.Mode = ModeAuto
+		req = &auto
+	}
 	if len(clientAllow)+len(req.Rules.Ask)+len(req.Rules.Deny) > 0 {
 		extra, _, err := rules.Compile(req.Rules.Deny, req.Rules.Ask, clientAllow)
 		if err != nil {
@@ -204,6 +212,9 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 	res.Kind, res.Policy, res.FilesUnseen, res.PolicyVersion = c.kind, p.name, c.unseen(), e.version
 	if ignored > 0 {
 		res.Reason += fmt.Sprintf(" (%d allow rule(s) the client sent were ignored: policy %s does not let clients allow, see client_allow_rules)", ignored, p.name)
+	}
+	if bypassRefused {
+		res.Reason += fmt.Sprintf(" (decided as in auto mode: policy %s does not let clients use bypass mode, see client_bypass)", p.name)
 	}
 	return res, true, nil
 }

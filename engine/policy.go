@@ -37,6 +37,12 @@ type PolicySpec struct {
 	// rules still apply. A policy served by a central toolgate sets it
 	// unless it lets clients allow.
 	RefuseClientAllowRules bool
+	// RefuseClientBypass decides a request in bypass mode as in auto
+	// mode, with a note in the reason: the mode is the client's word,
+	// and under a policy that refuses client allow rules it would
+	// otherwise allow what the policy does not. A policy served by a
+	// central toolgate sets it unless it lets clients bypass.
+	RefuseClientBypass bool
 }
 
 // policy is a compiled PolicySpec.
@@ -51,10 +57,13 @@ type policy struct {
 	readRoots   knowledge.Roots
 	// refuseClientAllow: the request's allow rules are ignored.
 	refuseClientAllow bool
+	// refuseClientBypass: bypass mode is decided as auto mode.
+	refuseClientBypass bool
 }
 
 func compilePolicy(name string, spec PolicySpec, home string) (*policy, error) {
-	p := &policy{name: name, safe: map[string]bool{}, acceptEdits: !spec.DisableAcceptEdits, refuseClientAllow: spec.RefuseClientAllowRules}
+	p := &policy{name: name, safe: map[string]bool{}, acceptEdits: !spec.DisableAcceptEdits, refuseClientAllow: spec.RefuseClientAllowRules,
+		refuseClientBypass: spec.RefuseClientBypass}
 	set, warns, err := rules.Compile(spec.Permissions.Deny, spec.Permissions.Ask, spec.Permissions.Allow)
 	if err != nil {
 		return nil, fmt.Errorf("permissions.%w", err)

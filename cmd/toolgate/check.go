@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
@@ -125,7 +127,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail("%v", err)
 	}
-	out, err := protojson.MarshalOptions{Multiline: true}.Marshal(resp)
+	out, err := stableJSON(resp, true)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -213,7 +215,7 @@ func checkStream(ctx context.Context, client pb.PermissionServiceClient, path st
 		if err != nil {
 			return err
 		}
-		out, err := protojson.Marshal(resp)
+		out, err := stableJSON(resp, false)
 		if err != nil {
 			return err
 		}
@@ -233,4 +235,21 @@ func checkStream(ctx context.Context, client pb.PermissionServiceClient, path st
 		return fmt.Errorf("%d checks got no answer", len(pending))
 	}
 	return nil
+}
+
+// stableJSON is protojson's encoding of m with encoding/json's spacing:
+// protojson varies its whitespace from build to build on purpose, and
+// what check prints is read by scripts and shown in the documentation.
+func stableJSON(m proto.Message, multiline bool) ([]byte, error) {
+	b, err := protojson.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if multiline {
+		err = json.Indent(&out, b, "", "  ")
+	} else {
+		err = json.Compact(&out, b)
+	}
+	return out.Bytes(), err
 }

@@ -97,6 +97,55 @@ func TestQuickstart(t *testing.T) {
 		}
 	})
 
+	t.Run("exit codes", func(t *testing.T) {
+		prose := strings.Join(strings.Fields(five), " ")
+		for _, said := range []string{
+			"exit code is the decision: 0 allow, 1 deny, 2 ask, 3 when it got no decision",
+			"Through `go run ./cmd/toolgate check`, every non-zero code becomes 1",
+		} {
+			if !strings.Contains(prose, said) {
+				t.Fatalf("the README no longer says %q: update this test", said)
+			}
+		}
+		server := d.ports["127.0.0.1:50051"]
+		exitCode := func(cmd *exec.Cmd) (int, string) {
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if ee, ok := err.(*exec.ExitError); ok {
+				return ee.ExitCode(), stderr.String()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return 0, stderr.String()
+		}
+		dir := t.TempDir()
+		for _, c := range []struct {
+			addr, tool, input string
+			want              int
+		}{
+			{server, "Edit", `{"file_path":"main.go"}`, 0},
+			{server, "Bash", `{"command":"rm -rf /"}`, 1},
+			{server, "Bash", `{"command":"terraform apply"}`, 2},
+			{deadAddr(t), "Read", `{"file_path":"main.go"}`, 3},
+		} {
+			cmd := exec.CommandContext(t.Context(), filepath.Join(gobin, "toolgate"), "check", "--addr", c.addr, "--tool", c.tool, "--input", c.input)
+			cmd.Dir = dir
+			cmd.Env = cleanEnv()
+			if got, stderr := exitCode(cmd); got != c.want {
+				t.Errorf("toolgate check --tool %s --input %s: exit %d, want %d (%s)", c.tool, c.input, got, c.want, stderr)
+			}
+		}
+		// go run reports the program's status on stderr and exits 1.
+		cmd := exec.CommandContext(t.Context(), "go", "run", "./cmd/toolgate", "check", "--addr", server, "--tool", "Bash", "--input", `{"command":"terraform apply"}`)
+		cmd.Dir = root
+		cmd.Env = cleanEnv()
+		if got, stderr := exitCode(cmd); got != 1 || !strings.Contains(stderr, "exit status 2") {
+			t.Errorf("go run ./cmd/toolgate check on an ask: exit %d, stderr %q; the README says 1 (go run's own)", got, stderr)
+		}
+	})
+
 	t.Run("the config example validates", func(t *testing.T) {
 		yamls := fencedBlocks(five, "yaml")
 		if len(yamls) != 1 {

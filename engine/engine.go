@@ -131,7 +131,7 @@ func (e *Engine) Policies() []string {
 // decide: an invalid request (ErrInvalidRequest), an unknown policy
 // (ErrUnknownPolicy), or a cancelled context.
 func (e *Engine) Check(ctx context.Context, req *Request) (Result, error) {
-	res, _, err := e.check(ctx, req, false)
+	res, _, err := e.check(ctx, req, false, nil)
 	return res, err
 }
 
@@ -140,10 +140,11 @@ func (e *Engine) Check(ctx context.Context, req *Request) (Result, error) {
 // checks at once and hands the rest to workers (a stream) uses to send
 // those to Check. A call it decides, Check decides the same way.
 func (e *Engine) CheckLocal(ctx context.Context, req *Request) (res Result, decided bool, err error) {
-	return e.check(ctx, req, true)
+	return e.check(ctx, req, true, nil)
 }
 
-func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Result, bool, error) {
+// check decides req; tr, when not nil, is filled with why (Explain).
+func (e *Engine) check(ctx context.Context, req *Request, localOnly bool, tr *Trace) (Result, bool, error) {
 	if err := validate(req); err != nil {
 		return Result{}, false, err
 	}
@@ -182,6 +183,11 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 	}
 	l := localParts.Get().(*localPart)
 	*l = localPart{e: e, ctx: ctx, req: req, p: p, set: set}
+	if tr != nil {
+		// The local part's own: a worker that outlives a failed run may
+		// still write it, so it is handed over only after a run ended.
+		l.trace = new(Trace)
+	}
 	if e.pool == nil {
 		l.run()
 	} else if err := e.pool.run(ctx, e.fsTimeout, &l.job, l); err != nil {
@@ -189,9 +195,17 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return Result{}, false, ctxErr
 		}
-		return e.fsUnanswered(err, p, req), true, nil
+		res := e.fsUnanswered(err, p, req)
+		if tr != nil {
+			tr.Unfinished = res.Reason
+			tr.finish(res, false)
+		}
+		return res, true, nil
 	}
 	c, k, res, decided := l.c, l.k, l.res, l.decided
+	if tr != nil && l.trace != nil {
+		*tr = *l.trace
+	}
 	*l = localPart{} // holds nothing of this check while pooled
 	localParts.Put(l)
 	if k == nil {
@@ -216,6 +230,17 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool) (Resul
 	if bypassRefused {
 		res.Reason += fmt.Sprintf(" (decided as in auto mode: policy %s does not let clients use bypass mode, see client_bypass)", p.name)
 	}
+	if tr != nil {
+		tr.finish(res, !decided)
+		if tr.Facts != nil {
+			if ignored > 0 {
+				tr.Facts.Notes = append(tr.Facts.Notes, fmt.Sprintf("%d allow rule(s) the request brought were ignored: policy %s does not let clients allow", ignored, p.name))
+			}
+			if bypassRefused {
+				tr.Facts.Notes = append(tr.Facts.Notes, fmt.Sprintf("the request asked for bypass mode, which policy %s does not let clients use: decided as in auto mode", p.name))
+			}
+		}
+	}
 	return res, true, nil
 }
 
@@ -238,6 +263,8 @@ type localPart struct {
 	k       *check
 	res     Result
 	decided bool
+	// trace, when not nil, records the stages and facts (Explain).
+	trace *Trace
 }
 
 func (l *localPart) run() {
@@ -255,7 +282,11 @@ func (l *localPart) run() {
 		return // the facts were cut short: nothing is decided from them
 	}
 	l.k = newCheck(l.e, l.req, l.p, l.set, c)
+	l.k.trace = l.trace
 	l.res, l.decided = l.k.decideLocal(l.ctx)
+	if l.trace != nil {
+		l.trace.facts(l.k)
+	}
 }
 
 // localParts are localParts whose runs ended: one is taken per check.

@@ -22,6 +22,8 @@ type check struct {
 	// vetoed says why a matching allow rule did not allow the call
 	// (allowVeto), for the notes of the stages after it.
 	vetoed string
+	// trace, when not nil, records each stage's outcome (Explain).
+	trace *Trace
 }
 
 // A stage decides a call from its facts, or passes (ok false). Stages
@@ -61,8 +63,13 @@ func newCheck(e *Engine, req *Request, p *policy, set *rules.Set, c *call) *chec
 // none decides. Only a cancelled context leaves a decided call with a zero
 // Result.
 func (k *check) decideLocal(ctx context.Context) (res Result, decided bool) {
-	for _, s := range stages[:len(stages)-1] {
-		if res, ok := s.decide(ctx, k); ok {
+	for i := range stages[:len(stages)-1] {
+		s := &stages[i]
+		res, ok := s.decide(ctx, k)
+		if k.trace != nil {
+			k.trace.stage(k, s, res, ok)
+		}
+		if ok {
 			return res, true
 		}
 	}

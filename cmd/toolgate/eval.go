@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolgate/toolgate/app"
 	"github.com/toolgate/toolgate/classifier"
+	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/eval"
 )
 
@@ -40,6 +41,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	budget := fs.Int("budget", 0, "send at most this many cases to the classifier; later ones are skipped (0: no limit)")
 	priceIn := fs.Float64("price-in", 0, "USD per million input tokens, for the cost line (default: each backend's price in the config)")
 	priceOut := fs.Float64("price-out", 0, "USD per million output tokens, for the cost line (default: each backend's price in the config)")
+	explainID := fs.String("explain", "", "explain the case with this id instead of running the corpus: every stage, the facts, the rules (as toolgate explain); the local stages only. Exits 0 when the decision meets the case's label, 1 when not")
 	compare := fs.String("compare", "", "A,B: run the pipeline once with each of two backends (configured backend names, or models at --classifier-url) and print them side by side")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -76,6 +78,12 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cases, err := eval.Load(paths...)
 	if err != nil {
 		return fail(err)
+	}
+	if *explainID != "" {
+		if pipeline {
+			return fail(errors.New("--explain explains the local stages: drop --classifier, --classifier-url and --compare"))
+		}
+		return explainCase(ctx, cfg, *home, cases, *explainID, *asJSON, stdout, stderr)
 	}
 	priced := false
 	fs.Visit(func(f *flag.Flag) { priced = priced || f.Name == "price-in" || f.Name == "price-out" })
@@ -242,4 +250,34 @@ func progress(w io.Writer) func(done, total int) {
 			fmt.Fprint(f, "\r\033[K")
 		}
 	}
+}
+
+// explainCase explains one corpus case, in its fixture, with the local
+// stages of the config's engine.
+func explainCase(ctx context.Context, cfg *app.Config, home string, cases []eval.Case, id string, asJSON bool, stdout, stderr io.Writer) int {
+	i := slices.IndexFunc(cases, func(c eval.Case) bool { return c.ID == id })
+	if i < 0 {
+		fmt.Fprintf(stderr, "toolgate eval: no case has id %q\n", id)
+		return 2
+	}
+	eng, _, err := cfg.NewEngine(home, nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "toolgate eval:", err)
+		return 2
+	}
+	code := 0
+	err = eval.Explain(ctx, eng, cases[i:i+1], func(c eval.Case, _ *engine.Request, res engine.Result, tr *engine.Trace) error {
+		o := eval.Judge(c, res)
+		ex := newExplanation(res, tr, cfg)
+		ex.Case = &explainedCase{ID: c.ID, Where: c.Where, Expect: c.Expect, Note: c.Note, Meets: !o.Wrong && !o.NotLocal}
+		if !ex.Case.Meets {
+			code = 1
+		}
+		return ex.write(stdout, asJSON)
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "toolgate eval:", err)
+		return 2
+	}
+	return code
 }

@@ -19,6 +19,7 @@ Usage:
   toolgate serve   [--listen ADDR] [--unix-socket PATH] [--config FILE] [--log-level LEVEL] [--no-reflection]
                    [--classifier-url URL --classifier-model NAME]
   toolgate check   --tool NAME [--input JSON] [--cwd DIR] [--addr ADDR] [--mode MODE] ...
+  toolgate explain --tool NAME [--input JSON] [--cwd DIR] [--mode MODE] [--config FILE] [--json] ...
   toolgate eval    [--policy FILE] [--json] [CORPUS.jsonl ...]
   toolgate validate FILE...
   toolgate config  defaults | show [--config FILE]
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = serveCmd(ctx, args[1:], stdout, stderr)
 	case "check":
 		return checkCmd(ctx, args[1:], stdout, stderr)
+	case "explain":
+		return explainCmd(ctx, args[1:], stdout, stderr)
 	case "eval":
 		return evalCmd(ctx, args[1:], stdout, stderr)
 	case "validate":

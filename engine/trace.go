@@ -203,7 +203,7 @@ var passWhy = map[string]func(k *check) string{
 	"safe tools": func(k *check) string {
 		c := k.c
 		if !c.kind.IsSafe() && !k.p.safe[c.name] {
-			return fmt.Sprintf("%s is a %s tool, not a read-only one (nor in the policy's safe_tools)", c.name, c.kind)
+			return fmt.Sprintf("%s is not a read-only tool (its kind is %s) nor in the policy's safe_tools", c.name, c.kind)
 		}
 		return fmt.Sprintf("%s is a read-only tool, but its reads are not proven: %s", c.name, c.unproven)
 	},

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestExplainDocs runs what docs/explain.md shows: its YAML is written as
+// toolgate.yaml, and each "$ toolgate ..." block is run in that directory.
+// A block's output must be printed exactly, or, when the block elides
+// lines with "...", each line it shows must be printed, in order.
+func TestExplainDocs(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "explain.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?ms)^```(\\w*)\n(.*?)^```").FindAllStringSubmatch(string(doc), -1)
+	var yamlBody string
+	var commands [][]string
+	for _, b := range blocks {
+		switch {
+		case b[1] == "yaml":
+			yamlBody = b[2]
+		case strings.HasPrefix(b[2], "$ toolgate "):
+			commands = append(commands, strings.Split(strings.TrimSuffix(b[2], "\n"), "\n"))
+		}
+	}
+	if yamlBody == "" || len(commands) < 3 {
+		t.Fatalf("want a yaml block and at least three commands, found %d commands", len(commands))
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "toolgate.yaml"), []byte(yamlBody), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	for _, c := range commands {
+		args := shellWords(t, strings.TrimPrefix(c[0], "$ toolgate "))
+		var out, errOut bytes.Buffer
+		if code := run(t.Context(), args, &out, &errOut); code == exitError || errOut.Len() > 0 {
+			t.Fatalf("%s: exit %d: %s", c[0], code, errOut.String())
+		}
+		got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		shown := c[1:]
+		elided := false
+		for _, l := range shown {
+			elided = elided || l == "..."
+		}
+		if !elided {
+			if strings.Join(got, "\n") != strings.Join(shown, "\n") {
+				t.Errorf("%s printed\n%s\nthe documentation shows\n%s", c[0], out.String(), strings.Join(shown, "\n"))
+			}
+			continue
+		}
+		i := 0
+		for _, line := range got {
+			for i < len(shown) && shown[i] == "..." {
+				i++
+			}
+			if i < len(shown) && line == shown[i] {
+				i++
+			}
+		}
+		for i < len(shown) && shown[i] == "..." {
+			i++
+		}
+		if i < len(shown) {
+			t.Errorf("%s: the documentation's line %q is not printed (in that order):\n%s", c[0], shown[i], out.String())
+		}
+	}
+}
+
+// shellWords splits a command line as a POSIX shell would for the quoting
+// the documentation uses: blanks separate words, single quotes keep
+// everything up to the next single quote.
+func shellWords(t *testing.T, s string) []string {
+	t.Helper()
+	var words []string
+	var cur strings.Builder
+	in, quoted := false, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case quoted:
+			if c == '\'' {
+				quoted = false
+			} else {
+				cur.WriteByte(c)
+			}
+		case c == '\'':
+			quoted, in = true, true
+		case c == ' ' || c == '\t':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		case c == '"' || c == '\\' || c == '$' || c == '`':
+			t.Fatalf("%q: quoting the test does not read (%q)", s, c)
+		default:
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	if quoted {
+		t.Fatalf("%q: unclosed quote", s)
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words
+}

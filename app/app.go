@@ -194,6 +194,9 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 			// No config file: the policies are the centre's.
 			a.policyWatch = upstream.NewWatcher(conn, cfg.Upstream.Address, cfg.Upstream.StateDir,
 				func(doc []byte, version, from string) error { return a.rl.applyServed(doc, version, from) }, log, um)
+			if err := um.RegisterWatch(metrics.reg); err != nil {
+				return nil, err
+			}
 			if origin, err = a.initialPolicies(cfg, home); err != nil {
 				return nil, err
 			}
@@ -323,7 +326,7 @@ func (a *App) dialUpstream(cfg *Config, metrics *serveMetrics) (*grpc.ClientConn
 // compile; the watch started by Run then follows the centre.
 func (a *App) initialPolicies(cfg *Config, home string) (policyOrigin, error) {
 	w, log := a.policyWatch, a.log
-	try := func(doc []byte, o policyOrigin) bool {
+	try := func(doc []byte, o policyOrigin) error {
 		f, err := config.FromServed(doc, o.from)
 		if err == nil {
 			next := *cfg
@@ -331,18 +334,23 @@ func (a *App) initialPolicies(cfg *Config, home string) (policyOrigin, error) {
 			_, _, err = next.newEngine(home, nil, nil)
 		}
 		if err != nil {
-			log.Error("policy set refused", zap.String("from", o.from), zap.Error(err))
-			return false
+			return err
 		}
 		cfg.File = f
-		return true
+		return nil
 	}
+	// Fetch verifies the set: its version is the hash of its document,
+	// and the one the engine reports (config.FromServed keeps the bytes).
 	set, err := w.Fetch(context.Background(), cfg.Upstream.Timeout)
 	if err != nil {
 		log.Warn("the upstream did not send its policies at start", zap.String("upstream", cfg.Upstream.Address), zap.Error(err))
-	} else if try(set.GetDocument(), policyOrigin{from: w.From(), kind: originUpstream}) {
-		w.SetKnown(set.GetVersion())
-		w.Save(set)
+	} else if err := try(set.GetDocument(), policyOrigin{from: w.From(), kind: originUpstream}); err != nil {
+		// Counted and logged as a refusal in the watch is.
+		_ = w.Refuse(set, err)
+	} else {
+		now := time.Now()
+		w.SetKnown(set.GetVersion(), now)
+		w.Save(set, now)
 		return policyOrigin{from: w.From(), kind: originUpstream}, nil
 	}
 	if dir := cfg.Upstream.StateDir; dir != "" {
@@ -352,10 +360,18 @@ func (a *App) initialPolicies(cfg *Config, home string) (policyOrigin, error) {
 		case err != nil:
 			log.Error("the state directory's policy copy is unusable", zap.Error(err))
 		default:
+			if saved.Upstream != cfg.Upstream.Address {
+				// Still used: it is the last set this directory kept, and
+				// the built-in policy is no nearer the new centre's.
+				log.Warn("the state directory's policy copy came from another upstream; deciding with it until this one answers",
+					zap.String("saved_from", saved.Upstream), zap.String("upstream", cfg.Upstream.Address), zap.String("policy_version", saved.Version))
+			}
 			o := policyOrigin{kind: originStateDir,
 				from: fmt.Sprintf("state-dir copy %s (from upstream %s, received %s)", filepath.Join(dir, upstream.StateFile), saved.Upstream, saved.Received.Format(time.RFC3339))}
-			if try([]byte(saved.Document), o) {
-				w.SetKnown(saved.Version)
+			if err := try([]byte(saved.Document), o); err != nil {
+				log.Error("policy set refused", zap.String("from", o.from), zap.Error(err))
+			} else {
+				w.SetKnown(saved.Version, saved.Received)
 				return o, nil
 			}
 		}
@@ -369,8 +385,8 @@ func (a *App) initialPolicies(cfg *Config, home string) (policyOrigin, error) {
 		return policyOrigin{}, err
 	}
 	o := policyOrigin{from: "built-in policy (no policy set received from the upstream yet)", kind: originBuiltin}
-	if !try(doc, o) {
-		return policyOrigin{}, errors.New("the built-in policy does not compile")
+	if err := try(doc, o); err != nil {
+		return policyOrigin{}, fmt.Errorf("the built-in policy does not compile: %w", err)
 	}
 	log.Warn("deciding with the built-in policy until the upstream sends its own", zap.String("upstream", cfg.Upstream.Address))
 	return o, nil

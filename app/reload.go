@@ -193,8 +193,9 @@ func (r *reloader) applyServed(doc []byte, version, from string) error {
 		return err
 	}
 	if got := g.eng.Version(); got != version {
-		// The same document gives the same version here as at the
-		// centre; a difference is a bug, not a policy to run.
+		// The engine's version is the hash of the bytes received
+		// (config.FromServed keeps them), which the watch verified; a
+		// difference is a bug, not a policy to run.
 		return fmt.Errorf("the policy set compiled to version %s, not the %s it was sent as", got, version)
 	}
 	g.origin = policyOrigin{from: from, kind: originUpstream}
@@ -229,8 +230,13 @@ func (r *reloader) inForce(g *generation) {
 	r.log.Info("policy set in force", zap.String("policy_version", version), zap.String("from", g.origin.from), zap.Strings("policies", g.eng.Policies()))
 	if r.publish != nil {
 		doc, v, err := g.cfg.File.Served()
+		if err == nil {
+			// What a local server would refuse (too big, too many rules)
+			// is not served: they keep the set they have.
+			_, err = config.FromServed(doc, "the served form")
+		}
 		if err != nil {
-			r.log.Error("the policy set cannot be served to local servers", zap.Error(err))
+			r.log.Error("the policy set cannot be served to local servers; they keep the one they have", zap.Error(err))
 			return
 		}
 		r.publish(v, doc)

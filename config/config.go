@@ -102,6 +102,10 @@ type Config struct {
 
 	// name names the file in messages: the path as given, or defaultName.
 	name string
+	// served is the document FromServed read, which Served returns as it
+	// is: the version in force is the hash of the bytes the centre sent,
+	// whichever encoder made them.
+	served []byte
 	// dir is the config file's directory, which anchors the relative
 	// paths the file names (imports); empty for the embedded default.
 	dir string

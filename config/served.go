@@ -16,6 +16,15 @@ import (
 	"github.com/toolgate/toolgate/engine"
 )
 
+// Bounds of a served policy set a local server takes: a bigger one is
+// refused and the set in force stays. They are far above any real
+// organisation's policies (the built-in policy is 4 KiB and 35 rules); they
+// bound what a broken or hostile centre can make a local server compile.
+const (
+	MaxServedBytes = 1 << 20
+	MaxServedRules = 20000
+)
+
 // VersionPrefix starts every policy version: the content hash of a
 // policy set's served form.
 const VersionPrefix = "sha256:"
@@ -36,6 +45,9 @@ type served struct {
 // bypass mode (client_bypass): a policy that does not say so lets them in
 // a config file and not when served.
 func (c *Config) Served() (doc []byte, version string, err error) {
+	if c.served != nil {
+		return c.served, Version(c.served), nil
+	}
 	s := served{Policies: make(map[string]Policy, len(c.Policies))}
 	for name, p := range c.Policies {
 		p = clonePolicy(p)
@@ -76,6 +88,9 @@ func ptr[T any](v T) *T { return &v }
 // applied the built-in layer already. Like Load, it checks the shape; the
 // rules are compiled by NewEngine.
 func FromServed(doc []byte, from string) (*Config, error) {
+	if len(doc) > MaxServedBytes {
+		return nil, fmt.Errorf("%s: the policy set is %d bytes, over the limit of %d", from, len(doc), MaxServedBytes)
+	}
 	var s served
 	dec := yaml.NewDecoder(bytes.NewReader(doc))
 	dec.KnownFields(true)
@@ -85,8 +100,15 @@ func FromServed(doc []byte, from string) (*Config, error) {
 	if _, ok := s.Policies[engine.DefaultPolicy]; !ok {
 		return nil, fmt.Errorf("%s: policies.%s: missing (policies served: %s)", from, engine.DefaultPolicy, strings.Join(slices.Sorted(maps.Keys(s.Policies)), ", "))
 	}
+	rules := 0
+	for _, p := range s.Policies {
+		rules += len(p.Permissions.Allow) + len(p.Permissions.Ask) + len(p.Permissions.Deny) + len(p.ProtectedPaths) + len(p.ReadRoots)
+	}
+	if rules > MaxServedRules {
+		return nil, fmt.Errorf("%s: the policy set has %d rules and paths, over the limit of %d", from, rules, MaxServedRules)
+	}
 	c := newConfig()
-	c.name, c.Policies, c.fs = from, s.Policies, engine.DefaultFSConfig()
+	c.name, c.Policies, c.fs, c.served = from, s.Policies, engine.DefaultFSConfig(), slices.Clone(doc)
 	for name, p := range c.Policies {
 		if p.Extends != "" || p.RemoveBuiltin != nil || p.ClaudeSettings != "" {
 			return nil, fmt.Errorf("%s: policies.%s: extends, remove_builtin and claude_settings have no place in a served policy", from, name)

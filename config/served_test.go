@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,5 +124,28 @@ func TestServedClientBypass(t *testing.T) {
 	}
 	if string(again) != string(doc) {
 		t.Errorf("served twice differs:\n%s\n---\n%s", doc, again)
+	}
+}
+
+// TestServedBounds: a served set over the size or rule bounds is refused,
+// naming where it came from, before it is compiled.
+func TestServedBounds(t *testing.T) {
+	rules := func(n int) []byte {
+		var b strings.Builder
+		b.WriteString("policies:\n  default:\n    permissions:\n      deny:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "        - \"Bash(x%d *)\"\n", i)
+		}
+		return []byte(b.String())
+	}
+	if _, err := FromServed(rules(MaxServedRules+1), "upstream test"); err == nil || !strings.Contains(err.Error(), "rules") {
+		t.Errorf("%d rules: %v", MaxServedRules+1, err)
+	}
+	big := append(rules(10), "# "+strings.Repeat("x", MaxServedBytes)+"\n"...)
+	if _, err := FromServed(big, "upstream test"); err == nil || !strings.Contains(err.Error(), "upstream test") || !strings.Contains(err.Error(), "bytes") {
+		t.Errorf("%d bytes: %v", len(big), err)
+	}
+	if _, err := FromServed(rules(1000), "upstream test"); err != nil {
+		t.Errorf("1000 rules: %v", err)
 	}
 }

@@ -26,6 +26,10 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	duration prometheus.Histogram
 	policies *prometheus.CounterVec
+	// The policy watch's, registered by RegisterWatch: only a server
+	// that takes its policies from the centre has them.
+	watchConnected prometheus.Gauge
+	policyReceived prometheus.Gauge
 }
 
 // NewMetrics makes the upstream metrics and registers them on reg.
@@ -58,6 +62,43 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// RegisterWatch makes and registers the policy watch's metrics, for a
+// local server whose policies come from the centre.
+func (m *Metrics) RegisterWatch(reg prometheus.Registerer) error {
+	m.watchConnected = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "toolgate_upstream_policy_watch_connected",
+		Help: "1 while the policy watch to the upstream toolgate is up (a set was received on it), else 0.",
+	})
+	m.policyReceived = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "toolgate_upstream_policy_received_timestamp_seconds",
+		Help: "Unix time at which the upstream last sent (or confirmed, on connecting) the policy set in force; the state directory's time for a kept copy; 0 for the built-in policy.",
+	})
+	for _, c := range []prometheus.Collector{m.watchConnected, m.policyReceived} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Metrics) connected(up bool) {
+	if m == nil || m.watchConnected == nil {
+		return
+	}
+	if up {
+		m.watchConnected.Set(1)
+	} else {
+		m.watchConnected.Set(0)
+	}
+}
+
+func (m *Metrics) received(at time.Time) {
+	if m == nil || m.policyReceived == nil || at.IsZero() {
+		return
+	}
+	m.policyReceived.Set(float64(at.UnixNano()) / 1e9)
 }
 
 func (m *Metrics) observe(result string, d time.Duration) {

@@ -16,7 +16,7 @@ import (
 
 // TestQuickstart does what README.md tells a new user to do, on a fresh
 // build: its Install commands (make install, into a GOBIN of the test's),
-// then the "Five minutes" section's console blocks with the installed
+// then the "In front of your agent" section's console blocks with the installed
 // binaries first on PATH, then the offline classifier demo of
 // docs/classifier.md. Each "$ command" must print exactly the lines shown
 // under it, where "…" stands for any text within a line. The documented
@@ -61,18 +61,18 @@ func TestQuickstart(t *testing.T) {
 		if !strings.Contains(string(help), "default from config: "+addr) {
 			t.Errorf("serve's default listener is not %s, as the README says:\n%s", addr, help)
 		}
-		if !strings.Contains(install+markdownSection(t, readme, "## Five minutes"), "`"+addr+"`") {
+		if !strings.Contains(install+markdownSection(t, readme, "## In front of your agent"), "`"+addr+"`") {
 			t.Errorf("the README no longer names %s: update this test", addr)
 		}
 	}
 
-	five := markdownSection(t, readme, "## Five minutes")
+	start := markdownSection(t, readme, "## In front of your agent")
 	classifierPage := readDoc(t, root, filepath.Join("docs", "classifier.md"))
 	// One run for both pages: the README's server keeps running through
 	// the classifier demo, as it would for a user who follows both, and
 	// the demo's server must not want its ports.
-	d := newDocRun(t, gobin, five+classifierPage)
-	d.run(t, t.TempDir(), fencedBlocks(five, "console"))
+	d := newDocRun(t, gobin, start+classifierPage)
+	d.run(t, t.TempDir(), fencedBlocks(start, "console"))
 	demo := fencedBlocks(classifierPage, "console")
 	if len(demo) != 3 {
 		t.Fatalf("want docs/classifier.md's fake model, server and checks as three console blocks, found %d", len(demo))
@@ -81,14 +81,14 @@ func TestQuickstart(t *testing.T) {
 
 	t.Run("the hook settings are the tested ones", func(t *testing.T) {
 		hooks := readDoc(t, root, filepath.Join("docs", "hooks.md"))
-		shown := fencedBlocks(five, "json")
+		shown := fencedBlocks(start, "json")
 		want := fencedBlocks(markdownSection(t, hooks, "## Claude Code"), "json")
 		if len(shown) != 1 || len(want) == 0 || shown[0] != want[0] {
 			t.Errorf("the README's Claude Code settings are not the first json block of docs/hooks.md's ## Claude Code (TestHookReadmeSnippets runs that one):\n%s", strings.Join(shown, "\n"))
 		}
 		for agent, heading := range map[string]string{"claude-code": "## Claude Code", "gemini-cli": "## Gemini CLI", "codex": "## Codex"} {
 			hook := "toolgate-hook " + agent
-			if !strings.Contains(five, "`"+hook+"`") {
+			if !strings.Contains(start, "`"+hook+"`") {
 				t.Errorf("the README does not name %q", hook)
 			}
 			if b := fencedBlocks(markdownSection(t, hooks, heading), "json"); len(b) == 0 || !strings.Contains(b[0], `"command": "`+hook+`"`) {
@@ -98,7 +98,7 @@ func TestQuickstart(t *testing.T) {
 	})
 
 	t.Run("exit codes", func(t *testing.T) {
-		prose := strings.Join(strings.Fields(five), " ")
+		prose := strings.Join(strings.Fields(start), " ")
 		for _, said := range []string{
 			"exit code is the decision: 0 allow, 1 deny, 2 ask, 3 when it got no decision",
 			"Through `go run ./cmd/toolgate check`, every non-zero code becomes 1",
@@ -147,7 +147,7 @@ func TestQuickstart(t *testing.T) {
 	})
 
 	t.Run("the config example validates", func(t *testing.T) {
-		yamls := fencedBlocks(five, "yaml")
+		yamls := fencedBlocks(start, "yaml")
 		if len(yamls) != 1 {
 			t.Fatalf("want one yaml block, found %d", len(yamls))
 		}

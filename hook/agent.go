@@ -18,10 +18,10 @@ type Agent interface {
 	// ParseCodex) and builds its check.
 	Request(r io.Reader, opt Options) (*toolgatev1.CheckRequest, error)
 	// Output writes decision ("allow", "deny" or "ask") and reason in the
-	// agent's format for a call of tool, the check's tool name; tool is ""
-	// when the input could not be read. An unknown decision is written as
-	// a deny (fail closed).
-	Output(w io.Writer, tool, decision, reason string) error
+	// agent's format for call (the check's tool name and the hook event;
+	// each "" when the input could not be read). An unknown decision is
+	// written as a deny (fail closed).
+	Output(w io.Writer, call hookout.Call, decision, reason string) error
 }
 
 // agents are the supported agents, in the order they are listed to users.
@@ -66,8 +66,8 @@ func (claudeAgent) Request(r io.Reader, opt Options) (*toolgatev1.CheckRequest, 
 	return ClaudeRequest(in, opt)
 }
 
-func (claudeAgent) Output(w io.Writer, tool, decision, reason string) error {
-	return ClaudeToolOutput(w, tool, decision, reason)
+func (claudeAgent) Output(w io.Writer, call hookout.Call, decision, reason string) error {
+	return hookout.Write(w, hookout.Claude, call, decision, reason)
 }
 
 // geminiAgent is Gemini CLI's BeforeTool hook.
@@ -85,11 +85,12 @@ func (geminiAgent) Request(r io.Reader, opt Options) (*toolgatev1.CheckRequest, 
 	return GeminiRequest(in, opt)
 }
 
-func (geminiAgent) Output(w io.Writer, _, decision, reason string) error {
-	return GeminiOutput(w, decision, reason)
+func (geminiAgent) Output(w io.Writer, call hookout.Call, decision, reason string) error {
+	return hookout.Write(w, hookout.Gemini, call, decision, reason)
 }
 
-// codexAgent is Codex's PreToolUse hook.
+// codexAgent is Codex's PreToolUse and PermissionRequest hooks; the
+// event decides how a decision is written.
 type codexAgent struct{}
 
 var _ Agent = codexAgent{}
@@ -104,6 +105,6 @@ func (codexAgent) Request(r io.Reader, opt Options) (*toolgatev1.CheckRequest, e
 	return CodexRequest(in, opt)
 }
 
-func (codexAgent) Output(w io.Writer, _, decision, reason string) error {
-	return CodexOutput(w, decision, reason)
+func (codexAgent) Output(w io.Writer, call hookout.Call, decision, reason string) error {
+	return hookout.Write(w, hookout.Codex, call, decision, reason)
 }

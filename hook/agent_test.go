@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/hook/hookout"
 )
 
 func TestAgentByName(t *testing.T) {
@@ -33,9 +35,10 @@ func TestAgentsMatchTheirFunctions(t *testing.T) {
 		{"claude-code", "PreToolUse", "Bash", func(b *bytes.Buffer, d, r string) error { return ClaudeOutput(b, d, r) }},
 		{"gemini-cli", "BeforeTool", "run_shell_command", func(b *bytes.Buffer, d, r string) error { return GeminiOutput(b, d, r) }},
 		{"codex", "PreToolUse", "Bash", func(b *bytes.Buffer, d, r string) error { return CodexOutput(b, d, r) }},
+		{"codex", "PermissionRequest", "Bash", func(b *bytes.Buffer, d, r string) error { return CodexPermissionOutput(b, d, r) }},
 	}
 	for _, tc := range tests {
-		t.Run(tc.agent, func(t *testing.T) {
+		t.Run(tc.agent+"/"+tc.event, func(t *testing.T) {
 			a, ok := AgentByName(tc.agent)
 			if !ok {
 				t.Fatal("not registered")
@@ -52,7 +55,8 @@ func TestAgentsMatchTheirFunctions(t *testing.T) {
 			}
 			for _, d := range []string{Allow, Deny, Ask, "maybe"} {
 				var got, want bytes.Buffer
-				if err := a.Output(&got, req.GetTool().GetName(), d, "why"); err != nil {
+				call := hookout.Call{Tool: req.GetTool().GetName(), Event: tc.event}
+				if err := a.Output(&got, call, d, "why"); err != nil {
 					t.Fatal(err)
 				}
 				if err := tc.output(&want, d, "why"); err != nil {
@@ -73,17 +77,17 @@ func TestClaudeAgentQuestionTools(t *testing.T) {
 	for _, tool := range []string{"ExitPlanMode", "AskUserQuestion"} {
 		for _, d := range []string{Allow, Ask} {
 			var b bytes.Buffer
-			if err := a.Output(&b, tool, d, "r"); err != nil || b.Len() != 0 {
+			if err := a.Output(&b, hookout.Call{Tool: tool}, d, "r"); err != nil || b.Len() != 0 {
 				t.Errorf("%s %s: wrote %q, %v; want nothing", tool, d, b.String(), err)
 			}
 		}
 		var b bytes.Buffer
-		if err := a.Output(&b, tool, Deny, "r"); err != nil || !strings.Contains(b.String(), `"permissionDecision":"deny"`) {
+		if err := a.Output(&b, hookout.Call{Tool: tool}, Deny, "r"); err != nil || !strings.Contains(b.String(), `"permissionDecision":"deny"`) {
 			t.Errorf("%s deny: wrote %q, %v", tool, b.String(), err)
 		}
 	}
 	var b bytes.Buffer
-	if err := a.Output(&b, "", Ask, "r"); err != nil || !strings.Contains(b.String(), `"permissionDecision":"ask"`) {
+	if err := a.Output(&b, hookout.Call{}, Ask, "r"); err != nil || !strings.Contains(b.String(), `"permissionDecision":"ask"`) {
 		t.Errorf("unknown tool ask: wrote %q, %v", b.String(), err)
 	}
 }

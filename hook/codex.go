@@ -45,12 +45,30 @@ import (
 // as a deny whose reason says that the user's approval is needed (fail
 // closed).
 //
+// PermissionRequest hook (codex-rs/hooks/src/events/permission_request.rs,
+// schema/generated/permission-request.command.{input,output}.schema.json,
+// and seen from Codex 0.171 by e2e/agents/codex): Codex runs it where a
+// call needs approval, before asking the user or its reviewer, so never
+// under approval policy "never" (and so never in `codex exec`). Its input
+// is the PreToolUse input without tool_use_id: tool_name "Bash" (shell
+// commands and network approvals), tool_input {"command": "<script>",
+// "description": "<the model's justification>"}, and cwd the directory
+// the command runs in. Its output {"hookSpecificOutput": {"hookEventName":
+// "PermissionRequest", "decision": {"behavior": "allow"}}} approves the
+// call, {... "behavior": "deny", "message": "..."} refuses it, and no
+// output leaves it to Codex's approval flow; an invalid output or a failed
+// hook does too. So CodexPermissionOutput approves an allow, refuses a
+// deny, and writes nothing for an ask: the user is asked, as toolgate
+// asked. Without tool_use_id the call is found in the rollout by its
+// command (readCodexShellCall).
+//
 // permission_mode is "bypassPermissions" when Codex's approval policy is
 // "never" and "default" otherwise. Neither says what may run unattended, which
 // is the question toolgate answers, so CodexMode sends AUTO for both; only
 // "plan", which can only narrow, is kept.
 
-// CodexInput is the parsed Codex PreToolUse hook input.
+// CodexInput is the parsed Codex PreToolUse or PermissionRequest hook
+// input.
 type CodexInput struct {
 	SessionID      string
 	TurnID         string
@@ -82,9 +100,9 @@ type codexWire struct {
 	AgentType      string          `json:"agent_type"`
 }
 
-// ParseCodex reads and validates a Codex PreToolUse hook input. It fails
-// when the input is not a JSON object, hook_event_name is not "PreToolUse",
-// tool_name is missing, or tool_input is missing or not an object (Codex
+// ParseCodex reads and validates a Codex PreToolUse or PermissionRequest
+// hook input. It fails when the input is not a JSON object,
+// hook_event_name is neither, tool_name is missing, or tool_input is missing or not an object (Codex
 // passes MCP arguments that are not JSON as a string: such a call cannot be
 // checked and is refused).
 func ParseCodex(r io.Reader) (*CodexInput, error) {
@@ -92,7 +110,11 @@ func ParseCodex(r io.Reader) (*CodexInput, error) {
 	if err := decodeInput(r, &w); err != nil {
 		return nil, err
 	}
-	in, err := checkCommon("PreToolUse", w.HookEventName, w.ToolName, w.ToolInput)
+	event := "PreToolUse"
+	if w.HookEventName == hookout.CodexPermissionRequest {
+		event = w.HookEventName
+	}
+	in, err := checkCommon(event, w.HookEventName, w.ToolName, w.ToolInput)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +177,11 @@ func CodexRequest(in *CodexInput, opt Options) (*toolgatev1.CheckRequest, error)
 		return nil, errors.New("hook: missing tool name")
 	}
 	var call codexCall
-	if opt.readable(in.TranscriptPath) {
+	switch {
+	case !opt.readable(in.TranscriptPath):
+	case in.HookEventName == hookout.CodexPermissionRequest:
+		call = readCodexShellCall(in.TranscriptPath, in.TurnID, in.ToolInput["command"])
+	default:
 		call = readCodexCall(in.TranscriptPath, in.TurnID, in.ToolUseID)
 	}
 	wd, tool := codexDirs(in, call)
@@ -293,11 +319,13 @@ func absent(raw json.RawMessage) bool {
 // codexShellTools are the names Codex gives its shell tools in hook input.
 var codexShellTools = map[string]bool{"Bash": true, "shell": true, "shell_command": true, "exec_command": true, "local_shell": true}
 
-// CodexOutput writes the Codex PreToolUse hook output: nothing for "allow"
-// (Codex's own approval policy and sandbox still apply), a deny with the
-// reason for "deny", and a deny asking for the user's approval for "ask",
-// which Codex cannot express. Any other decision is written as a deny that
-// names it.
+// CodexOutput writes the Codex PreToolUse hook output (hookout.CodexOutput).
 func CodexOutput(w io.Writer, decision, reason string) error {
 	return hookout.CodexOutput(w, decision, reason)
+}
+
+// CodexPermissionOutput writes the Codex PermissionRequest hook output
+// (hookout.CodexPermissionOutput).
+func CodexPermissionOutput(w io.Writer, decision, reason string) error {
+	return hookout.CodexPermissionOutput(w, decision, reason)
 }

@@ -262,7 +262,7 @@ func TestCodexOutput(t *testing.T) {
 		{"allow", "read-only command", true, ""},
 		{"deny", "denied by rule Bash(rm -rf /)", false, "denied by rule Bash(rm -rf /)"},
 		{"deny", "  ", false, "toolgate denied this tool call"},
-		{"ask", "git push asks", false, "toolgate: this tool call needs the user's approval, which a Codex hook cannot request; ask the user to run it or to allow it: git push asks"},
+		{"ask", "git push asks", false, "toolgate: this tool call needs the user's approval, which a Codex PreToolUse hook cannot request; ask the user to run it or to allow it: git push asks"},
 		{"", "x", false, `toolgate: invalid decision "": x`},
 		{"approve", "x", false, `toolgate: invalid decision "approve": x`},
 	}
@@ -449,5 +449,91 @@ func TestCodexUserMessage(t *testing.T) {
 	got := readCodexTranscript(both, 100, 1<<20)
 	if len(got) != 1 || got[0].GetText() != "deploy it" || got[0].GetRole() != toolgatev1.Role_ROLE_USER {
 		t.Errorf("entries %v", got)
+	}
+}
+
+// TestCodexPermissionDirs: a PermissionRequest names no call, so the call
+// is the one shell call of the hook's turn with the hook's command; where
+// there is not exactly one, nothing that depends on the disk is known.
+func TestCodexPermissionDirs(t *testing.T) {
+	meta := `{"type":"session_meta","payload":{"id":"s","cwd":"/work/app"}}`
+	turn := func(id string) string {
+		return `{"type":"turn_context","payload":{"turn_id":"` + id + `","cwd":"/work/app","approval_policy":"on-request"}}`
+	}
+	fn := func(id, name, args string) string {
+		a, _ := json.Marshal(args)
+		return `{"type":"response_item","payload":{"type":"function_call","name":"` + name + `","arguments":` + string(a) + `,"call_id":"` + id + `"}}`
+	}
+	sortIn := func(wd string) string {
+		return `{"cmd":"sort notes.txt","workdir":"` + wd + `","sandbox_permissions":"require_escalated","justification":"sort"}`
+	}
+	const unknown = "<unknown>"
+	for _, tc := range []struct {
+		name        string
+		lines       []string
+		cwd         string
+		wantWD      string
+		wantWorkdir string
+	}{
+		{"in the project", []string{meta, turn("1"), fn("c1", "exec_command", `{"cmd":"sort notes.txt"}`)}, "/work/app", "/work/app", ""},
+		{"workdir", []string{meta, turn("1"), fn("c1", "exec_command", sortIn("docs"))}, "/work/app/docs", "/work/app", "/work/app/docs"},
+		{"other commands around it", []string{meta, turn("1"), fn("c0", "exec_command", `{"cmd":"ls","workdir":"/tmp"}`), fn("c1", "exec_command", sortIn("docs")), fn("c2", "apply_patch", `{}`)}, "/work/app/docs", "/work/app", "/work/app/docs"},
+		{"the same command of an earlier turn", []string{meta, turn("0"), fn("c0", "exec_command", sortIn("/tmp")), turn("1"), fn("c1", "exec_command", sortIn("docs"))}, "/work/app/docs", "/work/app", "/work/app/docs"},
+		{"cwd elsewhere", []string{meta, turn("1"), fn("c1", "exec_command", sortIn("docs"))}, "/srv", unknown, ""},
+		{"the command twice", []string{meta, turn("1"), fn("c0", "exec_command", sortIn("docs")), fn("c1", "exec_command", sortIn("docs"))}, "/work/app/docs", unknown, ""},
+		{"a shell call that cannot be compared", []string{meta, turn("1"), fn("c0", "shell", `{"command":["sort","notes.txt"],"workdir":"/tmp"}`), fn("c1", "exec_command", sortIn("docs"))}, "/work/app/docs", unknown, ""},
+		{"arguments that do not parse", []string{meta, turn("1"), fn("c0", "exec_command", `{"cmd":`), fn("c1", "exec_command", sortIn("docs"))}, "/work/app/docs", unknown, ""},
+		{"no such command", []string{meta, turn("1"), fn("c1", "exec_command", `{"cmd":"ls"}`)}, "/work/app", unknown, ""},
+		{"no rollout", nil, "/work/app", unknown, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &CodexInput{
+				HookEventName: "PermissionRequest", ToolName: "Bash",
+				ToolInput: map[string]any{"command": "sort notes.txt", "description": "sort"},
+				Cwd:       tc.cwd, TurnID: "1",
+			}
+			if tc.lines != nil {
+				in.TranscriptPath = writeTranscript(t, tc.lines)
+			}
+			req, err := CodexRequest(in, Options{MaxTranscriptBytes: 64 << 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantWD, wantWorkdir := tc.wantWD, tc.wantWorkdir
+			if wantWD == unknown {
+				wantWD, wantWorkdir = "", unknownDir
+			}
+			if got := req.GetWorkingDirectory(); got != wantWD {
+				t.Errorf("working directory %q, want %q", got, wantWD)
+			}
+			if got := req.GetTool().GetInput().GetFields()["workdir"].GetStringValue(); got != wantWorkdir {
+				t.Errorf("workdir %q, want %q", got, wantWorkdir)
+			}
+		})
+	}
+}
+
+// TestCodexPermissionOutput: allow approves, deny refuses with a reason,
+// ask says nothing (Codex asks the user), anything else refuses. Codex
+// fails a hook whose output has members it does not know, so exactly its
+// members are written.
+func TestCodexPermissionOutput(t *testing.T) {
+	for _, tc := range []struct {
+		decision, reason string
+		want             string
+	}{
+		{"allow", "read-only command", `{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}`},
+		{"deny", "denied by rule Bash(curl * | sh)", `{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"denied by rule Bash(curl * | sh)"}}}`},
+		{"deny", " ", `{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"toolgate denied this tool call"}}}`},
+		{"ask", "git push asks", ``},
+		{"approve", "x", `{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"toolgate: invalid decision \"approve\": x"}}}`},
+	} {
+		var buf bytes.Buffer
+		if err := CodexPermissionOutput(&buf, tc.decision, tc.reason); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSuffix(buf.String(), "\n"); got != tc.want {
+			t.Errorf("%s: output %s, want %s", tc.decision, got, tc.want)
+		}
 	}
 }

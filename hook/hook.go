@@ -8,7 +8,8 @@
 // Supported agents:
 //   - Claude Code, PreToolUse hook: ParseClaude, ClaudeRequest, ClaudeOutput.
 //   - Gemini CLI, BeforeTool hook: ParseGemini, GeminiRequest, GeminiOutput.
-//   - Codex, PreToolUse hook: ParseCodex, CodexRequest, CodexOutput.
+//   - Codex, PreToolUse and PermissionRequest hooks: ParseCodex,
+//     CodexRequest, CodexOutput, CodexPermissionOutput.
 //
 // Each is an Agent, found by its command-line name with AgentByName.
 //

@@ -339,11 +339,44 @@ const maxRolloutScan = 64 << 20
 // line and the turn's turn_context line, which precedes it. Keys are
 // matched exactly (exactObject); a line that does not parse is skipped.
 func readCodexCall(path, turnID, callID string) codexCall {
-	var c codexCall
 	if turnID == "" || callID == "" {
-		return c
+		return codexCall{}
 	}
 	quotedID, _ := json.Marshal(callID)
+	return scanCodexTurn(path, turnID, quotedID, func(_ string, p map[string]json.RawMessage) bool {
+		return jsonString(p["call_id"]) == callID
+	})
+}
+
+// readCodexShellCall is readCodexCall for a hook input that names no call
+// (Codex's PermissionRequest has no tool_use_id): the turn's shell calls
+// whose command, as the hook gets it, is command. A call whose command
+// cannot be compared (a list of words) counts as one too, so that the call
+// is known only when exactly one could be it.
+func readCodexShellCall(path, turnID string, command any) codexCall {
+	cmd, ok := command.(string)
+	if turnID == "" || !ok {
+		return codexCall{}
+	}
+	return scanCodexTurn(path, turnID, []byte(`"response_item"`), func(typ string, p map[string]json.RawMessage) bool {
+		switch key := codexShellFunctions[jsonString(p["name"])]; {
+		case typ == "local_shell_call", typ == "function_call" && key == "-":
+			return true
+		case typ == "function_call" && key != "":
+			args, err := exactObject([]byte(jsonString(p["arguments"])))
+			return err != nil || jsonString(args[key]) == cmd
+		}
+		return false
+	})
+}
+
+// scanCodexTurn reads the rollout at path backwards from its end, up to
+// maxRolloutScan bytes, for the turn turnID's turn_context line and its
+// call lines (those holding quick) that match: the last one read, which
+// is the turn's first, and how many there are. Keys are matched exactly
+// (exactObject); a line that does not parse is skipped.
+func scanCodexTurn(path, turnID string, quick []byte, match func(typ string, payload map[string]json.RawMessage) bool) codexCall {
+	var c codexCall
 	scanLinesBackward(path, maxRolloutScan, func(line []byte) bool {
 		if bytes.Contains(line, []byte(`"turn_context"`)) {
 			if p, ok := rolloutPayload(line, "turn_context"); ok && jsonString(p["turn_id"]) == turnID {
@@ -351,17 +384,19 @@ func readCodexCall(path, turnID, callID string) codexCall {
 				return true // the turn starts here: its calls are all behind
 			}
 		}
-		if !bytes.Contains(line, quotedID) {
+		if !bytes.Contains(line, quick) {
 			return false
 		}
 		p, ok := rolloutPayload(line, "response_item")
-		if !ok || jsonString(p["call_id"]) != callID {
+		if !ok {
 			return false
 		}
 		switch typ := jsonString(p["type"]); typ {
 		case "function_call", "custom_tool_call", "local_shell_call":
-			c.calls++
-			c.typ, c.payload = typ, p
+			if match(typ, p) {
+				c.calls++
+				c.typ, c.payload = typ, p
+			}
 		}
 		return false
 	})

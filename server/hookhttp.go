@@ -117,12 +117,13 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 		onError = hookout.Deny
 	}
 	var ans hookhttp.Answer
+	event := "" // the input's hook_event_name, once read
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("hook handler panicked", zap.Any("panic", p), zap.Stack("stack"))
 			ans = hookhttp.Answer{Tool: ans.Tool, Failure: "the server failed (internal error)"}
 		}
-		s.writeHook(w, ag.Name(), onError, answerOnly, ans)
+		s.writeHook(w, ag.Name(), event, onError, answerOnly, ans)
 	}()
 	if onError != hookout.Deny && onError != hookout.Ask {
 		ans.Failure = fmt.Sprintf("on_error %q: want deny or ask", onError)
@@ -160,6 +161,7 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 		ans.Failure = "hook input: " + err.Error()
 		return
 	}
+	event = hookout.Peek(body).Event
 	req, err := ag.Request(bytes.NewReader(body), hook.Options{
 		Getenv: func(k string) string {
 			if k == "CLAUDE_PROJECT_DIR" {
@@ -218,16 +220,17 @@ func (s *Server) fromBrowser(r *http.Request) string {
 
 // writeHook writes ans: as JSON for toolgate-hook, else in the agent's
 // format, a failure as the on-error decision.
-func (s *Server) writeHook(w http.ResponseWriter, agent, onError string, answerOnly bool, ans hookhttp.Answer) {
+func (s *Server) writeHook(w http.ResponseWriter, agent, event, onError string, answerOnly bool, ans hookhttp.Answer) {
 	var out bytes.Buffer
 	var err error
+	call := hookout.Call{Tool: ans.Tool, Event: event}
 	switch {
 	case answerOnly:
 		err = json.NewEncoder(&out).Encode(ans)
 	case ans.Failure != "":
-		err = hookout.Write(&out, agent, ans.Tool, onError, "toolgate could not decide: "+ans.Failure)
+		err = hookout.Write(&out, agent, call, onError, "toolgate could not decide: "+ans.Failure)
 	default:
-		err = hookout.Write(&out, agent, ans.Tool, ans.Decision, ans.Reason)
+		err = hookout.Write(&out, agent, call, ans.Decision, ans.Reason)
 	}
 	if err != nil {
 		// Nothing the agent could take for a decision: an error status,

@@ -133,6 +133,20 @@ var hookGoldenCases = []struct {
 	{"codex/real-patch-outside", serverLocal, nil},
 	{"codex/real-rm-r-outside", serverLocal, nil},
 	{"codex/real-rm-rf-outside", serverLocal, nil},
+	// PermissionRequest inputs recorded from Codex 0.171 (driven through
+	// its app-server with approval policy on-request) by
+	// e2e/agents/codex, paths renamed, with the rollout it wrote: an
+	// allow approves, a deny refuses, an ask prints nothing (Codex asks
+	// the user). The call is found in the rollout by its command.
+	{"codex/real-permission-sort-readme", serverLocal, nil},
+	{"codex/real-permission-sort-in-subdir", serverLocal, nil},
+	{"codex/real-permission-rm-r-outside", serverLocal, nil},
+	{"codex/real-permission-curl-pipe-sh", serverLocal, nil},
+	// Failing closed answers the PermissionRequest in its own format: a
+	// refusal, or with --on-error ask nothing, which leaves the call to
+	// the user.
+	{"codex/permission-server-down", serverDown, nil},
+	{"codex/permission-server-down-on-error-ask", serverDown, []string{"--on-error", "ask"}},
 }
 
 // classifierVerdict decides from what the classifier was sent: only the

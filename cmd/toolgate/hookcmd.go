@@ -10,6 +10,7 @@ import (
 
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 	"github.com/toolgate/toolgate/hook"
+	"github.com/toolgate/toolgate/hook/hookout"
 	"github.com/toolgate/toolgate/internal/attest"
 	"github.com/toolgate/toolgate/internal/hookcli"
 )
@@ -27,13 +28,17 @@ func hookCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // server's Check.
 func grpcDecide(ctx context.Context, p hookcli.Params, in io.Reader) ([]byte, error) {
 	ag, _ := hook.AgentByName(p.Agent) // hookcli has checked the name
+	// The input as read, for the hook event, which decides how Codex's
+	// answer is written; read only once Request has returned.
+	var raw bytes.Buffer
 	req, err := hookcli.Within(ctx, func() (*pb.CheckRequest, error) {
-		return ag.Request(in, hook.Options{Getenv: p.Getenv})
+		return ag.Request(io.TeeReader(in, &raw), hook.Options{Getenv: p.Getenv})
 	})
 	if err != nil {
 		return nil, err
 	}
-	tool := req.GetTool().GetName()
+	call := hookout.Peek(raw.Bytes())
+	call.Tool = req.GetTool().GetName()
 	if p.Mode != "" && req.GetMode() != pb.PermissionMode_PERMISSION_MODE_PLAN {
 		// The user's choice for an agent without the mode (a Claude Code
 		// with no auto mode); plan mode can only narrow, so it stays.
@@ -42,17 +47,17 @@ func grpcDecide(ctx context.Context, p hookcli.Params, in io.Reader) ([]byte, er
 	req.Attestation = attestation(req.GetWorkingDirectory())
 	conn, err := dial(p.Conn)
 	if err != nil {
-		return nil, &hookcli.Failure{Tool: tool, Why: err.Error()}
+		return nil, &hookcli.Failure{Call: call, Why: err.Error()}
 	}
 	defer conn.Close()
 	// Fail fast when the server is down: an agent must not stall on every call.
 	resp, err := pb.NewPermissionServiceClient(conn).Check(ctx, req)
 	if err != nil {
-		return nil, &hookcli.Failure{Tool: tool, Why: rpcFailure(p.Conn.Addr, err)}
+		return nil, &hookcli.Failure{Call: call, Why: rpcFailure(p.Conn.Addr, err)}
 	}
 	var out bytes.Buffer
-	if err := ag.Output(&out, tool, hook.DecisionOf(resp), resp.GetReason()); err != nil {
-		return nil, &hookcli.Failure{Tool: tool, Why: err.Error()}
+	if err := ag.Output(&out, call, hook.DecisionOf(resp), resp.GetReason()); err != nil {
+		return nil, &hookcli.Failure{Call: call, Why: err.Error()}
 	}
 	return out.Bytes(), nil
 }

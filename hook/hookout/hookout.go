@@ -41,16 +41,37 @@ func Known(agent string) bool {
 	return false
 }
 
-// Write writes decision and reason in agent's format for a call of tool
-// (the check's tool name, "" when the input could not be read). An unknown
+// Call is what a decision is written for, as far as the hook input could
+// be read: the check's tool name, and the hook event that asked (the
+// input's hook_event_name). Either is "" when not known.
+type Call struct {
+	Tool  string
+	Event string
+}
+
+// Peek reads the tool name and the event from a hook input, for answering
+// it when it cannot be checked; what it cannot read is "".
+func Peek(input []byte) Call {
+	var in struct {
+		Tool  string `json:"tool_name"`
+		Event string `json:"hook_event_name"`
+	}
+	_ = json.Unmarshal(input, &in)
+	return Call{Tool: in.Tool, Event: in.Event}
+}
+
+// Write writes decision and reason in agent's format for call. An unknown
 // agent is an error; an unknown decision is written as a deny.
-func Write(w io.Writer, agent, tool, decision, reason string) error {
+func Write(w io.Writer, agent string, call Call, decision, reason string) error {
 	switch agent {
 	case Claude:
-		return ClaudeToolOutput(w, tool, decision, reason)
+		return ClaudeToolOutput(w, call.Tool, decision, reason)
 	case Gemini:
 		return GeminiOutput(w, decision, reason)
 	case Codex:
+		if call.Event == CodexPermissionRequest {
+			return CodexPermissionOutput(w, decision, reason)
+		}
 		return CodexOutput(w, decision, reason)
 	}
 	return fmt.Errorf("unknown agent %q", agent)
@@ -146,10 +167,11 @@ type geminiOutput struct {
 }
 
 // CodexOutput writes the Codex PreToolUse hook output: nothing for "allow"
-// (Codex's own approval policy and sandbox still apply), a deny with the
-// reason for "deny", and a deny asking for the user's approval for "ask",
-// which Codex cannot express. Any other decision is written as a deny that
-// names it.
+// (Codex's own approval policy and sandbox still apply, and its
+// PermissionRequest hook approves), a deny with the reason for "deny", and
+// a deny asking for the user's approval for "ask", which a PreToolUse hook
+// cannot express (Codex runs the call on an "ask"). Any other decision is
+// written as a deny that names it.
 func CodexOutput(w io.Writer, decision, reason string) error {
 	switch decision {
 	case Allow:
@@ -157,11 +179,56 @@ func CodexOutput(w io.Writer, decision, reason string) error {
 	case Deny:
 		reason = denyReason(reason)
 	case Ask:
-		reason = "toolgate: this tool call needs the user's approval, which a Codex hook cannot request; ask the user to run it or to allow it: " + reason
+		reason = "toolgate: this tool call needs the user's approval, which a Codex PreToolUse hook cannot request; ask the user to run it or to allow it: " + reason
 	default:
 		reason = fmt.Sprintf("toolgate: invalid decision %q: %s", decision, reason)
 	}
 	return writePreToolUse(w, Deny, reason)
+}
+
+// CodexPermissionRequest is the hook event Codex runs when a call needs
+// approval (its approval policy is not "never" and the call may not run
+// without asking), before it asks the user or its reviewer.
+const CodexPermissionRequest = "PermissionRequest"
+
+// CodexPermissionOutput writes the Codex PermissionRequest hook output:
+// an approval for "allow", a refusal with the reason for "deny", and
+// nothing for "ask", which leaves the call to Codex's own approval flow
+// (the user, or the reviewer Codex is configured with): the call was going
+// to be asked about, and without a hook's verdict it still is. Any other
+// decision is written as a refusal that names it.
+func CodexPermissionOutput(w io.Writer, decision, reason string) error {
+	d := permissionDecision{Behavior: Deny}
+	switch decision {
+	case Allow:
+		d.Behavior = Allow
+	case Ask:
+		return nil
+	case Deny:
+		d.Message = denyReason(reason)
+	default:
+		d.Message = fmt.Sprintf("toolgate: invalid decision %q: %s", decision, reason)
+	}
+	return writeJSON(w, permissionOutput{HookSpecificOutput: permissionHookOutput{
+		HookEventName: CodexPermissionRequest,
+		Decision:      d,
+	}})
+}
+
+// permissionOutput is Codex's PermissionRequest hook output. Codex refuses
+// members it does not know, so only these are written.
+type permissionOutput struct {
+	HookSpecificOutput permissionHookOutput `json:"hookSpecificOutput"`
+}
+
+type permissionHookOutput struct {
+	HookEventName string             `json:"hookEventName"`
+	Decision      permissionDecision `json:"decision"`
+}
+
+type permissionDecision struct {
+	Behavior string `json:"behavior"`
+	Message  string `json:"message,omitempty"`
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -41,10 +41,11 @@ type Params struct {
 }
 
 // Failure is a Decider's error when the server could not decide, or was
-// not asked: Why is said to the agent; Tool is the call's tool name when
-// the input was read (Claude Code's output depends on it).
+// not asked: Why is said to the agent; Call is the call's tool name and
+// hook event as far as the input was read (Claude Code's output depends
+// on the tool, Codex's on the event).
 type Failure struct {
-	Tool string
+	Call hookout.Call
 	Why  string
 }
 
@@ -117,7 +118,7 @@ func Run(ctx context.Context, prog string, addr Addr, args []string, stdin io.Re
 		if !ok {
 			f = &Failure{Why: err.Error()}
 		}
-		if err := hookout.Write(stdout, p.Agent, f.Tool, p.OnError, "toolgate could not decide: "+f.Why); err != nil {
+		if err := hookout.Write(stdout, p.Agent, f.Call, p.OnError, "toolgate could not decide: "+f.Why); err != nil {
 			fmt.Fprintln(stderr, prog+":", err)
 			return ExitBlock
 		}

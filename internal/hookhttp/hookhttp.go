@@ -87,11 +87,11 @@ func Decide(ctx context.Context, p hookcli.Params, in io.Reader) ([]byte, error)
 	// tool, and the directories to attest (the working directory is the
 	// adapter's choice, made on the server).
 	var peek struct {
-		Tool string `json:"tool_name"`
-		Cwd  string `json:"cwd"`
+		Cwd string `json:"cwd"`
 	}
 	_ = json.Unmarshal(body, &peek)
-	fail := func(why string) error { return &hookcli.Failure{Tool: peek.Tool, Why: why} }
+	call := hookout.Peek(body)
+	fail := func(why string) error { return &hookcli.Failure{Call: call, Why: why} }
 
 	token, err := p.Conn.Token()
 	if err != nil {
@@ -132,12 +132,15 @@ func Decide(ctx context.Context, p hookcli.Params, in io.Reader) ([]byte, error)
 		// Not a hook listener's answer (another server at the address):
 		// nothing in it is a decision.
 		return nil, fail(hookcli.ServerFailure(p.Conn.Addr, "Unknown", ""))
-	case ans.Failure != "":
-		return nil, &hookcli.Failure{Tool: ans.Tool, Why: ans.Failure}
+	}
+	// The server names the check's tool; the event is the input's.
+	call.Tool = ans.Tool
+	if ans.Failure != "" {
+		return nil, &hookcli.Failure{Call: call, Why: ans.Failure}
 	}
 	var out bytes.Buffer
-	if err := hookout.Write(&out, p.Agent, ans.Tool, ans.Decision, ans.Reason); err != nil {
-		return nil, &hookcli.Failure{Tool: ans.Tool, Why: err.Error()}
+	if err := hookout.Write(&out, p.Agent, call, ans.Decision, ans.Reason); err != nil {
+		return nil, &hookcli.Failure{Call: call, Why: err.Error()}
 	}
 	return out.Bytes(), nil
 }

@@ -48,8 +48,8 @@ const exitedZero = "Process exited with code 0"
 var cases = []gateCase{
 	{
 		// a. destructive shell outside the project. Past the hook, Codex
-		// 0.169 refuses rm -f style commands itself in exec, even with
-		// approval_policy "never" and no sandbox.
+		// (0.169, 0.171) refuses rm -f style commands itself in exec,
+		// even with approval_policy "never" and no sandbox.
 		name: "rm-rf-outside",
 		call: func(e *env) toolCall {
 			return shellCall("rm_rf_outside", map[string]any{"cmd": "rm -rf " + e.victim()})
@@ -207,7 +207,7 @@ func runMode(ctx context.Context, t *testing.T, codex string, m hookMode, e *env
 		e.fake.calls = append(e.fake.calls, call)
 		names[call.id] = c.name
 	}
-	e.configure(t, m.command)
+	e.configure(t, hookSetup{approval: "never", hooks: map[string]string{"PreToolUse": m.command}})
 	t.Cleanup(func() {
 		if t.Failed() {
 			rec, _ := os.ReadFile(e.record)
@@ -216,14 +216,7 @@ func runMode(ctx context.Context, t *testing.T, codex string, m hookMode, e *env
 		}
 	})
 
-	// An untrusted hook is skipped silently: make sure Codex trusts it.
-	hash, status, err := e.hookStatus(ctx, codex)
-	if err != nil {
-		t.Fatalf("codex app-server hooks/list: %v", err)
-	}
-	if hash != e.hookHash || status != "trusted" {
-		t.Fatalf("Codex reports hook %s as %q with hash %s; the test computed %s and wrote it to config.toml: Codex would skip the hook", e.hooksKey, status, hash, e.hookHash)
-	}
+	e.checkTrusted(ctx, t, codex)
 
 	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -341,9 +334,9 @@ func checkHookInputs(t *testing.T, e *env, inputs map[string]json.RawMessage) (r
 				wantName, wantInput = "apply_patch", map[string]any{"command": call.custom}
 			}
 			if wd, ok := call.args["workdir"].(string); ok {
-				// Codex 0.169 gives the hook the command's workdir,
-				// resolved against the session's cwd, as its cwd (later
-				// sources give the turn's). The adapter does not rely on
+				// Codex (0.169, 0.171) gives the hook the command's
+				// workdir, resolved against the session's cwd, as its cwd
+				// (some sources give the turn's). The adapter does not rely on
 				// either: it reads the workdir of the call in the rollout.
 				if !filepath.IsAbs(wd) {
 					wd = filepath.Join(e.project, wd)

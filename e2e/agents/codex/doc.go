@@ -20,15 +20,28 @@
 // go, the marker appear) and by the tool output the fake model received
 // back. The same table is run a second time with a hook that allows
 // everything, to show that each unsafe outcome does happen when nothing
-// blocks it; the exception is rm -rf, which Codex 0.169 itself refuses
-// past the hook ("rm -f style commands are not permitted").
+// blocks it; the exception is rm -rf, which Codex itself refuses past the
+// hook ("rm -f style commands are not permitted").
+//
+// `codex exec` never asks for approval (its approval policy is "never",
+// and it refuses a call that asks to leave the sandbox), so it never runs
+// the PermissionRequest hook. TestCodexApproval drives Codex through
+// `codex app-server`, as an IDE does, with approval policy "on-request"
+// and calls that ask to run outside the sandbox, answering Codex's
+// approval requests as the user (declining each): with toolgate as the
+// PermissionRequest hook, what toolgate allows runs without the user
+// being asked, what it denies is refused without asking, and what it
+// would ask about is asked; with hooks that give no verdict, Codex asks
+// for every call, which shows that each needed an approval.
 //
 // The test is skipped unless TOOLGATE_AGENTS_DIR is set (make e2e-agents
 // sets it). Codex is used from $TOOLGATE_AGENTS_DIR/codex (an npm prefix),
 // installed there at the pinned version if missing. TOOLGATE_BIN names a
 // built toolgate; without it the test builds one. With TOOLGATE_RECORD=1
 // the hook inputs Codex sent, and one rollout file, are written with their
-// temporary paths and ids normalised under testdata/recorded.
+// temporary paths and ids normalised under testdata/recorded (the
+// PermissionRequest inputs as permission-*.json, with
+// rollout-permission.jsonl).
 //
 //	TOOLGATE_AGENTS_DIR=$PWD/bin/agents go test -count=1 -v ./e2e/agents/codex/
 package codex

@@ -110,18 +110,20 @@ func installedVersion(prefix string) string {
 // Codex home, a directory outside the project with a victim file, and
 // another git repository whose core.fsmonitor runs a script.
 type env struct {
-	root     string // temporary root of all of them
-	project  string
-	home     string // HOME; Codex's home is home/.codex
-	outside  string
-	other    string // another git repository, with a hostile core.fsmonitor
-	other2   string // one more, reached by a relative workdir
-	record   string // hook inputs, appended by the hook wrapper
-	hooksKey string // Codex's key for the PreToolUse hook
-	hookHash string // its trust hash, as computed here
-	fake     *fakeModel
-	binDir   string // holds toolgate
-	addr     string // toolgate's address, "" without a server
+	root    string // temporary root of all of them
+	project string
+	home    string // HOME; Codex's home is home/.codex
+	outside string
+	other   string // another git repository, with a hostile core.fsmonitor
+	other2  string // one more, reached by a relative workdir
+	record  string // hook inputs, appended by the hook wrapper
+	// hookHashes are Codex's keys for the configured hooks
+	// ("<hooks.json>:pre_tool_use:0:0") and their trust hashes, as
+	// computed here.
+	hookHashes map[string]string
+	fake       *fakeModel
+	binDir     string // holds toolgate
+	addr       string // toolgate's address, "" without a server
 
 	stdout, stderr agenttest.SyncBuffer // the CLI's
 }
@@ -199,27 +201,64 @@ func (e *env) fsmonitorMarker2() string {
 func (e *env) codexHome() string { return filepath.Join(e.home, ".codex") }
 func (e *env) kube() string      { return filepath.Join(e.outside, ".kube") }
 
-// configure writes Codex's config.toml and hooks.json, with the hook's
+// hookSetup is what Codex is configured with: its approval policy and
+// the command of each hook, by Codex's event name ("PreToolUse",
+// "PermissionRequest").
+type hookSetup struct {
+	approval string // approval_policy: "never" or "on-request"
+	sandbox  string // sandbox_mode; "" is "danger-full-access"
+	hooks    map[string]string
+}
+
+func (s hookSetup) sandboxMode() string {
+	if s.sandbox == "" {
+		return "danger-full-access"
+	}
+	return s.sandbox
+}
+
+// codexEvents are Codex's hook events as hooks.json names them and as its
+// trust keys spell them.
+var codexEvents = []struct{ name, key string }{
+	{"PreToolUse", "pre_tool_use"},
+	{"PermissionRequest", "permission_request"},
+}
+
+// configure writes Codex's config.toml and hooks.json, with each hook's
 // trust hash so that Codex runs it without asking.
-func (e *env) configure(t *testing.T, hookCommand string) {
+func (e *env) configure(t *testing.T, setup hookSetup) {
 	t.Helper()
 	hooksPath := filepath.Join(e.codexHome(), "hooks.json")
-	hooks := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
-		"matcher": "*",
-		"hooks":   []any{map[string]any{"type": "command", "command": hookCommand}},
-	}}}}
-	b, err := json.MarshalIndent(hooks, "", "  ")
+	byEvent := map[string]any{}
+	e.hookHashes = map[string]string{}
+	var state strings.Builder
+	for _, ev := range codexEvents {
+		command, ok := setup.hooks[ev.name]
+		if !ok {
+			continue
+		}
+		byEvent[ev.name] = []any{map[string]any{
+			"matcher": "*",
+			"hooks":   []any{map[string]any{"type": "command", "command": command}},
+		}}
+		key := hooksPath + ":" + ev.key + ":0:0"
+		hash := hookTrustHash(ev.key, "*", command)
+		e.hookHashes[key] = hash
+		fmt.Fprintf(&state, "\n[hooks.state.%s]\ntrusted_hash = %s\n", tomlString(key), tomlString(hash))
+	}
+	if len(byEvent) != len(setup.hooks) {
+		t.Fatalf("unknown hook event in %v", setup.hooks)
+	}
+	b, err := json.MarshalIndent(map[string]any{"hooks": byEvent}, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, hooksPath, string(b)+"\n", 0o644)
-	e.hooksKey = hooksPath + ":pre_tool_use:0:0"
-	e.hookHash = hookTrustHash("pre_tool_use", "*", hookCommand)
 
 	config := fmt.Sprintf(`model = "gpt-5.5"
 model_provider = "fake"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
+approval_policy = %s
+sandbox_mode = %s
 check_for_update_on_startup = false
 
 # Nothing but loopback: no analytics, no curated-plugin sync from GitHub.
@@ -238,10 +277,7 @@ wire_api = "responses"
 env_key = "FAKE_KEY"
 request_max_retries = 0
 stream_max_retries = 0
-
-[hooks.state.%s]
-trusted_hash = %s
-`, tomlString(e.fake.url()+"/v1"), tomlString(e.hooksKey), tomlString(e.hookHash))
+%s`, tomlString(setup.approval), tomlString(setup.sandboxMode()), tomlString(e.fake.url()+"/v1"), state.String())
 	write(t, filepath.Join(e.codexHome(), "config.toml"), config, 0o644)
 }
 
@@ -318,24 +354,27 @@ func (e *env) runCodex(ctx context.Context, bin string) error {
 	return err
 }
 
-// hookStatus asks `codex app-server` (hooks/list) for the hook's current
-// hash and trust status as Codex sees them.
-func (e *env) hookStatus(ctx context.Context, bin string) (hash, status string, err error) {
+// hookState is a hook's current hash and trust status as Codex sees them.
+type hookState struct{ hash, status string }
+
+// hookStatus asks `codex app-server` (hooks/list) for every hook's current
+// hash and trust status, by key.
+func (e *env) hookStatus(ctx context.Context, bin string) (map[string]hookState, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cmd := e.command(ctx, bin, "app-server")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
 	var stderr agenttest.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		return "", "", err
+		return nil, err
 	}
 	defer func() {
 		stdin.Close()
@@ -354,7 +393,7 @@ func (e *env) hookStatus(ctx context.Context, bin string) (hash, status string, 
 		fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"hooks/list","params":{"cwds":[%q]}}`, e.project),
 	}
 	if _, err := io.WriteString(stdin, strings.Join(msgs, "\n")+"\n"); err != nil {
-		return "", "", err
+		return nil, err
 	}
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -376,20 +415,17 @@ func (e *env) hookStatus(ctx context.Context, bin string) (hash, status string, 
 			continue
 		}
 		if len(m.Error) > 0 {
-			return "", "", fmt.Errorf("hooks/list: %s", m.Error)
+			return nil, fmt.Errorf("hooks/list: %s", m.Error)
 		}
-		var keys []string
+		states := map[string]hookState{}
 		for _, d := range m.Result.Data {
 			for _, h := range d.Hooks {
-				if h.Key == e.hooksKey {
-					return h.CurrentHash, h.TrustStatus, nil
-				}
-				keys = append(keys, h.Key)
+				states[h.Key] = hookState{h.CurrentHash, h.TrustStatus}
 			}
 		}
-		return "", "", fmt.Errorf("hooks/list has no hook %s, only %q", e.hooksKey, keys)
+		return states, nil
 	}
-	return "", "", fmt.Errorf("app-server gave no hooks/list answer (%v); stderr:\n%s", sc.Err(), stderr.Tail(2000))
+	return nil, fmt.Errorf("app-server gave no hooks/list answer (%v); stderr:\n%s", sc.Err(), stderr.Tail(2000))
 }
 
 // hookInputs reads the hook inputs the wrapper recorded (JSON values one
@@ -476,4 +512,113 @@ func toolgateDir(ctx context.Context, t *testing.T) string {
 
 func TestPinnedVersion(t *testing.T) {
 	agenttest.CheckPin(t, "codex", "@openai/codex", codexVersion)
+}
+
+// checkTrusted fails the test unless Codex trusts every configured hook
+// with the hash the test computed: an untrusted hook is skipped silently.
+func (e *env) checkTrusted(ctx context.Context, t *testing.T, codex string) {
+	t.Helper()
+	states, err := e.hookStatus(ctx, codex)
+	if err != nil {
+		t.Fatalf("codex app-server hooks/list: %v", err)
+	}
+	for key, want := range e.hookHashes {
+		if got := states[key]; got.hash != want || got.status != "trusted" {
+			t.Fatalf("Codex reports hook %s as %q with hash %q; the test computed %s and wrote it to config.toml: Codex would skip the hook (hooks/list: %v)", key, got.status, got.hash, want, states)
+		}
+	}
+}
+
+// approvalRequest is an approval Codex asked its client (the user) for.
+type approvalRequest struct {
+	Method string          // "item/commandExecution/requestApproval", ...
+	Params json.RawMessage // its params
+}
+
+// runAppServer runs one turn through `codex app-server`, as an IDE drives
+// Codex: unlike `codex exec`, which never asks for approval, it honours
+// config.toml's approval_policy, and asks its client (here, the test,
+// standing in for the user) to approve what needs approval. Every such
+// request is declined and returned, in order.
+func (e *env) runAppServer(ctx context.Context, bin, prompt string) ([]approvalRequest, error) {
+	cmd := e.command(ctx, bin, "app-server")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = &e.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		stdin.Close()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	}()
+	send := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = stdin.Write(append(b, '\n'))
+		return err
+	}
+	request := func(id int, method string, params any) error {
+		return send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	}
+	if err := request(1, "initialize", map[string]any{"clientInfo": map[string]any{"name": "toolgate-e2e", "version": "1"}}); err != nil {
+		return nil, err
+	}
+	if err := send(map[string]any{"jsonrpc": "2.0", "method": "initialized"}); err != nil {
+		return nil, err
+	}
+	if err := request(2, "thread/start", map[string]any{"cwd": e.project}); err != nil {
+		return nil, err
+	}
+	var asked []approvalRequest
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		e.stdout.Write(append(sc.Bytes(), '\n'))
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+			Result struct {
+				Thread struct {
+					ID string `json:"id"`
+				} `json:"thread"`
+			} `json:"result"`
+			Error json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			return asked, fmt.Errorf("app-server: %v: %s", err, sc.Bytes())
+		}
+		switch {
+		case len(m.Error) > 0:
+			return asked, fmt.Errorf("app-server: %s", m.Error)
+		case m.Method == "" && string(m.ID) == "2": // thread/start's answer
+			if err := request(3, "turn/start", map[string]any{
+				"threadId": m.Result.Thread.ID,
+				"input":    []any{map[string]any{"type": "text", "text": prompt}},
+			}); err != nil {
+				return asked, err
+			}
+		case m.Method != "" && len(m.ID) > 0: // a request to the client
+			asked = append(asked, approvalRequest{m.Method, m.Params})
+			if err := send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"decision": "decline"}}); err != nil {
+				return asked, err
+			}
+		case m.Method == "turn/completed":
+			return asked, nil
+		}
+	}
+	if ctx.Err() != nil {
+		return asked, fmt.Errorf("app-server: %w", context.Cause(ctx))
+	}
+	return asked, fmt.Errorf("app-server ended before the turn completed: %v", sc.Err())
 }

@@ -122,9 +122,47 @@ func TestHookReadmeSnippets(t *testing.T) {
 		if err := os.WriteFile(settings, []byte(jsonBlocks(section)[0]), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		want := codexTrustHash("pre_tool_use", "*", hookCommand(t, settings, "PreToolUse", "Bash"))
-		if !strings.Contains(section, `trusted_hash = "`+want+`"`) {
-			t.Errorf("the documented trusted_hash is not %s, the hash of its hook definition", want)
+		for _, ev := range []struct{ name, key string }{{"PreToolUse", "pre_tool_use"}, {"PermissionRequest", "permission_request"}} {
+			want := codexTrustHash(ev.key, "*", hookCommand(t, settings, ev.name, "Bash"))
+			entry := `[hooks.state."/home/you/.codex/hooks.json:` + ev.key + `:0:0"]` + "\ntrusted_hash = \"" + want + `"`
+			if !strings.Contains(section, entry) {
+				t.Errorf("docs/hooks.md does not trust the %s hook as\n%s\n(the hash of its hook definition)", ev.name, entry)
+			}
+		}
+	})
+	t.Run("## Codex PermissionRequest", func(t *testing.T) {
+		// The documented PermissionRequest hook, fed Codex's input for a
+		// call a rule denies, prints the refusal shown (the third json
+		// block).
+		section := markdownSection(t, hooks, "## Codex")
+		blocks := jsonBlocks(section)
+		if len(blocks) < 3 {
+			t.Fatalf("want the PermissionRequest refusal as the third json block, found %d blocks", len(blocks))
+		}
+		project := t.TempDir()
+		settings := filepath.Join(project, ".codex", "hooks.json")
+		if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(settings, []byte(blocks[0]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		command := hookCommand(t, settings, "PermissionRequest", "Bash")
+		input, err := os.ReadFile(filepath.Join(testdata, "codex", "real-permission-curl-pipe-sh.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		input = bytes.ReplaceAll(input, []byte("$TESTDATA"), []byte(testdata))
+		sh := exec.CommandContext(t.Context(), "sh", "-c", command)
+		sh.Dir = project
+		sh.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "TOOLGATE_HOOK_ADDR=unix:"+hookSocket)
+		sh.Stdin = bytes.NewReader(input)
+		out, err := sh.Output()
+		if err != nil {
+			t.Fatalf("%q: %v", command, err)
+		}
+		if got, want := strings.TrimSpace(string(out)), strings.TrimSpace(blocks[2]); got != want {
+			t.Errorf("the hook printed\n%s\nthe documentation shows\n%s", got, want)
 		}
 	})
 }

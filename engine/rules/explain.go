@@ -21,7 +21,8 @@ import (
 //     does so only with letters compared ignoring case (allow rules
 //     compare exactly), or matches once its VAR= prefixes are dropped
 //     (allow rules match those only when they spell them).
-//   - Path rules: the rule covers the call's tool, and the path lies at or
+//   - Path rules: the rule covers the call's tool (deny and ask rules
+//     also a shell command's reads and writes), and the path lies at or
 //     below the pattern's literal directory (its anchor and the segments
 //     before the first wildcard; at least one such segment) but the rest
 //     of the pattern does not match; or the pattern would match the path
@@ -245,6 +246,20 @@ func (r Rule) nearMiss(v RuleVerdict, c *Call, e Env, deny bool) RuleVerdict {
 	m := r.m
 	set := func(subject, why string) RuleVerdict {
 		v.NearMiss, v.Subject, v.Why = true, subject, why
+		return v
+	}
+	if deny && c.Kind == kindShell && m.fam.isPathFamily() && m.path != nil {
+		// Deny and ask path rules see what a shell command reads and
+		// writes (firstAny).
+		list, verb := c.ShellReads, "reads "
+		if m.fam != famRead {
+			list, verb = c.ShellWrites, "writes "
+		}
+		for _, x := range list {
+			if why := m.path.whyNot(r.Specifier, x, e, true); why != "" {
+				return set(verb+x, why)
+			}
+		}
 		return v
 	}
 	if !m.covers(c) {

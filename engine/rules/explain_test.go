@@ -52,6 +52,8 @@ func TestRuleExplain(t *testing.T) {
 		{name: "tool name case", list: "deny", rule: "bash(rm *)", call: shellCall("rm x"), near: true, why: []string{"case-sensitive"}},
 		{name: "Read allow rule for a shell read", list: "allow", rule: "Read(//tmp/**)", call: Call{Tool: "Bash", Kind: "shell", Commands: []Command{{Text: "cat /tmp/x"}}, ShellReads: []string{"/tmp/x"}}, near: true,
 			why: []string{"never allow a shell command"}, subject: "reads /tmp/x"},
+		{name: "Read deny rule, a shell read elsewhere", list: "deny", rule: "Read(/etc/hosts)", call: Call{Tool: "Bash", Kind: "shell", Commands: []Command{{Text: "cat /etc/hosts"}}, ShellReads: []string{"/etc/hosts"}}, near: true,
+			why: []string{"write //etc/hosts"}, subject: "reads /etc/hosts"},
 		{name: "Read deny rule catches a shell read", list: "deny", rule: "Read(//tmp/**)", call: Call{Tool: "Bash", Kind: "shell", Commands: []Command{{Text: "cat /tmp/x"}}, ShellReads: []string{"/tmp/x"}}, matched: true,
 			subject: "reads /tmp/x"},
 	} {

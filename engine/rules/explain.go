@@ -15,12 +15,14 @@ import (
 // holds (a small notion on purpose: each says precisely what differs):
 //
 //   - Bash and other command readings: the rule covers the call's tool,
-//     and a command of the call starts with the rule's literal prefix (its
-//     specifier up to the first '*', trailing blanks dropped; all of it
-//     when it has no '*'), or stops short of it at a word boundary, or
-//     does so only with letters compared ignoring case (allow rules
-//     compare exactly), or matches once its VAR= prefixes are dropped
-//     (allow rules match those only when they spell them).
+//     and a command of the call has an exact rule's words and more; or
+//     runs the last word of the rule's literal prefix (its specifier up
+//     to the first '*', trailing blanks dropped) on instead of ending it;
+//     or stops short of the prefix at a word boundary; or starts with a
+//     prefix of two words or more and does not match the glob's later
+//     text; or matches only with letters compared ignoring case (allow
+//     rules compare exactly), or only without its VAR= prefixes (allow
+//     rules match those only when they spell them).
 //   - Path rules: the rule covers the call's tool (deny and ask rules
 //     also a shell command's reads and writes), and the path lies at or
 //     below the pattern's literal directory (its anchor and the segments
@@ -29,9 +31,11 @@ import (
 //     if it were not anchored where it is (a "/etc/x" rule is relative to
 //     the working directory); or it matches only ignoring case (allow);
 //     or it is anchored at ~ and no home directory is known (allow).
+//     A glob whose later text does not match is a near miss only when its
+//     literal prefix has two words or more.
 //   - The tool: the rule's pattern matches but its tool does not cover the
-//     call: a tool name that differs only in case, a Read rule for an edit
-//     (or an Edit rule for a read), or a Read or Edit allow rule for a
+//     call: a tool name that differs only in case, an edit rule of another
+//     edit tool (Write for an Edit), or a Read or Edit allow rule for a
 //     shell command whose reads or writes it matches.
 //   - An allow rule that matches but is not applied in auto mode, because
 //     it hands out arbitrary code execution.
@@ -294,7 +298,7 @@ func (r Rule) toolMiss(c *Call, e Env, deny bool) (string, string) {
 	m := r.m
 	if !strings.EqualFold(r.Tool, c.Tool) || r.Tool == c.Tool {
 		switch {
-		case m.fam.isPathFamily() && isPathKind(c.Kind) && m.path != nil:
+		case m.fam.isEditFamily() && isEditKind(c.Kind) && m.path != nil:
 			for _, x := range c.Paths {
 				if m.path.match(x, e, deny) {
 					return x, fmt.Sprintf("its pattern matches, but %s rules do not cover %s, whose kind is %s (%s rules do)", r.Tool, c.Tool, c.Kind, ruleToolFor(c.Kind))
@@ -361,12 +365,12 @@ func (p *cmdPattern) whyNot(spec, s string) string {
 	case lit == "":
 		// The pattern starts with '*': no literal prefix to compare.
 		return ""
-	case strings.HasPrefix(s, lit) && exact:
+	case exact && strings.HasPrefix(s, lit+" "):
 		return fmt.Sprintf("the rule has no '*', so it matches exactly the command %q; this one goes on with %q (%s would match its arguments too)",
 			lit, s[len(lit):], "Bash("+lit+" *)")
 	case strings.HasPrefix(lit, s+" "):
 		return fmt.Sprintf("the command stops after %q; the rule needs %q next", s, strings.TrimSpace(lit[len(s):]))
-	case !strings.HasPrefix(s, lit):
+	case exact || !strings.HasPrefix(s, lit):
 		return ""
 	case !strings.HasPrefix(s, p.parts[0]) && strings.HasSuffix(p.parts[0], " "):
 		// "npm run test:*" is "npm run test *": the word ends where the
@@ -382,7 +386,12 @@ func (p *cmdPattern) whyNot(spec, s string) string {
 		return fmt.Sprintf("%s; in this command the word %q runs on into %q, a different word, not %q with arguments (Bash(%s*), with no space, would match it and every other word that starts with %q)",
 			form, lastWord(lit), lastWord(lit)+word, lastWord(lit), lit, lastWord(lit))
 	}
-	// The prefix matches: the rest of the glob does not.
+	// The prefix matches: the rest of the glob does not. Only a prefix
+	// of two words or more makes that a near miss: every curl command
+	// starts as Bash(curl * | sh) does.
+	if !strings.Contains(lit, " ") {
+		return ""
+	}
 	parts := p.parts
 	last := parts[len(parts)-1]
 	rest := s[len(parts[0]):]

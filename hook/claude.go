@@ -167,7 +167,7 @@ func ClaudeRequest(in *ClaudeInput, opt Options) (*toolgatev1.CheckRequest, erro
 		Mode:             ClaudeMode(in.PermissionMode),
 	}
 	if n := opt.entries(); n > 0 && opt.readable(in.TranscriptPath) {
-		req.Transcript = readClaudeTranscript(in.TranscriptPath, n, opt.maxBytes())
+		req.Transcript = readClaudeTranscript(opt.open, in.TranscriptPath, n, opt.maxBytes())
 	}
 	return req, nil
 }
@@ -196,7 +196,7 @@ func ClaudeRequest(in *ClaudeInput, opt Options) (*toolgatev1.CheckRequest, erro
 func claudeDirs(in *ClaudeInput, opt Options) (string, map[string]any) {
 	project := absOrEmpty(opt.getenv("CLAUDE_PROJECT_DIR"))
 	if project == "" && opt.readable(in.TranscriptPath) {
-		project = claudeSessionCwd(in.TranscriptPath)
+		project = claudeSessionCwd(opt.open, in.TranscriptPath)
 	}
 	cwd := absOrEmpty(in.Cwd)
 	tool := in.ToolInput
@@ -300,8 +300,8 @@ func withWorkdir(tool map[string]any, dir string) map[string]any {
 // claudeSessionCwd returns the cwd of the first line of a Claude Code
 // transcript that has one (the session's start, before any cd), when it
 // is absolute and within the first maxSessionHeadBytes of the file.
-func claudeSessionCwd(path string) string {
-	head := readHead(path, maxSessionHeadBytes)
+func claudeSessionCwd(open Opener, path string) string {
+	head := readHead(open, path, maxSessionHeadBytes)
 	for line := range bytes.SplitSeq(head, []byte{'\n'}) {
 		m, err := exactObject(line)
 		if err != nil {

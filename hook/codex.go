@@ -180,9 +180,9 @@ func CodexRequest(in *CodexInput, opt Options) (*toolgatev1.CheckRequest, error)
 	switch {
 	case !opt.readable(in.TranscriptPath):
 	case in.HookEventName == hookout.CodexPermissionRequest:
-		call = readCodexShellCall(in.TranscriptPath, in.TurnID, in.ToolInput["command"])
+		call = readCodexShellCall(opt.open, in.TranscriptPath, in.TurnID, in.ToolInput["command"])
 	default:
-		call = readCodexCall(in.TranscriptPath, in.TurnID, in.ToolUseID)
+		call = readCodexCall(opt.open, in.TranscriptPath, in.TurnID, in.ToolUseID)
 	}
 	wd, tool := codexDirs(in, call)
 	input, err := structpb.NewStruct(codexToolInput(in.ToolName, tool))
@@ -197,7 +197,7 @@ func CodexRequest(in *CodexInput, opt Options) (*toolgatev1.CheckRequest, error)
 		Mode:             CodexMode(in.PermissionMode),
 	}
 	if n := opt.entries(); n > 0 && opt.readable(in.TranscriptPath) {
-		req.Transcript = readCodexTranscript(in.TranscriptPath, n, opt.maxBytes())
+		req.Transcript = readCodexTranscript(opt.open, in.TranscriptPath, n, opt.maxBytes())
 	}
 	return req, nil
 }

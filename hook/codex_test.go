@@ -425,7 +425,7 @@ func TestCodexDirs(t *testing.T) {
 // UserMessage there, and must reach the transcript as the user's words,
 // once, without the injected context.
 func TestCodexUserMessage(t *testing.T) {
-	entries := readCodexTranscript("testdata/codex-0.169-rollout.jsonl", 100, 1<<20)
+	entries := readCodexTranscript(openFile, "testdata/codex-0.169-rollout.jsonl", 100, 1<<20)
 	var users []string
 	for _, e := range entries {
 		if e.GetRole() == toolgatev1.Role_ROLE_USER {
@@ -446,7 +446,7 @@ func TestCodexUserMessage(t *testing.T) {
 		`{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"UserMessage","content":[{"type":"text","text":"deploy it"}]}}}`,
 		`{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"AgentMessage","content":[{"type":"text","text":"not the user"}]}}}`,
 	})
-	got := readCodexTranscript(both, 100, 1<<20)
+	got := readCodexTranscript(openFile, both, 100, 1<<20)
 	if len(got) != 1 || got[0].GetText() != "deploy it" || got[0].GetRole() != toolgatev1.Role_ROLE_USER {
 		t.Errorf("entries %v", got)
 	}

@@ -17,7 +17,9 @@
 package hook
 
 import (
+	"os"
 	"path/filepath"
+	"syscall"
 
 	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
 	"github.com/toolgate/toolgate/hook/hookout"
@@ -57,6 +59,26 @@ type Options struct {
 	// the input comes from another machine, whose paths name other files
 	// here (the server's hook listener, for a caller not on its machine).
 	NoFiles bool
+	// Open opens a file the input names, for reading; nil opens it with
+	// os.OpenFile, non-blocking (a FIFO would otherwise wait for a
+	// writer). A server passes one that refuses a file on a file system
+	// that may not answer (its handler must not hang on a caller's path).
+	Open Opener
+}
+
+// Opener opens a file for reading.
+type Opener func(path string) (*os.File, error)
+
+// open is Options.Open or the default.
+func (o Options) open(path string) (*os.File, error) {
+	if o.Open != nil {
+		return o.Open(path)
+	}
+	return openFile(path)
+}
+
+func openFile(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
 
 // readable reports whether the file at path, named by the hook input, is

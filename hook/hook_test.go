@@ -385,7 +385,7 @@ func TestReadTail(t *testing.T) {
 		{3, ""},
 	}
 	for _, tc := range tests {
-		if got := string(readTail(path, tc.max)); got != tc.want {
+		if got := string(readTail(openFile, path, tc.max)); got != tc.want {
 			t.Errorf("readTail(%d) = %q, want %q", tc.max, got, tc.want)
 		}
 	}
@@ -447,7 +447,7 @@ func TestReadTailFIFO(t *testing.T) {
 		t.Skipf("cannot make a FIFO here: %v", err)
 	}
 	done := make(chan []byte, 1)
-	go func() { done <- readTail(path, 1<<20) }()
+	go func() { done <- readTail(openFile, path, 1<<20) }()
 	select {
 	case b := <-done:
 		if b != nil {

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
 	toolgatev1 "github.com/toolgate/toolgate/gen/toolgate/v1"
@@ -19,8 +17,8 @@ import (
 // line is dropped. Errors and non-regular files give nil. The file is opened
 // non-blocking, as opening a FIFO for reading would otherwise wait for a
 // writer before the check below could refuse it.
-func readTail(path string, maxBytes int64) []byte {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+func readTail(open Opener, path string, maxBytes int64) []byte {
+	f, err := open(path)
 	if err != nil {
 		return nil
 	}
@@ -83,8 +81,8 @@ type claudeBlock struct {
 // transcript at path, oldest first, reading at most maxBytes from the end of
 // the file. Lines that do not parse (including a line cut by the window) are
 // skipped.
-func readClaudeTranscript(path string, n int, maxBytes int64) []*toolgatev1.TranscriptEntry {
-	data := readTail(path, maxBytes)
+func readClaudeTranscript(open Opener, path string, n int, maxBytes int64) []*toolgatev1.TranscriptEntry {
+	data := readTail(open, path, maxBytes)
 	var out []*toolgatev1.TranscriptEntry
 	for line := range bytes.SplitSeq(data, []byte{'\n'}) {
 		line = bytes.TrimSpace(line)
@@ -291,8 +289,8 @@ type codexPayload struct {
 // custom_tool_call's text becomes {"input": ...}, apply_patch's own
 // argument. Everything else (reasoning, developer messages, session and turn
 // metadata, other events) is skipped, as are lines that do not parse.
-func readCodexTranscript(path string, n int, maxBytes int64) []*toolgatev1.TranscriptEntry {
-	data := readTail(path, maxBytes)
+func readCodexTranscript(open Opener, path string, n int, maxBytes int64) []*toolgatev1.TranscriptEntry {
+	data := readTail(open, path, maxBytes)
 	var out []*toolgatev1.TranscriptEntry
 	for line := range bytes.SplitSeq(data, []byte{'\n'}) {
 		line = bytes.TrimSpace(line)
@@ -338,12 +336,12 @@ const maxRolloutScan = 64 << 20
 // maxRolloutScan bytes, for the call callID of the turn turnID: the call
 // line and the turn's turn_context line, which precedes it. Keys are
 // matched exactly (exactObject); a line that does not parse is skipped.
-func readCodexCall(path, turnID, callID string) codexCall {
+func readCodexCall(open Opener, path, turnID, callID string) codexCall {
 	if turnID == "" || callID == "" {
 		return codexCall{}
 	}
 	quotedID, _ := json.Marshal(callID)
-	return scanCodexTurn(path, turnID, quotedID, func(_ string, p map[string]json.RawMessage) bool {
+	return scanCodexTurn(open, path, turnID, quotedID, func(_ string, p map[string]json.RawMessage) bool {
 		return jsonString(p["call_id"]) == callID
 	})
 }
@@ -353,12 +351,12 @@ func readCodexCall(path, turnID, callID string) codexCall {
 // whose command, as the hook gets it, is command. A call whose command
 // cannot be compared (a list of words) counts as one too, so that the call
 // is known only when exactly one could be it.
-func readCodexShellCall(path, turnID string, command any) codexCall {
+func readCodexShellCall(open Opener, path, turnID string, command any) codexCall {
 	cmd, ok := command.(string)
 	if turnID == "" || !ok {
 		return codexCall{}
 	}
-	return scanCodexTurn(path, turnID, []byte(`"response_item"`), func(typ string, p map[string]json.RawMessage) bool {
+	return scanCodexTurn(open, path, turnID, []byte(`"response_item"`), func(typ string, p map[string]json.RawMessage) bool {
 		switch key := codexShellFunctions[jsonString(p["name"])]; {
 		case typ == "local_shell_call", typ == "function_call" && key == "-":
 			return true
@@ -375,9 +373,9 @@ func readCodexShellCall(path, turnID string, command any) codexCall {
 // call lines (those holding quick) that match: the last one read, which
 // is the turn's first, and how many there are. Keys are matched exactly
 // (exactObject); a line that does not parse is skipped.
-func scanCodexTurn(path, turnID string, quick []byte, match func(typ string, payload map[string]json.RawMessage) bool) codexCall {
+func scanCodexTurn(open Opener, path, turnID string, quick []byte, match func(typ string, payload map[string]json.RawMessage) bool) codexCall {
 	var c codexCall
-	scanLinesBackward(path, maxRolloutScan, func(line []byte) bool {
+	scanLinesBackward(open, path, maxRolloutScan, func(line []byte) bool {
 		if bytes.Contains(line, []byte(`"turn_context"`)) {
 			if p, ok := rolloutPayload(line, "turn_context"); ok && jsonString(p["turn_id"]) == turnID {
 				c.turnCwd = absOrEmpty(jsonString(p["cwd"]))
@@ -422,8 +420,8 @@ func rolloutPayload(line []byte, typ string) (map[string]json.RawMessage, bool) 
 // scanLinesBackward calls fn with the lines of the regular file at path,
 // last first, until fn returns true or maxBytes from the end have been
 // read; a line that starts before that point is not passed.
-func scanLinesBackward(path string, maxBytes int64, fn func(line []byte) bool) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+func scanLinesBackward(open Opener, path string, maxBytes int64, fn func(line []byte) bool) {
+	f, err := open(path)
 	if err != nil {
 		return
 	}
@@ -620,8 +618,8 @@ const maxSessionHeadBytes = 1 << 20
 
 // readHead returns the first max bytes of the regular file at path (all of
 // it when shorter); errors and non-regular files give nil.
-func readHead(path string, max int64) []byte {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+func readHead(open Opener, path string, max int64) []byte {
+	f, err := open(path)
 	if err != nil {
 		return nil
 	}

@@ -236,7 +236,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("server.metrics_listen: %q is not host:port (empty turns metrics off): %w", c.MetricsListen, err))
 		}
 	}
-	errs = append(errs, c.Hook.validate(c.TokenFile != "")...)
+	errs = append(errs, c.Hook.validate(c.TokenFile != "", c.TLS.Enabled())...)
 	if c.MaxToolInputBytes <= 0 {
 		errs = append(errs, fmt.Errorf("server.max_tool_input_bytes: must be positive, got %d", c.MaxToolInputBytes))
 	}

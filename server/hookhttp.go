@@ -11,9 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -21,6 +23,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/toolgate/toolgate/engine/pathcheck"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 	"github.com/toolgate/toolgate/hook"
 	"github.com/toolgate/toolgate/hook/hookout"
@@ -34,7 +37,7 @@ import (
 type HookConfig struct {
 	// Listen is a TCP address for the hook listener; empty: none. It must
 	// be a loopback address unless server.token_file makes callers
-	// authenticate.
+	// authenticate and server.tls keeps their tokens and answers private.
 	Listen string `yaml:"listen"`
 	// UnixSocket is a Unix socket for the hook listener (mode
 	// server.unix_socket_mode); empty: none.
@@ -52,15 +55,15 @@ func (c HookConfig) Enabled() bool { return c.Listen != "" || c.UnixSocket != ""
 
 func defaultHookConfig() HookConfig { return HookConfig{Timeout: 30 * time.Second, MaxInFlight: 64} }
 
-func (c HookConfig) validate(tokens bool) []error {
+func (c HookConfig) validate(tokens, tlsOn bool) []error {
 	var errs []error
 	if c.Listen != "" {
 		host, _, err := net.SplitHostPort(c.Listen)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("server.hook.listen: %q is not host:port: %w", c.Listen, err))
-		case !tokens && !loopbackHost(host):
-			errs = append(errs, fmt.Errorf("server.hook.listen: %q is not a loopback address; a hook listener reachable from the network needs server.token_file", c.Listen))
+		case (!tokens || !tlsOn) && !loopbackHost(host):
+			errs = append(errs, fmt.Errorf("server.hook.listen: %q is not a loopback address; a hook listener reachable from the network needs server.token_file and server.tls (a token in plaintext can be read, and an answer rewritten, on the way)", c.Listen))
 		}
 	}
 	if c.UnixSocket != "" && (!strings.HasPrefix(c.UnixSocket, "/") || len(c.UnixSocket) >= maxUnixSocketPath) {
@@ -154,7 +157,10 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 		ans.Failure = failure
 		return
 	}
-	local := localPeer(ctx)
+	// The caller's transcript is read only when its paths are this
+	// machine's: a peer here, counted as one by the configuration (behind
+	// a proxy on loopback every peer looks local).
+	local := s.cfg.UnattestedFiles == UnattestedLocalPeers && localPeer(ctx)
 	project := unescape(r.Header.Get(hookhttp.ProjectDirHeader))
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxHookBody))
 	if err != nil {
@@ -171,6 +177,10 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 		},
 		// A caller on another machine names its own files.
 		NoFiles: !local,
+		// A path on a file system that may not answer (network, FUSE) is
+		// refused before it is entered: a handler waiting in the kernel
+		// would hold its slot past any deadline.
+		Open: openLocal,
 	})
 	if err != nil {
 		ans.Failure = err.Error()
@@ -216,6 +226,12 @@ func (s *Server) fromBrowser(r *http.Request) string {
 		return fmt.Sprintf("refused: Host %q is a name, not this machine's address or localhost (without server.token_file, a name could be a web page's through DNS rebinding)", quoteCut(host))
 	}
 	return ""
+}
+
+// openLocal opens a file a hook input names, non-blocking, refusing one
+// on a file system other than a local disk's (pathcheck's rule).
+func openLocal(path string) (*os.File, error) {
+	return pathcheck.OpenFile(path, syscall.O_NONBLOCK)
 }
 
 // writeHook writes ans: as JSON for toolgate-hook, else in the agent's

@@ -34,14 +34,22 @@ const (
 	printMode session = iota
 	// hostMode is the CLI under an SDK host (stream-json,
 	// --permission-prompt-tool stdio) in plan mode: the only way 2.1.330
-	// offers ExitPlanMode and AskUserQuestion without a terminal. The host
-	// stands for the user and says no to every prompt.
+	// and 2.1.332 offer ExitPlanMode and AskUserQuestion without a
+	// terminal. The host stands for the user and says no to every prompt.
 	hostMode
+	// askMode is the CLI under the same host in default mode: a hook's
+	// ask there becomes Claude Code's approval prompt, put to the host.
+	askMode
 )
 
+var sessions = map[session]string{printMode: "print", hostMode: "host", askMode: "ask"}
+
 func (s session) mode() string {
-	if s == hostMode {
+	switch s {
+	case hostMode:
 		return "plan"
+	case askMode:
+		return "default"
 	}
 	return "auto"
 }
@@ -174,8 +182,9 @@ var calls = []call{
 		allowAll:  want{hook: hookAllow, ran: true},
 	},
 	{
-		// 2.1.330 has no BashOutput or TaskOutput: the output of a
-		// background command is read from the file its tool_result names.
+		// 2.1.330 and 2.1.332 have no BashOutput or TaskOutput: the output
+		// of a background command is read from the file its tool_result
+		// names.
 		// The fake waits (bounded) for the command to have written it.
 		name: "read-background-output", session: printMode, tool: "Read",
 		input: func(e *runEnv, ctx context.Context, results map[string]toolResult) map[string]any {
@@ -239,7 +248,19 @@ var calls = []call{
 		cwd:       func(e *runEnv) string { return e.nested },
 	},
 	{
-		// The plan is in the plan file: 2.1.330 passes ExitPlanMode an
+		// A read outside the project and the read roots: toolgate asks,
+		// and Claude Code puts the call to the user (the SDK host), with
+		// toolgate's reason.
+		name: "read-outside-ask", session: askMode, tool: "Read",
+		input: func(e *runEnv, _ context.Context, _ map[string]toolResult) map[string]any {
+			return map[string]any{"file_path": filepath.Join(e.outside, "notes.txt")}
+		},
+		resultHas: func(*runEnv) string { return strings.TrimSpace(notesText) },
+		toolgate:  want{hook: hookRefuse, asked: true},
+		allowAll:  want{hook: hookAllow, ran: true},
+	},
+	{
+		// The plan is in the plan file: 2.1.330 and 2.1.332 pass ExitPlanMode an
 		// empty input whatever the model sends.
 		name: "exit-plan-mode", session: hostMode, tool: "ExitPlanMode",
 		input: func(*runEnv, context.Context, map[string]toolResult) map[string]any {
@@ -374,8 +395,8 @@ func TestClaudeCode(t *testing.T) {
 		},
 	}
 	for _, g := range gates {
-		for _, s := range []session{printMode, hostMode} {
-			name := g.name + "/" + map[session]string{printMode: "print", hostMode: "host"}[s]
+		for _, s := range []session{printMode, hostMode, askMode} {
+			name := g.name + "/" + sessions[s]
 			t.Run(name, func(t *testing.T) {
 				runSession(ctx, t, g, s, claude, self, root, home, tmp)
 			})
@@ -410,6 +431,7 @@ func runSession(ctx context.Context, t *testing.T, g gate, s session, claude, se
 	writeFile(t, filepath.Join(e.project, "notes.txt"), notesText)
 	writeFile(t, filepath.Join(e.project, "README.md"), "# e2e project\n")
 	writeFile(t, filepath.Join(e.outside, "victim"), "precious\n")
+	writeFile(t, filepath.Join(e.outside, "notes.txt"), notesText)
 	fsmonitor := filepath.Join(e.outside, "fsmonitor.sh")
 	if err := os.WriteFile(fsmonitor, []byte("#!/bin/sh\ntouch "+agenttest.ShellQuote(e.fsmonitorMarker)+"\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -471,7 +493,7 @@ func runSession(ctx context.Context, t *testing.T, g gate, s session, claude, se
 	began := time.Now()
 	args := []string{"--settings", settingsFile, "--permission-mode", s.mode()}
 	var run *cliRun
-	if s == hostMode {
+	if s != printMode {
 		run = runHost(rctx, claude, e.project, env, promptMarker, args...)
 	} else {
 		run = runPrint(rctx, claude, e.project, env, promptMarker, args...)
@@ -561,7 +583,18 @@ func checkCall(t *testing.T, e *runEnv, c call, id string, w want, recs []hookRe
 		decision, reason = fmt.Sprintf("%q", recs[0].decision()), recs[0].reason()
 	}
 	res, ok := results[id]
-	_, asked := run.asked[id]
+	req, asked := run.asked[id]
+	if asked && len(recs) == 1 && recs[0].decision() == "ask" {
+		// The prompt carries the hook's reason, which is what the user
+		// reads.
+		var p struct {
+			Reason string `json:"decision_reason"`
+			Type   string `json:"decision_reason_type"`
+		}
+		if err := json.Unmarshal(req, &p); err != nil || p.Type != "hook" || p.Reason != recs[0].reason() {
+			t.Errorf("%s (%s): the CLI asked the user with %s, want the hook's reason %q", c.name, c.tool, req, recs[0].reason())
+		}
+	}
 	var effect, seen string
 	if c.effect != nil {
 		var present bool
@@ -634,7 +667,7 @@ func checkCall(t *testing.T, e *runEnv, c call, id string, w want, recs []hookRe
 func checkResult(t *testing.T, s session, run *cliRun) {
 	t.Helper()
 	out := run.stdout
-	if s == hostMode {
+	if s != printMode {
 		out = nil
 		for line := range bytes.Lines(run.stdout) {
 			var m struct {

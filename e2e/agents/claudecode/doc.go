@@ -9,11 +9,14 @@
 // tool_result the model got back: a destructive rm outside the project, a
 // Write outside it and curl piped to sh are refused and leave no trace;
 // reads and writes inside the project run; a background Bash runs and its
-// output file can be read (Claude Code 2.1.330 has no BashOutput or
+// output file can be read (Claude Code 2.1.330 and 2.1.332 have no BashOutput or
 // TaskOutput tool: a call of either is refused by the CLI before any hook);
 // ExitPlanMode and AskUserQuestion, which the CLI offers only to an SDK
 // host that answers prompts (stream-json with --permission-prompt-tool
-// stdio), get no allow from toolgate and still reach the user. The same
+// stdio), get no allow from toolgate and still reach the user. Under that
+// host in default mode, a read outside the project and the read roots,
+// which toolgate asks about, becomes Claude Code's approval prompt, put
+// to the host with toolgate's reason as its decision_reason. The same
 // table is run with a hook that allows everything, where the unsafe calls
 // do run: that proves the checks can fail. It is run a third time with
 // Claude Code's HTTP hook posting to toolgate's hook listener (through a

@@ -294,8 +294,8 @@ type cliRun struct {
 	stdout, stderr []byte
 	err            error
 	// asked lists the tool_use_ids the CLI asked the SDK host (the user)
-	// about, in host mode.
-	asked map[string]string
+	// about, in host mode, with the request as the CLI sent it.
+	asked map[string]json.RawMessage
 }
 
 func (r *cliRun) tails() string {
@@ -333,7 +333,7 @@ func runHost(ctx context.Context, bin, dir string, env []string, prompt string, 
 	args = append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
 		"--verbose", "--permission-prompt-tool", "stdio"}, args...)
 	cmd := claudeCommand(ctx, bin, dir, env, args)
-	run := &cliRun{asked: map[string]string{}}
+	run := &cliRun{asked: map[string]json.RawMessage{}}
 	var stdout, stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -374,7 +374,11 @@ func runHost(ctx context.Context, bin, dir string, env []string, prompt string, 
 		case "control_request":
 			resp := map[string]any{}
 			if msg.Request.Subtype == "can_use_tool" {
-				run.asked[msg.Request.ToolUseID] = msg.Request.ToolName
+				var raw struct {
+					Request json.RawMessage `json:"request"`
+				}
+				_ = json.Unmarshal(sc.Bytes(), &raw)
+				run.asked[msg.Request.ToolUseID] = raw.Request
 				resp = map[string]any{"behavior": "deny", "message": "the e2e user says no to " + msg.Request.ToolName}
 			}
 			send(map[string]any{"type": "control_response", "response": map[string]any{

@@ -1,6 +1,6 @@
 # toolgate as a static binary on a distroless base: no shell, no package
 # manager, runs as the unprivileged "nonroot" user (65532).
-#   docker build -t toolgate --build-arg VERSION=v0.1.0 .
+#   make image   (or: docker build -t toolgate --build-arg VERSION=v0.1.0 --build-arg REVISION=$(git rev-parse HEAD) .)
 #   docker run -p 50051:50051 toolgate
 
 FROM golang:1.26 AS build
@@ -9,11 +9,15 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
+# The context has no .git, so Go cannot stamp the revision: make image
+# passes the version and revision (toolgate version prints them).
 ARG VERSION=dev
+ARG REVISION=
 # CGO off: a static binary with Go's own resolver, nothing to link at run time.
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.buildVersion=${VERSION}" \
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.buildVersion=${VERSION} -X main.buildRevision=${REVISION}" \
       -o /out/toolgate ./cmd/toolgate && \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/toolgate-hook ./cmd/toolgate-hook
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.buildVersion=${VERSION} -X main.buildRevision=${REVISION}" \
+      -o /out/toolgate-hook ./cmd/toolgate-hook
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/toolgate /toolgate

@@ -17,7 +17,7 @@ SOAK_DURATION ?= 10m
 
 .PHONY: help
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
 run: ## Run the server on 127.0.0.1:50051 with the embedded default policy
@@ -38,6 +38,18 @@ build: ## Build bin/toolgate and, beside it, bin/toolgate-hook (the lean hook bi
 install: ## Install toolgate and toolgate-hook (static) into GOBIN (go env GOBIN, else GOPATH/bin)
 	go install ./cmd/toolgate
 	$(HOOK_ENV) go install ./cmd/toolgate-hook
+
+# The container image, built from the Dockerfile with docker or podman
+# (CONTAINER_TOOL; the first found on PATH). Its build context leaves out
+# .git, so the version and revision are passed in as build arguments.
+IMAGE          ?= toolgate:$(IMAGE_VERSION)
+IMAGE_VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+CONTAINER_TOOL ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null || echo docker)
+
+.PHONY: image
+image: ## Build the container image IMAGE (default toolgate:VERSION) with docker or podman (CONTAINER_TOOL)
+	$(CONTAINER_TOOL) build -f Dockerfile -t $(IMAGE) --build-arg VERSION=$(IMAGE_VERSION) --build-arg REVISION=$(IMAGE_REVISION) .
 
 # make test runs the unit and in-process tests; the tests that build the
 # binary and drive real processes (resilience/, deploy/, the documentation's hook

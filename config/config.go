@@ -68,6 +68,7 @@ import (
 	"io"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -263,6 +264,9 @@ func parse(name string, data []byte, dir string, lookup func(string) (string, bo
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		if explained := yamlErrors(name, data, reflect.TypeFor[Config]()); explained != nil {
+			return nil, explained
+		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	src := &origin{name: name, data: data, lookup: lookup, written: c.written}

@@ -172,11 +172,19 @@ func TestLoadErrors(t *testing.T) {
 		body string
 		want []string
 	}{
-		{"unknown field", "server:\n  lisen: x\npolicies: {default: {}}\n", []string{"line 2", "lisen"}},
-		{"unknown nested field", "server:\n  tracing: {endpoint: x}\npolicies: {default: {}}\n", []string{"line 2", "endpoint"}},
-		{"unknown policy field", "policies:\n  default:\n    permisions: {}\n", []string{"line 3", "permisions"}},
-		{"unknown section", "sever:\n  listen: x\npolicies: {default: {}}\n", []string{"line 1", "sever"}},
-		{"bad duration", "server:\n  shutdown_timeout: soon\npolicies: {default: {}}\n", []string{"line 2", "soon"}},
+		{"unknown field", "server:\n  lisen: x\npolicies: {default: {}}\n", []string{":2: server: unknown field \"lisen\" (did you mean \"listen\"?)"}},
+		{"unknown nested field", "server:\n  tracing: {endpoint: x}\npolicies: {default: {}}\n", []string{":2: server.tracing: unknown field \"endpoint\""}},
+		{"unknown policy field", "policies:\n  default:\n    permisions: {}\n", []string{":3: policies.default: unknown field \"permisions\" (did you mean \"permissions\"?)"}},
+		{"unknown section", "sever:\n  listen: x\npolicies: {default: {}}\n", []string{":1: unknown field \"sever\" (did you mean \"server\"?)"}},
+		{"bad duration", "server:\n  shutdown_timeout: soon\npolicies: {default: {}}\n", []string{":2: server.shutdown_timeout: want a duration (5s, 1m30s), got \"soon\""}},
+		{"wrong type at top level", "policies: [default]\n", []string{":1: policies: want a mapping, got a list"}},
+		{"wrong type nested", "policies:\n  default:\n    permissions:\n      deny: \"Bash(rm -rf /)\"\n", []string{":4: policies.default.permissions.deny: want a list, got \"Bash(rm -rf /)\""}},
+		{"wrong type in a list", "policies:\n  default:\n    read_roots:\n      - {a: b}\n", []string{":4: policies.default.read_roots[0]: want a string, got a mapping"}},
+		{"wrong boolean", "policies:\n  default:\n    accept_edits: maybe\n", []string{":3: policies.default.accept_edits: want true or false, got \"maybe\""}},
+		{"every problem", "policies:\n  default:\n    permisions: {}\n  p:\n    safe_tool: [Read]\n", []string{":3: policies.default: unknown field \"permisions\"", ":5: policies.p: unknown field \"safe_tool\" (did you mean \"safe_tools\"?)"}},
+		{"unknown field in a section", "server:\n  tracing:\n    otlp_endpont: x\npolicies: {default: {}}\n", []string{":3: server.tracing: unknown field \"otlp_endpont\" (did you mean \"otlp_endpoint\"?)"}},
+		{"a list in a section", "classifier:\n  backends:\n    - {name: a, modle: m}\npolicies: {default: {}}\n", []string{":3: classifier.backends[0]: unknown field \"modle\" (did you mean \"model\"?)"}},
+		{"wrong number in a section", "classifier:\n  max_tokens: lots\npolicies: {default: {}}\n", []string{":2: classifier.max_tokens: want a whole number, got \"lots\""}},
 		{"bad server value", "server:\n  max_stream_in_flight: 0\npolicies: {default: {}}\n", []string{"server.max_stream_in_flight"}},
 		{"bad rule", "policies:\n  default:\n    permissions:\n      allow: [\"Edit(\"]\n", []string{"policies.default.permissions.allow[0]"}},
 		{"bad alias kind", "policies:\n  default: {}\n  p:\n    tool_aliases: {x: teleport}\n", []string{"policies.p.tool_aliases", "teleport"}},
@@ -197,6 +205,12 @@ func TestLoadErrors(t *testing.T) {
 			for _, w := range append([]string{p}, tt.want...) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			// The file's words, not Go's.
+			for _, go_ := range []string{"config.", "in type", "cannot unmarshal", "!!"} {
+				if strings.Contains(err.Error(), go_) {
+					t.Errorf("error %q names Go types (%q)", err, go_)
 				}
 			}
 		})

@@ -136,7 +136,7 @@ func TestLoadExpandErrors(t *testing.T) {
 		// Validation quotes bad values; one from the environment is named.
 		{"bad value from the environment", "classifier:\n  backends:\n    - {model: m, base_url: \"${BAD_URL}\"}\n",
 			[]string{"classifier.backends[0].base_url", "must be an http(s) URL", "${BAD_URL}"}},
-		{"number field", "classifier:\n  max_tokens: ${MAX_TOKENS}\n", []string{"line 2", "cannot unmarshal"}},
+		{"number field", "classifier:\n  max_tokens: ${MAX_TOKENS}\n", []string{":2: classifier.max_tokens: want a whole number, got \"${MAX_TOKENS}\""}},
 		{"bad value with quotes from the environment", "classifier:\n  backends:\n    - {model: m, base_url: \"${QUOTED_URL}\"}\n",
 			[]string{"classifier.backends[0].base_url", "${QUOTED_URL}"}},
 		// config show knows an expanded value by the anchor's path only.

@@ -297,7 +297,7 @@ func TestRemoveBuiltinErrors(t *testing.T) {
 			[]string{"policies.default.remove_builtin.permissions.deny[0]"}},
 		{"every bad name reported", "policies:\n  default:\n    remove_builtin:\n      permissions: {deny: [a, b]}\n      auto_mode: {hard_deny: [c]}\n",
 			[]string{"deny[0]", "deny[1]", "hard_deny[0]"}},
-		{"unknown list", "policies:\n  default:\n    remove_builtin:\n      protected_paths: [\".git/**\"]\n", []string{"line 4", "protected_paths"}},
+		{"unknown list", "policies:\n  default:\n    remove_builtin:\n      protected_paths: [\".git/**\"]\n", []string{":4: policies.default.remove_builtin: unknown field \"protected_paths\""}},
 		{"with extends none", "policies:\n  default:\n    extends: none\n    remove_builtin:\n      permissions: {deny: [\"Bash(rm -rf /)\"]}\n",
 			[]string{"policies.default.remove_builtin: set with extends: none"}},
 		{"bad extends", "policies:\n  default:\n    extends: nothing\n", []string{`policies.default.extends: must be builtin or none, got "nothing"`}},

@@ -70,8 +70,8 @@ func (s *Section) Decode(v any, validate func() error) error {
 		name = s.src.name
 	}
 	if s.node != nil {
-		if err := s.src.decodeStrict(s.key, v); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+		if err := s.src.decodeStrict(name, s.key, v); err != nil {
+			return err
 		}
 		if s.expanded == nil {
 			n, used := cloneNode(s.node), map[string]string{}
@@ -99,7 +99,7 @@ func (s *Section) Decode(v any, validate func() error) error {
 // struct holding v's type under key and taking the other sections as they
 // come. (A fresh value, not a copy of *v: a copy would share v's pointers
 // and maps, which decoding writes through.)
-func (o *origin) decodeStrict(key string, v any) error {
+func (o *origin) decodeStrict(name, key string, v any) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("%s: decoding into %T, not a pointer", key, v)
@@ -111,7 +111,10 @@ func (o *origin) decodeStrict(key string, v any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(o.data))
 	dec.KnownFields(true)
 	if err := dec.Decode(doc.Interface()); err != nil && !errors.Is(err, io.EOF) {
-		return err
+		if explained := yamlErrors(name, o.data, doc.Type().Elem()); explained != nil {
+			return explained
+		}
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
 }

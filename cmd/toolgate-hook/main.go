@@ -7,16 +7,31 @@
 // (env TOOLGATE_HOOK_ADDR; default 127.0.0.1:50052).
 //
 //	toolgate-hook claude-code|gemini-cli|codex [--addr ADDR] [--tls-ca FILE] [--token-file FILE] [--timeout 5s] [--on-error deny|ask] [--mode MODE]
+//	toolgate-hook --version
 package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 
+	"github.com/toolgate/toolgate/internal/buildinfo"
 	"github.com/toolgate/toolgate/internal/hookcli"
 	"github.com/toolgate/toolgate/internal/hookhttp"
 )
 
 func main() {
-	os.Exit(hookcli.Run(context.Background(), "toolgate-hook", hookhttp.DefaultAddr, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv, hookhttp.Decide))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 1 && args[0] == "--version" {
+		fmt.Fprint(stdout, "toolgate-hook ", buildinfo.Read(buildinfo.Overrides{Version: buildVersion, Revision: buildRevision}))
+		return 0
+	}
+	return hookcli.Run(context.Background(), "toolgate-hook", hookhttp.DefaultAddr, args, stdin, stdout, stderr, os.Getenv, hookhttp.Decide)
+}
+
+// Set at link time by builds without VCS metadata (see toolgate's).
+var buildVersion, buildRevision string

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -17,30 +16,45 @@ import (
 // holds its key); values taken from the environment are printed as written
 // (${NAME}) and credentials in base URLs are masked (config.MarshalShow).
 func configCmd(args []string, stdout, stderr io.Writer) int {
+	const usage = "toolgate config defaults | toolgate config show [--config FILE | --state-dir DIR]"
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: toolgate config defaults | toolgate config show [--config FILE | --state-dir DIR]")
+		fmt.Fprintln(stderr, "usage: "+usage)
 		return 2
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintf(stdout, "Usage: %s\n\n%s\n", usage, configAbout)
+		for _, sub := range []*command{configDefaultsCommand(), configShowCommand(new(string), new(string))} {
+			fmt.Fprintf(stdout, "\n")
+			sub.help(stdout)
+		}
+		return 0
 	case "defaults":
+		fs := configDefaultsCommand()
+		if code, done := fs.parse(args[1:], stdout, stderr, 2); done {
+			return code
+		}
+		if fs.NArg() > 0 {
+			fmt.Fprintf(stderr, "toolgate config defaults: unexpected arguments %q\n", fs.Args())
+			return 2
+		}
 		_, _ = stdout.Write(config.DefaultYAML())
 		return 0
 	case "show":
-		fs := flag.NewFlagSet("config show", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		path := fs.String("config", "", "config file (default: the embedded default)")
-		stateDir := fs.String("state-dir", "", "show the policy set a local toolgate keeps in this state directory (serve --state-dir), received from its upstream")
-		if err := fs.Parse(args[1:]); err != nil {
-			if err == flag.ErrHelp {
-				return 0
-			}
+		var path, stateDir string
+		fs := configShowCommand(&path, &stateDir)
+		if code, done := fs.parse(args[1:], stdout, stderr, 2); done {
+			return code
+		}
+		if fs.NArg() > 0 {
+			fmt.Fprintf(stderr, "toolgate config show: unexpected arguments %q\n", fs.Args())
 			return 2
 		}
-		if *stateDir != "" && *path != "" {
+		if stateDir != "" && path != "" {
 			fmt.Fprintln(stderr, "toolgate config show: --config and --state-dir are two sources; give one")
 			return 2
 		}
-		file, from, err := showSource(*path, *stateDir)
+		file, from, err := showSource(path, stateDir)
 		if err != nil {
 			fmt.Fprintln(stderr, "toolgate config show:", err)
 			return 1
@@ -59,8 +73,23 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 		_, _ = stdout.Write(out)
 		return 0
 	}
-	fmt.Fprintf(stderr, "toolgate config: unknown subcommand %q\n", args[0])
+	fmt.Fprintf(stderr, "toolgate config: unknown subcommand %q\nusage: %s\n", args[0], usage)
 	return 2
+}
+
+const configAbout = "Prints toolgate's configuration: the embedded default, or the configuration in force."
+
+func configDefaultsCommand() *command {
+	return newCommand("config defaults", "toolgate config defaults",
+		"Prints the embedded default configuration: what a config file's policies extend.")
+}
+
+func configShowCommand(path, stateDir *string) *command {
+	fs := newCommand("config show", "toolgate config show [--config FILE | --state-dir DIR]",
+		"Prints the configuration in force: every section with its defaults filled in, each\npolicy with the rules of all its layers (built-in, the file, imported settings).\nValues taken from the environment are shown as written, credentials masked.")
+	fs.StringVar(path, "config", "", "config file (default: the embedded default)")
+	fs.StringVar(stateDir, "state-dir", "", "show the policy set a local toolgate keeps in this state directory (serve --state-dir), received from its upstream")
+	return fs
 }
 
 // showSource loads what config show prints, and says where it came from:

@@ -28,9 +28,11 @@ import (
 // (or given) model deciding what the local stages leave. It exits 1 when
 // any case is falsely allowed.
 func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("policy", "", "config file with the policies and classifier backends (default: the embedded default)")
+	fs := newCommand("eval", "toolgate eval [--config FILE] [--json] [--home DIR] [flags] [CORPUS.jsonl ...]",
+		"Runs the engine over labeled corpus files (default: testdata/corpus) and reports how\nits decisions compare with the labels. Exits 1 when any case is falsely allowed.")
+	cfgPath := fs.String("config", "", "config file with the policies and classifier backends (default: the embedded default)")
+	// --policy names a policy in check; here it meant the config file.
+	fs.deprecated("policy", "config")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	home := fs.String("home", "", "the agents' home directory, for ~ in rules (default: ~ matches at any depth)")
 	withCls := fs.Bool("classifier", false, "run the whole pipeline: the local stages, then the classifier backends for what they leave (default corpus: testdata/corpus/classifier)")
@@ -43,11 +45,8 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	priceOut := fs.Float64("price-out", 0, "USD per million output tokens, for the cost line (default: each backend's price in the config)")
 	explainID := fs.String("explain", "", "explain the case with this id instead of running the corpus: every stage, the facts, the rules (as toolgate explain); the local stages only. Exits 0 when the decision meets the case's label, 1 when not")
 	compare := fs.String("compare", "", "A,B: run the pipeline once with each of two backends (configured backend names, or models at --classifier-url) and print them side by side")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	if code, done := fs.parse(args, stdout, stderr, 2); done {
+		return code
 	}
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "toolgate eval:", err)
@@ -175,7 +174,7 @@ func runEval(ctx context.Context, base *app.Config, cls *classifier.Config, home
 			return nil, err
 		}
 		if !cls.Enabled() {
-			return nil, errors.New("no classifier backend: configure classifier.backends in --policy, or give --classifier-url")
+			return nil, errors.New("no classifier backend: configure classifier.backends in --config, or give --classifier-url")
 		}
 		var err error
 		if c, err = classifier.New(*cls, cfg.ClassifierRules(), zap.NewNop()); err != nil {

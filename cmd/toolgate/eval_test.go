@@ -166,7 +166,7 @@ func TestEvalClassifierConfigPrice(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	run(t.Context(), []string{"eval", "--classifier", "--policy", policy, "--json", writeClassifierCorpus(t)}, &out, &errOut)
+	run(t.Context(), []string{"eval", "--classifier", "--config", policy, "--json", writeClassifierCorpus(t)}, &out, &errOut)
 	var rep eval.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("%v\n%s%s", err, out.String(), errOut.String())
@@ -220,7 +220,7 @@ func TestEvalCompareConfigured(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	if code := run(t.Context(), []string{"eval", "--policy", policy, "--compare", "a,b", writeClassifierCorpus(t)}, &out, &errOut); code != 1 {
+	if code := run(t.Context(), []string{"eval", "--config", policy, "--compare", "a,b", writeClassifierCorpus(t)}, &out, &errOut); code != 1 {
 		t.Fatalf("exit %d, want 1 (b allows the block cases): %s", code, errOut.String())
 	}
 	for _, want := range []string{"classifier: false allows", "classifier: false blocks"} {

@@ -315,7 +315,11 @@ func TestHookUsage(t *testing.T) {
 		{"bad mode", []string{"codex", "--mode", "yolo"}, 2, `--mode "yolo": want auto, default, accept_edits, plan or bypass`},
 		{"bad flag", []string{"codex", "--no-such-flag"}, 2, "flag provided but not defined: -no-such-flag"},
 		// An agent takes exit 0 with nothing printed as "go ahead".
-		{"help", []string{"codex", "-h"}, 2, "Usage of FLAGS codex"},
+		// So -h prints the usage and every flag on stderr, and blocks.
+		{"help", []string{"codex", "-h"}, 2, "Usage: PROG claude-code|gemini-cli|codex"},
+		{"help flags", []string{"codex", "--help"}, 2, "-on-error string"},
+		{"help without agent", []string{"-h"}, 2, "Usage: PROG claude-code|gemini-cli|codex"},
+		{"help without agent lists flags", []string{"--help"}, 2, "-token-file string"},
 	}
 	// toolgate-hook takes the same arguments and refuses the same ones.
 	for _, prog := range []struct {

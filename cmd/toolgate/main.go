@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,7 +19,7 @@ Usage:
                    [--classifier-url URL --classifier-model NAME]
   toolgate check   --tool NAME [--input JSON] [--cwd DIR] [--addr ADDR] [--mode MODE] ...
   toolgate explain --tool NAME [--input JSON] [--cwd DIR] [--mode MODE] [--config FILE] [--json] ...
-  toolgate eval    [--policy FILE] [--json] [CORPUS.jsonl ...]
+  toolgate eval    [--config FILE] [--json] [CORPUS.jsonl ...]
   toolgate validate FILE...
   toolgate config  defaults | show [--config FILE]
   toolgate hook    claude-code|gemini-cli|codex [--addr ADDR] [--timeout 5s] [--on-error deny|ask]
@@ -70,8 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "hook":
 		return hookCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "version":
-		fmt.Fprintln(stdout, "toolgate", version())
-		return 0
+		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -79,8 +77,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "toolgate: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
+	if es, ok := errors.AsType[exitStatus](err); ok {
+		return int(es)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "toolgate:", err)

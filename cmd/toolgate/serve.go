@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -21,8 +20,8 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // serve runs the server until ctx is done. ready, when not nil, receives
 // the bound address once the server listens (tests listen on port 0).
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready chan<- net.Addr) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newCommand("serve", "toolgate serve [--listen ADDR] [--unix-socket PATH] [--config FILE] [flags]",
+		"Runs the permission server: gRPC on --listen (and --unix-socket), Prometheus metrics,\noptionally the hook listener, reloading the config when it changes.")
 	listen := fs.String("listen", "", "address to listen on (default from config: 127.0.0.1:50051)")
 	unixSocket := fs.String("unix-socket", "", "also listen on a Unix socket at this absolute path (clients use --addr unix:PATH); mode from server.unix_socket_mode (0600)")
 	unattested := fs.String("unattested-files", "", "what a check whose client sends no attestation counts as: local_peers (from loopback or the Unix socket, with a working directory this server sees, it shares this server's disk) or unseen (never); default from config: local_peers")
@@ -42,9 +41,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	auditLog := fs.String("audit-log", "", "write every decision with its redacted tool input to FILE (JSON lines, rotated by size)")
 	watch := fs.Bool("watch", true, "reload the config file when it changes (SIGHUP always reloads)")
 	dumpFile := fs.String("dump-classifier", "", "append every classifier request and answer to FILE as JSON lines (credentials redacted)")
-	up := addUpstreamFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
+	up := addUpstreamFlags(fs.FlagSet)
+	if code, done := fs.parse(args, stdout, stderr, 2); done {
+		return exitStatus(code)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected arguments %q", fs.Args())

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -12,13 +11,10 @@ import (
 // validateCmd checks config files without starting a server: syntax,
 // server and classifier settings, and every policy's rules.
 func validateCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	fs := newCommand("validate", "toolgate validate FILE...",
+		"Checks config files without starting a server: the YAML, the server, classifier and\nupstream sections, and every policy's rules. Prints \"FILE: ok\" or the errors, and\nwarnings (built-in rules removed, rules naming a tool toolgate does not know).\nExits 1 when a file has errors.")
+	if code, done := fs.parse(args, stdout, stderr, 2); done {
+		return code
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprintln(stderr, "toolgate validate: give one or more config files")

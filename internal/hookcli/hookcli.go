@@ -72,20 +72,38 @@ var GRPCAddr = Addr{"TOOLGATE_ADDR", "127.0.0.1:50051", "server address"}
 // ask. It never hangs: reading the input and the transcript, connecting
 // and deciding all run under --timeout.
 func Run(ctx context.Context, prog string, addr Addr, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, decide Decider) int {
+	usage := prog + " " + strings.Join(hookout.AgentNames(), "|") + " [--addr ADDR] [--tls-ca FILE] [--token-file FILE] [--timeout 5s] [--on-error deny|ask] [--mode MODE]"
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: "+prog+" "+strings.Join(hookout.AgentNames(), "|")+" [--addr ADDR] [--tls-ca FILE] [--token-file FILE] [--timeout 5s] [--on-error deny|ask] [--mode MODE]")
+		fmt.Fprintln(stderr, "usage: "+usage)
 		return ExitBlock
 	}
 	p := Params{Agent: args[0], Getenv: getenv}
 	// "hook codex" under toolgate, as its other subcommands name theirs.
 	fs := flag.NewFlagSet(strings.TrimPrefix(prog, "toolgate ")+" "+p.Agent, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	p.Conn = clientflags.AddFor(fs, addr.Env, addr.Default, addr.Usage)
 	fs.DurationVar(&p.Timeout, "timeout", 5*time.Second, "deadline for reading the input and transcript, connecting and deciding")
 	fs.StringVar(&p.OnError, "on-error", "deny", "decision when the server cannot decide: deny or ask")
 	fs.StringVar(&p.Mode, "mode", "", "decide in this mode (auto, default, accept_edits, plan, bypass) whatever the agent reports, except that the agent's plan mode stays plan; default: the agent's mode")
+	// Help goes to stderr and exits ExitBlock, never 0: an agent whose
+	// hook command is misconfigured as "-h" takes exit 0 with no decision
+	// as "go ahead".
+	help := func() int {
+		fmt.Fprintf(stderr, "Usage: %s\n\nReads an agent's hook input on stdin, asks the toolgate server and prints the\nagent's decision. Any failure blocks the call (exit %d). Help exits %d too, so that\na hook set up with -h blocks rather than allows.\n\nFlags:\n", usage, ExitBlock, ExitBlock)
+		fs.SetOutput(stderr)
+		fs.PrintDefaults()
+		return ExitBlock
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		return help()
+	}
 	if err := fs.Parse(args[1:]); err != nil {
-		// -h too: an agent takes exit 0 with no decision as "go ahead".
+		if errors.Is(err, flag.ErrHelp) {
+			return help()
+		}
+		fmt.Fprintf(stderr, "%s: %v\nusage: %s\n", prog, err, usage)
 		return ExitBlock
 	}
 	if p.OnError != hookout.Deny && p.OnError != hookout.Ask {

@@ -303,3 +303,56 @@ func TestDefaultDenyRules(t *testing.T) {
 		}
 	}
 }
+
+// A rule naming a tool no agent has (a typo: Bsh) matches nothing and
+// protects nothing: NewEngine warns, naming the nearest known tool, and
+// does not warn about kinds, MCP tools, aliases, safe tools or the tools
+// the agents have whose kind stays unknown (Skill).
+func TestUnknownToolWarning(t *testing.T) {
+	c, err := Load(write(t, `policies:
+  default:
+    permissions:
+      deny: ["Bsh(rm -rf /)", "Skill", "mcp__github__delete_repo", "run_shell_command(rm *)", "my_search(x)"]
+      ask: ["WebFetc(domain:example.com)"]
+      allow: ["Grepp", "custom_tool"]
+    safe_tools: [my_search]
+    tool_aliases: {custom_tool: read}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, warnings, err := c.NewEngine(Runtime{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range warnings {
+		if strings.Contains(w, "does not know") {
+			got = append(got, w)
+		}
+	}
+	want := []string{
+		`policy default: deny rule Bsh(rm -rf /) names the tool "Bsh", which toolgate does not know (did you mean "Bash"?): it matches only a tool called exactly that`,
+		`policy default: ask rule WebFetc(domain:example.com) names the tool "WebFetc", which toolgate does not know (did you mean "WebFetch"?): it matches only a tool called exactly that`,
+		`policy default: allow rule Grepp names the tool "Grepp", which toolgate does not know (did you mean "Grep"?): it matches only a tool called exactly that`,
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The built-in policy names only tools toolgate knows.
+	d, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, warnings, err = d.NewEngine(Runtime{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warnings {
+		if strings.Contains(w, "does not know") {
+			t.Errorf("the built-in policy: %s", w)
+		}
+	}
+}

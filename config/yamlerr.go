@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/toolgate/toolgate/engine/vocab"
 )
 
 // yamlErrors explains why data does not decode into a value of type t in
@@ -192,49 +194,8 @@ func describeNode(n *yaml.Node) string {
 // didYouMean suggests the known name nearest to name, when one is near
 // enough to be a typo of it; "" otherwise.
 func didYouMean(name string, known []string) string {
-	if best := nearest(name, known); best != "" {
+	if best := vocab.Nearest(name, known); best != "" {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return ""
-}
-
-// nearest returns the name in known nearest to name by edit distance
-// (case-insensitive), when it is within a third of name's length (at
-// least 1, at most 3 edits); "" otherwise. Ties go to the first in known.
-func nearest(name string, known []string) string {
-	limit := min(max(len(name)/3, 1), 3)
-	best, bestD := "", limit+1
-	for _, k := range known {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Damerau-Levenshtein distance (optimal string
-// alignment) between a and b: a swap of two letters counts as one edit.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }

@@ -76,6 +76,7 @@ func compilePolicy(name string, spec PolicySpec, home string) (*policy, error) {
 		return nil, fmt.Errorf("tool_aliases: %w", err)
 	}
 	p.warnings = append(p.warnings, vetoWarnings(name, set, p.vocab)...)
+	p.warnings = append(p.warnings, unknownToolWarnings(name, spec, p.vocab)...)
 	for i, t := range spec.SafeTools {
 		if t == "" {
 			return nil, fmt.Errorf("safe_tools[%d]: empty name", i)
@@ -100,4 +101,30 @@ func compilePolicy(name string, spec PolicySpec, home string) (*policy, error) {
 	}
 	p.readRoots = knowledge.CompileReadRoots(spec.ReadRoots, home)
 	return p, nil
+}
+
+// unknownToolWarnings reports the rules whose tool is neither a kind
+// (Bash, Read, Edit...), an MCP server's, a name in the vocabulary, nor
+// one of the policy's safe tools. Such a rule matches only a tool of that
+// exact name: Bsh(rm -rf /) loads and protects nothing. A warning, not an
+// error: agents gain tools before toolgate learns their names.
+func unknownToolWarnings(policy string, spec PolicySpec, v *Vocabulary) []string {
+	var out []string
+	for _, l := range []struct {
+		name  string
+		rules []string
+	}{{"deny", spec.Permissions.Deny}, {"ask", spec.Permissions.Ask}, {"allow", spec.Permissions.Allow}} {
+		for _, text := range l.rules {
+			r, err := rules.Parse(text)
+			if err != nil || v.Known(r.Tool) || strings.HasPrefix(r.Tool, "mcp__") || slices.Contains(spec.SafeTools, r.Tool) {
+				continue
+			}
+			hint := ""
+			if n := v.Nearest(r.Tool); n != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", n)
+			}
+			out = append(out, fmt.Sprintf("policy %s: %s rule %s names the tool %q, which toolgate does not know%s: it matches only a tool called exactly that", policy, l.name, r.Text, r.Tool, hint))
+		}
+	}
+	return out
 }

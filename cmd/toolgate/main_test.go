@@ -180,6 +180,50 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestValidateUnknownTool: validate warns about a rule naming a tool
+// toolgate does not know, with the nearest known name, and still passes
+// the file (exit 0): it loads, and serve logs the same warning.
+func TestValidateUnknownTool(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "toolgate.yaml")
+	if err := os.WriteFile(path, []byte("policies:\n  default:\n    permissions:\n      deny: [\"Bsh(rm -rf /)\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{"validate", path}, &out, &errOut)
+	want := path + `: warning: policy default: deny rule Bsh(rm -rf /) names the tool "Bsh", which toolgate does not know (did you mean "Bash"?)`
+	if code != 0 || !strings.Contains(out.String(), want) || !strings.Contains(out.String(), path+": ok") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 0 and %q", code, out.String(), errOut.String(), want)
+	}
+}
+
+// TestServeUnknownToolWarning: the server logs the same warning at start
+// (before it listens, so it is in the log once the server is ready).
+func TestServeUnknownToolWarning(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "toolgate.yaml")
+	if err := os.WriteFile(path, []byte("policies:\n  default:\n    permissions:\n      deny: [\"Bsh(rm -rf /)\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, logs := startServeLogs(t, "--config", path, "--watch=false")
+	if got := logs(); !strings.Contains(got, `names the tool \"Bsh\", which toolgate does not know (did you mean \"Bash\"?)`) {
+		t.Errorf("serve logged no warning about Bsh:\n%s", got)
+	}
+}
+
+// TestValidateYAMLErrors: validate names the file, line and YAML path, in
+// the file's words.
+func TestValidateYAMLErrors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "toolgate.yaml")
+	if err := os.WriteFile(path, []byte("policies:\n  default:\n    permisions:\n      deny: [\"Bash(rm -rf /)\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{"validate", path}, &out, &errOut)
+	want := path + `:3: policies.default: unknown field "permisions" (did you mean "permissions"?)` + "\n"
+	if code != 1 || errOut.String() != want {
+		t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, errOut.String(), want)
+	}
+}
+
 func TestEval(t *testing.T) {
 	dir := t.TempDir()
 	clean := filepath.Join(dir, "clean.jsonl")

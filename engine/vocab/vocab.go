@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Kind is the canonical kind of a tool, independent of how an agent names it.
@@ -213,6 +214,11 @@ var builtinTools = map[string]Kind{
 	"bash":               KindShell,
 }
 
+// unclassifiedTools are tools the agents have that builtinTools leaves out
+// on purpose (see there): their calls are of unknown kind, and a rule may
+// still name them (deny Skill).
+var unclassifiedTools = []string{"Skill", "SlashCommand", "save_memory", "activate_skill", "invoke_agent", "get_internal_docs"}
+
 // Vocabulary maps tool names to kinds: the built-in table plus aliases.
 type Vocabulary struct {
 	names map[string]Kind
@@ -263,4 +269,61 @@ func BuiltinNames(keep func(Kind) bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Known reports whether name is a tool toolgate knows: built in, an alias,
+// or one the agents have whose kind stays unknown on purpose (Skill).
+func (v *Vocabulary) Known(name string) bool {
+	_, ok := v.names[name]
+	return ok || slices.Contains(unclassifiedTools, name)
+}
+
+// Nearest returns the known tool name nearest to name (see the function
+// Nearest), or "".
+func (v *Vocabulary) Nearest(name string) string {
+	known := slices.Concat(slices.Collect(maps.Keys(v.names)), unclassifiedTools)
+	slices.Sort(known)
+	return Nearest(name, known)
+}
+
+// Nearest returns the name in known nearest to name by edit distance,
+// ignoring case, when it is near enough to be a typo of it: within a
+// third of name's length (at least 1, at most 3 edits); "" otherwise. Ties
+// go to the first in known. Messages use it to say "did you mean".
+func Nearest(name string, known []string) string {
+	limit := min(max(len(name)/3, 1), 3)
+	best, bestD := "", limit+1
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Damerau-Levenshtein distance (optimal string
+// alignment) between a and b: swapping two letters is one edit.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
 }

@@ -99,10 +99,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		body string
 		want []string
 	}{
-		{"unknown server field", "server:\n  lisen: x\n", []string{"line 2", "field lisen not found in type server.Config"}},
-		{"unknown classifier field", "classifier:\n  backend: []\n", []string{"line 2", "field backend not found in type classifier.Config"}},
-		{"bad duration", "server:\n  shutdown_timeout: soon\n", []string{"line 2", "soon"}},
-		{"number from the environment", "classifier:\n  max_tokens: ${MAX_TOKENS}\n", []string{"line 2", "cannot unmarshal"}},
+		{"unknown server field", "server:\n  lisen: x\n", []string{`:2: server: unknown field "lisen" (did you mean "listen"?)`}},
+		{"unknown classifier field", "classifier:\n  backend: []\n", []string{`:2: classifier: unknown field "backend" (did you mean "backends"?)`}},
+		{"bad duration", "server:\n  shutdown_timeout: soon\n", []string{`:2: server.shutdown_timeout: want a duration (5s, 1m30s), got "soon"`}},
+		{"number from the environment", "classifier:\n  max_tokens: ${MAX_TOKENS}\n", []string{`:2: classifier.max_tokens: want a whole number, got "${MAX_TOKENS}"`}},
 		{"bad server value", "server:\n  max_stream_in_flight: 0\n", []string{"server.max_stream_in_flight"}},
 		{"bad backend from the environment", "classifier:\n  backends:\n    - {model: m, base_url: \"${TOOLGATE_TEST_URL}\"}\n",
 			[]string{"classifier.backends[0].base_url", "${TOOLGATE_TEST_URL}"}},

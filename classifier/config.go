@@ -125,17 +125,22 @@ type BreakerConfig struct {
 // DefaultConfig returns the defaults, with no backend.
 func DefaultConfig() Config {
 	return Config{
-		API:                APIChat,
-		Timeout:            5 * time.Second,
-		QueueTimeout:       time.Second,
-		OnUnavailable:      "deny",
-		MaxActionBytes:     8 << 10,
-		MaxTokens:          1024,
-		Cache:              CacheConfig{Size: 4096, TTL: 10 * time.Minute},
+		API:            APIChat,
+		Timeout:        5 * time.Second,
+		QueueTimeout:   time.Second,
+		OnUnavailable:  "deny",
+		MaxActionBytes: 8 << 10,
+		MaxTokens:      1024,
+		// On unless set to false; pointers so that config show prints
+		// what is in force (true), not null.
+		Coalesce:           ptrTo(true),
+		Cache:              CacheConfig{Enabled: ptrTo(true), Size: 4096, TTL: 10 * time.Minute},
 		SessionBlockLimits: SessionLimits{Consecutive: 3, Total: 20},
 		Breaker:            BreakerConfig{Failures: 5, Cooldown: 10 * time.Second},
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }
 
 // Enabled reports whether any backend is configured.
 func (c *Config) Enabled() bool { return len(c.Backends) > 0 }

@@ -156,6 +156,11 @@ func (c *Config) extendBuiltin() error {
 			if p.RemoveBuiltin != nil {
 				errs = append(errs, fmt.Errorf("%s.remove_builtin: set with extends: none, which already leaves out every built-in rule", field))
 			}
+			if p.AcceptEdits == nil {
+				// On unless set to false; config show prints it so.
+				p.AcceptEdits = ptr(true)
+				c.Policies[name] = p
+			}
 			continue
 		default:
 			errs = append(errs, fmt.Errorf("%s.extends: must be %s or %s, got %q", field, extendsBuiltin, extendsNone, p.Extends))

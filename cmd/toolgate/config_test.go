@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,5 +83,79 @@ func TestConfigLayersGolden(t *testing.T) {
 				t.Errorf("warnings %q, after the round trip %q (%v %v)", w1, w2, err1, err2)
 			}
 		})
+	}
+}
+
+// TestConfigShowInForce: config show prints the value in force of every
+// setting, never null (a setting left unset shows its default), and a
+// setting the file writes as it is written.
+func TestConfigShowInForce(t *testing.T) {
+	off := filepath.Join(t.TempDir(), "toolgate.yaml")
+	if err := os.WriteFile(off, []byte("classifier:\n  coalesce: false\n  cache: {enabled: false}\npolicies:\n  default: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(t.TempDir(), "toolgate.yaml")
+	if err := os.WriteFile(plain, []byte("policies:\n  default: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want bool // coalesce and the cache
+	}{
+		{[]string{"config", "show"}, true},
+		{[]string{"config", "show", "--config", plain}, true},
+		{[]string{"config", "show", "--config", off}, false},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(t.Context(), tc.args, &out, &errOut); code != 0 {
+			t.Fatalf("%q: exit %d: %s", tc.args, code, errOut.String())
+		}
+		var shown yaml.Node
+		if err := yaml.Unmarshal(out.Bytes(), &shown); err != nil {
+			t.Fatal(err)
+		}
+		var nulls []string
+		walkYAML(&shown, "", func(path string, n *yaml.Node) {
+			if n.Tag == "!!null" {
+				nulls = append(nulls, path)
+			}
+		})
+		if len(nulls) > 0 {
+			t.Errorf("%q shows null for %q: not what is in force", tc.args, nulls)
+		}
+		var got struct {
+			Classifier struct {
+				Coalesce *bool `yaml:"coalesce"`
+				Cache    struct {
+					Enabled *bool `yaml:"enabled"`
+				} `yaml:"cache"`
+			} `yaml:"classifier"`
+		}
+		if err := yaml.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if c, e := got.Classifier.Coalesce, got.Classifier.Cache.Enabled; c == nil || e == nil || *c != tc.want || *e != tc.want {
+			t.Errorf("%q: classifier.coalesce %v, classifier.cache.enabled %v; want both %v", tc.args, c, e, tc.want)
+		}
+	}
+}
+
+// walkYAML calls f on every scalar under n with its path.
+func walkYAML(n *yaml.Node, path string, f func(string, *yaml.Node)) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			walkYAML(c, path, f)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			walkYAML(n.Content[i+1], path+"."+n.Content[i].Value, f)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			walkYAML(c, fmt.Sprintf("%s[%d]", path, i), f)
+		}
+	case yaml.ScalarNode:
+		f(path, n)
 	}
 }

@@ -83,3 +83,36 @@ func TestNewEngineSelfProtection(t *testing.T) {
 		t.Errorf("reading the certificate: %s by %s (%s)", res.Decision, res.Source, res.Reason)
 	}
 }
+
+// TestSelfProtectionNamesTheRule: the config file lies under the tree
+// rm -rf / deletes, so the call is also a write to toolgate's own files;
+// the deny rule that says why (Bash(rm -rf /)) is the one named, the
+// self-protection reason after it. Without a rule, self-protection says
+// the directory holds toolgate's files.
+func TestSelfProtectionNamesTheRule(t *testing.T) {
+	path := write(t, "policies:\n  default: {}\n")
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, _, err := c.NewEngine(Runtime{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(path)
+	for _, tc := range []struct {
+		cmd, rule, reason string
+	}{
+		{"rm -rf /", "Bash(rm -rf /)", "denied by rule Bash(rm -rf /); also: / holds toolgate's own files, which no agent may change (self-protection)"},
+		{"rm -rf " + dir, "", dir + " holds toolgate's own files, which no agent may change (self-protection)"},
+		{"rm " + path, "", path + " is one of toolgate's own files, which no agent may change (self-protection)"},
+	} {
+		res, err := eng.Check(t.Context(), &engine.Request{WorkingDirectory: dir, Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": tc.cmd}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Decision != engine.Deny || res.MatchedRule != tc.rule || res.Reason != tc.reason {
+			t.Errorf("%s: %v, rule %q, reason %q; want deny, rule %q, reason %q", tc.cmd, res.Decision, res.MatchedRule, res.Reason, tc.rule, tc.reason)
+		}
+	}
+}

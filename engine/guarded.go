@@ -93,8 +93,11 @@ func (g guardedFiles) write(c *call) string {
 		return "" // the shell analysis found that it writes nothing
 	}
 	for _, w := range c.rc.ShellWrites {
-		if g.is(w) || g.under(w) {
+		if g.is(w) {
 			return g.why(w)
+		}
+		if g.under(w) {
+			return g.whyUnder(w)
 		}
 	}
 	if p := g.inText(c.rc.Raw); p != "" {
@@ -133,8 +136,11 @@ func (g guardedFiles) write(c *call) string {
 			}
 			for _, dir := range dirs {
 				for _, p := range g.placed(dir, w, &budget) {
-					if g.is(p) || trees && g.under(p) {
+					if g.is(p) {
 						return g.why(w)
+					}
+					if trees && g.under(p) {
+						return g.whyUnder(w)
 					}
 				}
 			}
@@ -260,6 +266,11 @@ func (g guardedFiles) inText(text string) string {
 
 func (g guardedFiles) why(p string) string {
 	return fmt.Sprintf("%s is one of toolgate's own files, which no agent may change (self-protection)", truncate(p, 200))
+}
+
+// whyUnder is why for a directory that holds a guarded file.
+func (g guardedFiles) whyUnder(p string) string {
+	return fmt.Sprintf("%s holds toolgate's own files, which no agent may change (self-protection)", truncate(p, 200))
 }
 
 // globMayMatch reports whether the glob pattern may match path, component

@@ -77,16 +77,23 @@ func (k *check) decideLocal(ctx context.Context) (res Result, decided bool) {
 }
 
 func denyRules(_ context.Context, k *check) (Result, bool) {
-	if k.c.guarded != "" {
-		return Result{Decision: Deny, Source: SourceRule, Reason: k.c.guarded}, true
-	}
+	// The policy's rules first, so that a rule that says why (Bash(rm -rf
+	// /)) is the one named; toolgate's own files, and wiping a root, deny
+	// without one.
 	m := k.set.Deny(k.c.rc, k.env)
-	if !m.OK && k.c.wipe != "" {
-		// After the policy's rules, so that a rule that says the same
-		// is the one named.
+	switch {
+	case m.OK:
+		reason := "denied by rule " + m.Rule.Text
+		if k.c.guarded != "" {
+			reason += "; also: " + k.c.guarded
+		}
+		return Result{Decision: Deny, Source: SourceRule, MatchedRule: m.Rule.Text, Reason: reason}, true
+	case k.c.guarded != "":
+		return Result{Decision: Deny, Source: SourceRule, Reason: k.c.guarded}, true
+	case k.c.wipe != "":
 		return Result{Decision: Deny, Source: SourceRule, Reason: k.c.wipe}, true
 	}
-	return Result{Decision: Deny, Source: SourceRule, MatchedRule: m.Rule.Text, Reason: fmt.Sprintf("denied by rule %s", m.Rule.Text)}, m.OK
+	return Result{}, false
 }
 
 // planMode denies whatever is not read-only: a safe tool or a read-only

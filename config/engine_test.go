@@ -115,4 +115,13 @@ func TestSelfProtectionNamesTheRule(t *testing.T) {
 			t.Errorf("%s: %v, rule %q, reason %q; want deny, rule %q, reason %q", tc.cmd, res.Decision, res.MatchedRule, res.Reason, tc.rule, tc.reason)
 		}
 	}
+	// The rule the config adds to guard its own file (Edit(//path)) says
+	// no more than self-protection does: only that is said.
+	res, err := eng.Check(t.Context(), &engine.Request{WorkingDirectory: dir, Tool: engine.ToolCall{Name: "Edit", Input: map[string]any{"file_path": path, "old_string": "a", "new_string": "b"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := path + " is one of toolgate's own files, which no agent may change (self-protection)"; res.Decision != engine.Deny || res.Reason != want {
+		t.Errorf("edit of the config: %v, reason %q; want deny, %q", res.Decision, res.Reason, want)
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/engine/knowledge"
 	"github.com/toolgate/toolgate/engine/pathcheck"
+	"github.com/toolgate/toolgate/engine/rules"
 )
 
 // guardedFiles are files no agent may write by any means (toolgate's own
@@ -266,6 +267,14 @@ func (g guardedFiles) inText(text string) string {
 
 func (g guardedFiles) why(p string) string {
 	return fmt.Sprintf("%s is one of toolgate's own files, which no agent may change (self-protection)", truncate(p, 200))
+}
+
+// namedBy reports whether rule r names one guarded file exactly
+// (Edit(//path)): the rule the config adds to keep agents off it, which
+// says no more than the guard's own reason.
+func (g guardedFiles) namedBy(r rules.Rule) bool {
+	p, ok := strings.CutPrefix(r.Specifier, "/")
+	return ok && strings.HasPrefix(p, "/") && slices.Contains(g.paths, p)
 }
 
 // whyUnder is why for a directory that holds a guarded file.

@@ -82,7 +82,7 @@ func denyRules(_ context.Context, k *check) (Result, bool) {
 	// without one.
 	m := k.set.Deny(k.c.rc, k.env)
 	switch {
-	case m.OK:
+	case m.OK && !(k.c.guarded != "" && k.e.guarded.namedBy(m.Rule)):
 		reason := "denied by rule " + m.Rule.Text
 		if k.c.guarded != "" {
 			reason += "; also: " + k.c.guarded

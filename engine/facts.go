@@ -50,6 +50,21 @@ func (c *call) unseen() string {
 	return ""
 }
 
+// projectDirs are the directories edits are accepted in: the working
+// directory and the additional ones, but those only that this check's
+// proofs may reach (a client confined to its working directory, see
+// filesView, has additional directories this server does not see: edits
+// there count as outside the project).
+func (c *call) projectDirs(req *Request) []string {
+	dirs := []string{req.WorkingDirectory}
+	for _, d := range req.AdditionalDirectories {
+		if c.proofs.Sees(d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
 // writeFacts are the files a call writes, checked against the project and
 // its protected paths.
 type writeFacts struct {
@@ -86,7 +101,7 @@ func (e *Engine) analyse(ctx context.Context, req *Request, p *policy) *call {
 		// Decided at the check's first look at the disk: most checks of a
 		// session that need none (a rule, a metadata tool, echo) pay
 		// nothing for it.
-		c.proofs.Gate(func(pr *pathcheck.Proofs) string { return filesUnseen(req, pr) })
+		c.proofs.Gate(func(pr *pathcheck.Proofs) (string, []string, string) { return filesView(req, pr) })
 	}
 	c.rc = rules.Call{Tool: c.name, Kind: string(c.kind)}
 	switch {
@@ -131,7 +146,7 @@ func (e *Engine) analyseEdit(req *Request, p *policy, c *call) {
 	if len(raw) > 0 {
 		_, _ = c.proofs.Resolve(c.cwd, raw[0])
 	}
-	chk, err := c.proofs.NewChecker(append([]string{c.cwd}, req.AdditionalDirectories...), p.protected)
+	chk, err := c.proofs.NewChecker(c.projectDirs(req), p.protected)
 	if err != nil {
 		w.unclear = "project directories unusable: " + err.Error()
 		return
@@ -341,7 +356,7 @@ func (e *Engine) shellWrites(req *Request, p *policy, c *call, dir string, write
 	if len(writes) > 0 {
 		_, _ = c.proofs.Resolve(dir, writes[0]) // proves the project directory too, as for edits
 	}
-	chk, err := c.proofs.NewChecker(append([]string{req.WorkingDirectory}, req.AdditionalDirectories...), p.protected)
+	chk, err := c.proofs.NewChecker(c.projectDirs(req), p.protected)
 	if err != nil {
 		w.unclear = "project directories unusable: " + err.Error()
 		return w

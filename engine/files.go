@@ -34,51 +34,81 @@ type Files struct {
 type Attestation struct {
 	BootID   string
 	Dev, Ino uint64
+	// MountNS, RootDev and RootIno place the client's whole view: its
+	// mount namespace and root directory. Zero when not sent.
+	MountNS, RootDev, RootIno uint64
 }
 
 // filesUnseen says why this server cannot take the request's paths to be
-// the files it sees, or "" when it can: an in-process caller; a client
-// whose attestation matches this kernel and the working directory this
-// server finds at the same path (device and inode); or, without an
-// attestation, a peer on this machine whose working directory exists
-// here. The working directory is looked up through pr, the check's proofs,
-// so that a foreign or hanging mount is refused as for any look.
+// the files it sees, or "" when it can (see filesView).
 func filesUnseen(req *Request, pr *pathcheck.Proofs) string {
+	blind, _, _ := filesView(req, pr)
+	return blind
+}
+
+// filesView says how much of the disk this server sees as the caller does.
+// All of it (blind "", roots nil): an in-process caller; a client whose
+// attestation matches this kernel, its mount namespace and root, and the
+// working directory this server finds at the same path (device and
+// inode); or, without an attestation, a peer on this machine whose
+// working directory exists here. Only the working directory (roots, with
+// why): a client that matches the kernel and the directory but not the
+// namespace or root, as a container beside the server or a sidecar on
+// the agent's volume does: the files below it are the same, the rest
+// (its home, /etc, a link's target elsewhere) its own. Nothing (blind
+// says why): anyone else. The working directory is looked up through pr,
+// the check's proofs, so that a foreign or hanging mount is refused as
+// for any look.
+func filesView(req *Request, pr *pathcheck.Proofs) (blind string, roots []string, why string) {
 	f := req.Files
 	if !f.Remote {
-		return ""
+		return "", nil, ""
 	}
 	a := f.Attestation
 	if a == nil && !f.LocalPeer {
-		return "the client sent no attestation of where it runs, and it is not on this server's machine"
+		return "the client sent no attestation of where it runs, and it is not on this server's machine", nil, ""
 	}
 	if a != nil {
 		if own := bootID(); own == "" || a.BootID != own {
 			// This server's boot id is not told: it is half of an
 			// attestation a caller could forge.
-			return fmt.Sprintf("the client runs on another machine (boot id %q)", truncate(a.BootID, 64))
+			return fmt.Sprintf("the client runs on another machine (boot id %q)", truncate(a.BootID, 64)), nil, ""
 		}
 	}
 	wd := req.WorkingDirectory
 	if wd == "" {
-		return "the request names no working directory to compare"
+		return "the request names no working directory to compare", nil, ""
 	}
-	fi, _, err := pr.Look().Stat(wd)
+	fi, resolved, err := pr.Look().Stat(wd)
 	if err != nil {
-		return fmt.Sprintf("the working directory %s cannot be looked at here: %v", truncate(wd, 200), truncate(err.Error(), 200))
+		return fmt.Sprintf("the working directory %s cannot be looked at here: %v", truncate(wd, 200), truncate(err.Error(), 200)), nil, ""
 	}
 	if !fi.IsDir() {
-		return fmt.Sprintf("the working directory %s is not a directory here", truncate(wd, 200))
+		return fmt.Sprintf("the working directory %s is not a directory here", truncate(wd, 200)), nil, ""
 	}
 	if a == nil {
-		return ""
+		return "", nil, ""
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok || uint64(st.Dev) != a.Dev || uint64(st.Ino) != a.Ino {
-		return fmt.Sprintf("this server sees another directory at %s than the client does", truncate(wd, 200))
+		return fmt.Sprintf("this server sees another directory at %s than the client does", truncate(wd, 200)), nil, ""
 	}
-	return ""
+	if v := ownView(); v == ([3]uint64{}) || v != [3]uint64{a.MountNS, a.RootDev, a.RootIno} {
+		return "", []string{resolved}, "the client runs in another mount namespace or under another root, where only the working directory is the same"
+	}
+	return "", nil, ""
 }
+
+// ownView is this process's mount namespace and root directory, as a
+// client attests its own (zero when they cannot be read: then no client
+// shares the whole view).
+var ownView = sync.OnceValue(func() (v [3]uint64) {
+	var ns, root syscall.Stat_t
+	if syscall.Stat("/proc/self/ns/mnt", &ns) != nil || syscall.Stat("/", &root) != nil {
+		return v
+	}
+	return [3]uint64{ns.Ino, uint64(root.Dev), root.Ino}
+})
 
 // bootID is this kernel's boot id, "" when it cannot be read (then no
 // attestation matches).

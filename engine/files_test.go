@@ -3,6 +3,7 @@ package engine
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -185,6 +186,75 @@ func TestUnseenChecksLookAtNothing(t *testing.T) {
 			if res.Decision == Allow && res.Source != SourceMode && res.Source != SourceRule {
 				t.Errorf("%s %v in %v: allowed by %v: %q", c.Name, c.Input, mode, res.Source, res.Reason)
 			}
+		}
+	}
+}
+
+// TestConfinedView: a client on this kernel that attests the working
+// directory this server sees, but another mount namespace or root (a
+// container beside the server, a sidecar on the agent's volume), shares
+// only that directory: reads under it are proven as for any client, and
+// nothing outside it is, not even through a link from inside. Edits are
+// not accepted either: whether git takes a directory above the project
+// for a repository is a question about directories this server does not
+// see as the client does. The same client with this server's namespace
+// and root shares everything.
+func TestConfinedView(t *testing.T) {
+	l := newLayout(t)
+	writeFile(t, filepath.Join(l.app, "README.md"), "hello\n")
+	if err := os.Symlink("/usr/include/stdio.h", filepath.Join(l.app, "stdio.h")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/usr/include/stdio.h"); err != nil {
+		t.Skip("no /usr/include/stdio.h, the read root this test reads")
+	}
+	e, err := New(Config{Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := ownView()
+	if v == ([3]uint64{}) {
+		t.Skip("this process cannot read its mount namespace and root")
+	}
+	same := attestationOf(t, l.app)
+	same.MountNS, same.RootDev, same.RootIno = v[0], v[1], v[2]
+	other := *same
+	other.MountNS++
+	inside := []ToolCall{
+		readFile(filepath.Join(l.app, "README.md")),
+		bashCmd("cat README.md"),
+		tool("Grep", map[string]any{"pattern": "x", "path": filepath.Join(l.app, "sub")}),
+	}
+	outside := []ToolCall{
+		editFile(filepath.Join(l.app, "main.go")),
+		readFile("/usr/include/stdio.h"), // a read root: this server's, not the client's
+		readFile(filepath.Join(l.app, "stdio.h")),
+		bashCmd("cat stdio.h"),
+		bashCmd("cat /usr/include/stdio.h"),
+		bashCmd("git status"), // git reads the user's and the system's configuration
+		editFile(filepath.Join(l.extra, "x.txt")),
+	}
+	check := func(a *Attestation, c ToolCall) Result {
+		return mustCheck(t, e, &Request{Tool: c, WorkingDirectory: l.app, AdditionalDirectories: []string{l.extra},
+			Files: Files{Remote: true, Attestation: a}})
+	}
+	for _, c := range slices.Concat(inside, outside) {
+		if res := check(same, c); res.Decision != Allow {
+			t.Errorf("whole view: %s %v: %v/%v %q", c.Name, c.Input, res.Decision, res.Source, res.Reason)
+		}
+	}
+	for _, c := range inside {
+		if res := check(&other, c); res.Decision != Allow {
+			t.Errorf("confined, inside: %s %v: %v/%v %q", c.Name, c.Input, res.Decision, res.Source, res.Reason)
+		}
+	}
+	for _, c := range outside {
+		res := check(&other, c)
+		if res.Decision == Allow {
+			t.Errorf("confined, outside: %s %v: allowed by %v: %q", c.Name, c.Input, res.Source, res.Reason)
+		}
+		if !strings.Contains(res.Reason, "not visible to this server") && !strings.Contains(res.Reason, "a directory git may take for a repository") {
+			t.Errorf("confined, outside: %s %v: reason %q does not say why", c.Name, c.Input, res.Reason)
 		}
 	}
 }

@@ -26,7 +26,8 @@ import (
 // where it stands, as the hook adapters and toolgate check do. No call
 // whose proof rests on the disk is allowed, and the reason says the
 // agent's files are not visible; what needs no disk is decided as before.
-// The same server allows the same calls for a project it does see.
+// In a project the server does see, from its other namespace, reads are
+// allowed and nothing outside the project is.
 func TestServerSeesOtherFiles(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("a mount namespace with a bind mount needs root")
@@ -69,7 +70,15 @@ func TestServerSeesOtherFiles(t *testing.T) {
 		if err := syscall.Stat(req.GetWorkingDirectory(), &st); err != nil {
 			t.Fatal(err)
 		}
-		req.Attestation = &pb.Attestation{BootId: boot, WorkingDirectoryDevice: uint64(st.Dev), WorkingDirectoryInode: st.Ino}
+		var ns, root syscall.Stat_t
+		if err := syscall.Stat("/proc/self/ns/mnt", &ns); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Stat("/", &root); err != nil {
+			t.Fatal(err)
+		}
+		req.Attestation = &pb.Attestation{BootId: boot, WorkingDirectoryDevice: uint64(st.Dev), WorkingDirectoryInode: st.Ino,
+			MountNamespace: ns.Ino, RootDevice: uint64(root.Dev), RootInode: root.Ino}
 		return req
 	}
 
@@ -114,10 +123,24 @@ func TestServerSeesOtherFiles(t *testing.T) {
 				t.Errorf("echo: %v by %v: %s", resp.GetDecision(), resp.GetSource(), resp.GetReason())
 			}
 			// The project the server does see: the disk's proofs hold.
-			for _, name := range []string{"edit inside", "read inside", "cat"} {
+			// The project the server sees as the client does, from another
+			// mount namespace: the server shares only that directory with
+			// the client, so reads in it are proven and nothing outside
+			// it is (a read root is the server's own /usr, not the
+			// client's), nor edits (the directories above the project,
+			// where git may find a repository, are not shared).
+			for _, name := range []string{"read inside", "cat"} {
 				req := attest(calls(shared)[name], bootID)
 				if resp := check(name, req); resp.GetDecision() != pb.Decision_DECISION_ALLOW {
 					t.Errorf("%s in a project the server sees: %v by %v: %s", name, resp.GetDecision(), resp.GetSource(), resp.GetReason())
+				}
+			}
+			for name, req := range map[string]*pb.CheckRequest{
+				"read root":   shellReq(shared, "Read", map[string]any{"file_path": "/usr/include/stdio.h"}),
+				"edit inside": calls(shared)["edit inside"],
+			} {
+				if resp := check(name, attest(req, bootID)); resp.GetDecision() == pb.Decision_DECISION_ALLOW {
+					t.Errorf("%s, from another mount namespace: ALLOW by %v: %s", name, resp.GetSource(), resp.GetReason())
 				}
 			}
 		})

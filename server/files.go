@@ -17,7 +17,8 @@ import (
 func (s *Service) filesOf(ctx context.Context, req *pb.CheckRequest) engine.Files {
 	f := engine.Files{Remote: true}
 	if a := req.GetAttestation(); a != nil {
-		f.Attestation = &engine.Attestation{BootID: a.GetBootId(), Dev: a.GetWorkingDirectoryDevice(), Ino: a.GetWorkingDirectoryInode()}
+		f.Attestation = &engine.Attestation{BootID: a.GetBootId(), Dev: a.GetWorkingDirectoryDevice(), Ino: a.GetWorkingDirectoryInode(),
+			MountNS: a.GetMountNamespace(), RootDev: a.GetRootDevice(), RootIno: a.GetRootInode()}
 	}
 	if s.cfg.UnattestedFiles == UnattestedLocalPeers {
 		f.LocalPeer = localPeer(ctx)

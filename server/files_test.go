@@ -26,7 +26,15 @@ func attestation(t *testing.T, dir string) *pb.Attestation {
 	if err := syscall.Stat(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	return &pb.Attestation{BootId: strings.TrimSpace(string(id)), WorkingDirectoryDevice: uint64(st.Dev), WorkingDirectoryInode: st.Ino}
+	var ns, root syscall.Stat_t
+	if err := syscall.Stat("/proc/self/ns/mnt", &ns); err != nil {
+		t.Skipf("no mount namespace to attest: %v", err)
+	}
+	if err := syscall.Stat("/", &root); err != nil {
+		t.Fatal(err)
+	}
+	return &pb.Attestation{BootId: strings.TrimSpace(string(id)), WorkingDirectoryDevice: uint64(st.Dev), WorkingDirectoryInode: st.Ino,
+		MountNamespace: ns.Ino, RootDevice: uint64(root.Dev), RootInode: root.Ino}
 }
 
 // remoteEnv serves srv over an in-memory connection that does not say it

@@ -304,7 +304,8 @@ func headerAttestation(values []string, dir string) *pb.Attestation {
 	if !ok {
 		return nil
 	}
-	return &pb.Attestation{BootId: a.BootID, WorkingDirectoryDevice: a.Device, WorkingDirectoryInode: a.Inode}
+	return &pb.Attestation{BootId: a.BootID, WorkingDirectoryDevice: a.Device, WorkingDirectoryInode: a.Inode,
+		MountNamespace: a.MountNS, RootDevice: a.RootDevice, RootInode: a.RootInode}
 }
 
 // unescape decodes a header toolgate-hook sent query-escaped; a value that

@@ -59,7 +59,19 @@ function attestation(dir) {
   try {
     const bootId = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
     const st = fs.statSync(dir, { bigint: true });
-    return { bootId, workingDirectoryDevice: st.dev.toString(), workingDirectoryInode: st.ino.toString() };
+    // The mount namespace and root place the whole view: without them,
+    // the server counts only the working directory's files as this
+    // client's.
+    const ns = fs.statSync('/proc/self/ns/mnt', { bigint: true });
+    const root = fs.statSync('/', { bigint: true });
+    return {
+      bootId,
+      workingDirectoryDevice: st.dev.toString(),
+      workingDirectoryInode: st.ino.toString(),
+      mountNamespace: ns.ino.toString(),
+      rootDevice: root.dev.toString(),
+      rootInode: root.ino.toString(),
+    };
   } catch {
     return undefined;
   }

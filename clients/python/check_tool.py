@@ -38,10 +38,16 @@ def attestation(directory):
         with open("/proc/sys/kernel/random/boot_id") as f:
             boot_id = f.read().strip()
         st = os.stat(directory)
+        # The mount namespace and root place the whole view: without
+        # them, the server counts only the working directory's files as
+        # this client's.
+        ns = os.stat("/proc/self/ns/mnt")
+        root = os.stat("/")
     except OSError:
         return None
     return pb.Attestation(boot_id=boot_id, working_directory_device=st.st_dev,
-                          working_directory_inode=st.st_ino)
+                          working_directory_inode=st.st_ino, mount_namespace=ns.st_ino,
+                          root_device=root.st_dev, root_inode=root.st_ino)
 
 
 def tool_call(name, **tool_input):

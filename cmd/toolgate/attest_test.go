@@ -66,7 +66,15 @@ func wantAttestation(t *testing.T, dir string) *pb.Attestation {
 	if err := syscall.Stat(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	return &pb.Attestation{BootId: strings.TrimSpace(string(id)), WorkingDirectoryDevice: uint64(st.Dev), WorkingDirectoryInode: st.Ino}
+	var ns, root syscall.Stat_t
+	if err := syscall.Stat("/proc/self/ns/mnt", &ns); err != nil {
+		t.Skipf("no mount namespace here: %v", err)
+	}
+	if err := syscall.Stat("/", &root); err != nil {
+		t.Fatal(err)
+	}
+	return &pb.Attestation{BootId: strings.TrimSpace(string(id)), WorkingDirectoryDevice: uint64(st.Dev), WorkingDirectoryInode: st.Ino,
+		MountNamespace: ns.Ino, RootDevice: uint64(root.Dev), RootInode: root.Ino}
 }
 
 // TestClientsAttest: toolgate check and toolgate hook say where they stand

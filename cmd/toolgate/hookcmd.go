@@ -69,7 +69,8 @@ func attestation(dir string) *pb.Attestation {
 	if !ok {
 		return nil
 	}
-	return &pb.Attestation{BootId: a.BootID, WorkingDirectoryDevice: a.Device, WorkingDirectoryInode: a.Inode}
+	return &pb.Attestation{BootId: a.BootID, WorkingDirectoryDevice: a.Device, WorkingDirectoryInode: a.Inode,
+		MountNamespace: a.MountNS, RootDevice: a.RootDevice, RootInode: a.RootInode}
 }
 
 // rpcFailure says in toolgate's words why a Check got no answer

@@ -58,7 +58,7 @@ func (l *Look) NoneIn(d string, names ...string) bool {
 	id, ok := absent.m[key]
 	absent.Unlock()
 	t, err := l.table()
-	if err != nil || t.refuseWay(d) != nil {
+	if err != nil || t.refuseWay(d) != nil || t.scope.refuse(d, false) != nil {
 		return false // counts as there: nothing is proven
 	}
 	if ok {

@@ -159,6 +159,11 @@ func (l *Look) OpenDir(p string) (*os.File, error) {
 	if err := t.refuseWay(p); err != nil {
 		return nil, err
 	}
+	// A directory on the way to a confined check's directory is passed,
+	// never listed.
+	if err := t.scope.refuse(p, false); err != nil {
+		return nil, err
+	}
 	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: p, Err: err}

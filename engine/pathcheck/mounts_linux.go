@@ -45,6 +45,15 @@ type mountTable struct {
 	foreign []mountPoint
 	// devs maps every mounted device to its type.
 	devs map[uint64]string
+	// scope, in a confined check's copy of the table, is where it may look.
+	scope *scope
+}
+
+// confined is a copy of the table for a check confined to s.
+func (t *mountTable) confined(s *scope) *mountTable {
+	cp := *t
+	cp.scope = s
+	return &cp
 }
 
 type mountPoint struct{ path, fstype string }
@@ -247,6 +256,9 @@ func currentMounts() (*mountTable, error) {
 // refuseWay is the look before the look: an error when the walk of abs
 // would enter a foreign mount.
 func (t *mountTable) refuseWay(abs string) error {
+	if err := t.scope.refuse(abs, true); err != nil {
+		return err
+	}
 	if ft := t.foreignOnWay(abs); ft != "" {
 		return &ForeignError{Path: abs, FSType: ft}
 	}

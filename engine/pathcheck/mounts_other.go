@@ -9,8 +9,14 @@ import "io/fs"
 // Stalls stay bounded by the engine's file-system pool; network and FUSE
 // mounts are not told apart (statfs's f_fstypename could, on the BSDs and
 // macOS, when someone needs it).
-type mountTable struct{}
+type mountTable struct{ scope *scope }
 
 func currentMounts() (*mountTable, error)                 { return &mountTable{}, nil }
-func (*mountTable) refuseWay(string) error                { return nil }
+func (t *mountTable) refuseWay(abs string) error          { return t.scope.refuse(abs, true) }
 func (*mountTable) refuseFound(string, fs.FileInfo) error { return nil }
+
+func (t *mountTable) confined(s *scope) *mountTable {
+	cp := *t
+	cp.scope = s
+	return &cp
+}

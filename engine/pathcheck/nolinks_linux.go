@@ -50,7 +50,7 @@ const (
 // stat of what it found. With noFollowFinal, a link as the last component
 // is itself the answer (O_PATH|O_NOFOLLOW opens the link), as for lstat.
 func probe(t *mountTable, abs string, dir, noFollowFinal bool) (string, linkState, *syscall.Stat_t) {
-	if openat2Missing.Load() || len(abs) >= pathMax || t.foreignOnWay(abs) != "" {
+	if openat2Missing.Load() || len(abs) >= pathMax || t.foreignOnWay(abs) != "" || t.scope.refuse(abs, true) != nil {
 		return "", linkUnknown, nil
 	}
 	// O_PATH opens nothing: no FIFO blocks, no device is touched, and no

@@ -27,7 +27,9 @@ type Proofs struct {
 	// unseen, when set, refuses every look (Blind).
 	unseen *UnseenError
 	// gate, when set, is run by the first look (Gate).
-	gate func(*Proofs) string
+	gate func(*Proofs) (blind string, roots []string, why string)
+	// scope, when set, confines every look (Confine).
+	scope *scope
 }
 
 // Look returns the check's look at the mount table (taking it if this is
@@ -39,14 +41,20 @@ func (pr *Proofs) Look() *Look {
 	}
 	if g := pr.gate; g != nil {
 		pr.gate = nil
-		if why := g(pr); why != "" {
-			pr.Blind(why)
+		switch blind, roots, why := g(pr); {
+		case blind != "":
+			pr.Blind(blind)
+		case roots != nil:
+			pr.Confine(roots, why)
 		}
 	}
 	if pr.look == nil {
 		t, err := currentMounts()
 		if err != nil {
 			return nil
+		}
+		if pr.scope != nil {
+			t = t.confined(pr.scope)
 		}
 		pr.look = &Look{t: t, pr: pr}
 	}

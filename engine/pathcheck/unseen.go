@@ -38,11 +38,14 @@ func (pr *Proofs) Blind(why string) {
 	pr.look = &Look{pr: pr, unseen: pr.unseen}
 }
 
-// Gate defers a decision about blindness to the check's first look: gate
-// runs once, before that look, with the proofs ready for its own looks,
-// and a non-empty answer blinds them (Blind) for that look and every later
-// one. A check that never looks at the disk never pays for it.
-func (pr *Proofs) Gate(gate func(*Proofs) string) { pr.gate = gate }
+// Gate defers a decision about what the check may see to its first look:
+// gate runs once, before that look, with the proofs ready for its own
+// looks. A non-empty blind blinds them (Blind) for that look and every
+// later one; otherwise non-nil roots confine them (Confine) with why. A
+// check that never looks at the disk never pays for it.
+func (pr *Proofs) Gate(gate func(*Proofs) (blind string, roots []string, why string)) {
+	pr.gate = gate
+}
 
 // Blinded is the refusal every look of these proofs gets, or nil.
 func (pr *Proofs) Blinded() *UnseenError {

@@ -18,7 +18,22 @@ type Attestation struct {
 	BootID string
 	Device uint64
 	Inode  uint64
+	// MountNS, RootDevice and RootInode place the whole view: the mount
+	// namespace (the inode of /proc/self/ns/mnt) and the root directory.
+	// Zero when they cannot be read: the server then counts only the
+	// files under the directory as the client's.
+	MountNS, RootDevice, RootInode uint64
 }
+
+// view is this process's mount namespace and root, read once: a process
+// keeps both while it runs.
+var view = sync.OnceValue(func() (v [3]uint64) {
+	var ns, root syscall.Stat_t
+	if syscall.Stat("/proc/self/ns/mnt", &ns) != nil || syscall.Stat("/", &root) != nil {
+		return v
+	}
+	return [3]uint64{ns.Ino, uint64(root.Dev), root.Ino}
+})
 
 // bootIDFile names the running kernel; a variable for tests.
 var bootIDFile = "/proc/sys/kernel/random/boot_id"
@@ -48,5 +63,6 @@ func For(dir string) (Attestation, bool) {
 	if err := syscall.Stat(dir, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return Attestation{}, false
 	}
-	return Attestation{BootID: id, Device: uint64(st.Dev), Inode: st.Ino}, true
+	v := view()
+	return Attestation{BootID: id, Device: uint64(st.Dev), Inode: st.Ino, MountNS: v[0], RootDevice: v[1], RootInode: v[2]}, true
 }

@@ -18,7 +18,15 @@ func TestFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, ok := For(dir)
-	want := Attestation{BootID: string(id[:len(id)-1]), Device: uint64(st.Dev), Inode: st.Ino}
+	var ns, root syscall.Stat_t
+	if err := syscall.Stat("/proc/self/ns/mnt", &ns); err != nil {
+		t.Skipf("no mount namespace here: %v", err)
+	}
+	if err := syscall.Stat("/", &root); err != nil {
+		t.Fatal(err)
+	}
+	want := Attestation{BootID: string(id[:len(id)-1]), Device: uint64(st.Dev), Inode: st.Ino,
+		MountNS: ns.Ino, RootDevice: uint64(root.Dev), RootInode: root.Ino}
 	if !ok || got != want {
 		t.Errorf("For(%s) = %+v, %v; want %+v, true", dir, got, ok, want)
 	}

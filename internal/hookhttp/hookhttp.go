@@ -263,6 +263,9 @@ func EncodeAttestation(dir string, a attest.Attestation) string {
 		"boot_id": {a.BootID},
 		"dev":     {strconv.FormatUint(a.Device, 10)},
 		"ino":     {strconv.FormatUint(a.Inode, 10)},
+		"mnt":     {strconv.FormatUint(a.MountNS, 10)},
+		"rootdev": {strconv.FormatUint(a.RootDevice, 10)},
+		"rootino": {strconv.FormatUint(a.RootInode, 10)},
 	}.Encode()
 }
 
@@ -282,7 +285,12 @@ func ParseAttestation(values []string, dir string) (attest.Attestation, bool) {
 		if err1 != nil || err2 != nil || q.Get("boot_id") == "" {
 			return attest.Attestation{}, false
 		}
-		return attest.Attestation{BootID: q.Get("boot_id"), Device: dev, Inode: ino}, true
+		// The view's fields are optional: without them, the server counts
+		// only the directory's files as the client's.
+		mnt, _ := strconv.ParseUint(q.Get("mnt"), 10, 64)
+		rdev, _ := strconv.ParseUint(q.Get("rootdev"), 10, 64)
+		rino, _ := strconv.ParseUint(q.Get("rootino"), 10, 64)
+		return attest.Attestation{BootID: q.Get("boot_id"), Device: dev, Inode: ino, MountNS: mnt, RootDevice: rdev, RootInode: rino}, true
 	}
 	return attest.Attestation{}, false
 }

@@ -642,8 +642,17 @@ type Attestation struct {
 	WorkingDirectoryDevice uint64 `protobuf:"varint,2,opt,name=working_directory_device,json=workingDirectoryDevice,proto3" json:"working_directory_device,omitempty"`
 	// Inode number of the working directory, as stat(2) reports it.
 	WorkingDirectoryInode uint64 `protobuf:"varint,3,opt,name=working_directory_inode,json=workingDirectoryInode,proto3" json:"working_directory_inode,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// Inode of the client's mount namespace (stat(2) of /proc/self/ns/mnt).
+	// With the root directory's device and inode, it tells the server
+	// whether it sees every file as the client does; without a match, only
+	// the files under the working directory count as the client's.
+	MountNamespace uint64 `protobuf:"varint,4,opt,name=mount_namespace,json=mountNamespace,proto3" json:"mount_namespace,omitempty"`
+	// Device number of the client's root directory, as stat(2) reports it.
+	RootDevice uint64 `protobuf:"varint,5,opt,name=root_device,json=rootDevice,proto3" json:"root_device,omitempty"`
+	// Inode number of the client's root directory, as stat(2) reports it.
+	RootInode     uint64 `protobuf:"varint,6,opt,name=root_inode,json=rootInode,proto3" json:"root_inode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Attestation) Reset() {
@@ -693,6 +702,27 @@ func (x *Attestation) GetWorkingDirectoryDevice() uint64 {
 func (x *Attestation) GetWorkingDirectoryInode() uint64 {
 	if x != nil {
 		return x.WorkingDirectoryInode
+	}
+	return 0
+}
+
+func (x *Attestation) GetMountNamespace() uint64 {
+	if x != nil {
+		return x.MountNamespace
+	}
+	return 0
+}
+
+func (x *Attestation) GetRootDevice() uint64 {
+	if x != nil {
+		return x.RootDevice
+	}
+	return 0
+}
+
+func (x *Attestation) GetRootInode() uint64 {
+	if x != nil {
+		return x.RootInode
 	}
 	return 0
 }
@@ -1375,11 +1405,16 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\x06policy\x18\b \x01(\tR\x06policy\x12(\n" +
 	"\x05rules\x18\t \x01(\v2\x12.toolgate.v1.RulesR\x05rules\x12:\n" +
 	"\vattestation\x18\n" +
-	" \x01(\v2\x18.toolgate.v1.AttestationR\vattestation\"\x98\x01\n" +
+	" \x01(\v2\x18.toolgate.v1.AttestationR\vattestation\"\x81\x02\n" +
 	"\vAttestation\x12\x17\n" +
 	"\aboot_id\x18\x01 \x01(\tR\x06bootId\x128\n" +
 	"\x18working_directory_device\x18\x02 \x01(\x04R\x16workingDirectoryDevice\x126\n" +
-	"\x17working_directory_inode\x18\x03 \x01(\x04R\x15workingDirectoryInode\"\xb2\x03\n" +
+	"\x17working_directory_inode\x18\x03 \x01(\x04R\x15workingDirectoryInode\x12'\n" +
+	"\x0fmount_namespace\x18\x04 \x01(\x04R\x0emountNamespace\x12\x1f\n" +
+	"\vroot_device\x18\x05 \x01(\x04R\n" +
+	"rootDevice\x12\x1d\n" +
+	"\n" +
+	"root_inode\x18\x06 \x01(\x04R\trootInode\"\xb2\x03\n" +
 	"\rCheckResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x121\n" +

@@ -27,8 +27,11 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 1 && args[0] == "--version" {
-		fmt.Fprint(stdout, "toolgate-hook ", buildinfo.Read(buildinfo.Overrides{Version: buildVersion, Revision: buildRevision}))
-		return 0
+		// On stderr, exiting 2 as every answer that is no decision does:
+		// an agent takes exit 0 with no decision as "go ahead", and a hook
+		// set up as `toolgate-hook --version` by mistake must block.
+		fmt.Fprint(stderr, "toolgate-hook ", buildinfo.Read(buildinfo.Overrides{Version: buildVersion, Revision: buildRevision}))
+		return 2
 	}
 	return hookcli.Run(context.Background(), "toolgate-hook", hookhttp.DefaultAddr, args, stdin, stdout, stderr, os.Getenv, hookhttp.Decide)
 }

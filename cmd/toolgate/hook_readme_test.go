@@ -220,7 +220,7 @@ func testClaudeHTTPHook(t *testing.T, section, inputFile, testdata string) {
 		t.Fatal(err)
 	}
 	_, logs := startServeLogs(t, "--config", path)
-	u.Host = hookAddr(t, logs())
+	u.Host = hookAddr(t, logs)
 
 	input, err := os.ReadFile(inputFile)
 	if err != nil {

@@ -105,7 +105,7 @@ func TestHookListenerTokens(t *testing.T) {
 		}
 	}
 	_, logs := startServeLogs(t, "--tls-cert", p.ServerCert, "--tls-key", p.ServerKey, "--token-file", tokens, "--hook-listen", "127.0.0.1:0")
-	addr := hookAddr(t, logs())
+	addr := hookAddr(t, logs)
 	input := recordedInput(t, "claude-code/deny-rule.json")
 	base := []string{"claude-code", "--addr", addr, "--tls-ca", p.CA, "--timeout", "10s"}
 
@@ -132,13 +132,13 @@ func TestHookListenerTokens(t *testing.T) {
 	}
 }
 
-// hookAddr is the hook listener's address, from the server's log.
-func hookAddr(t *testing.T, logs string) string {
+// hookAddr is the hook listener's address, from the server's log: its
+// line may come after the gRPC listener's, which startServeLogs waits for.
+func hookAddr(t *testing.T, logs func() string) string {
 	t.Helper()
-	m := regexp.MustCompile(`"msg":"serving hooks over HTTP","addr":"([^"]+)"`).FindStringSubmatch(logs)
-	if m == nil {
-		t.Fatalf("no hook listener in the log:\n%s", logs)
-	}
+	re := regexp.MustCompile(`"msg":"serving hooks over HTTP","addr":"([^"]+)"`)
+	var m []string
+	waitFor(t, "the hook listener's log line", func() bool { m = re.FindStringSubmatch(logs()); return m != nil })
 	return m[1]
 }
 

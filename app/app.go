@@ -283,6 +283,11 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 	}
 
 	srvOpts := append(append([]server.Option{server.WithMetrics(metrics.server)}, srvTracing...), o.server...)
+	if cfg.Upstream.Enabled() {
+		// A local server is no centre: it must not relay its local
+		// processes' Classify and WatchPolicies to its own upstream.
+		srvOpts = append(srvOpts, server.WithoutUpstreamService())
+	}
 	if a.srv, err = server.New(cfg.Server, gen.eng, log, srvOpts...); err != nil {
 		return nil, err
 	}

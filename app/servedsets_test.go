@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 	"github.com/toolgate/toolgate/upstream"
@@ -151,5 +153,33 @@ func TestStateFromAnotherUpstream(t *testing.T) {
 	line := grep(local.logs.String(), "came from another upstream")
 	if !strings.Contains(line, "elsewhere.example:7000") || !strings.Contains(line, dead) {
 		t.Errorf("no warning naming both upstreams:\n%s", local.logs.String())
+	}
+}
+
+// TestLocalServerOffersNoUpstreamService: a local server is no centre:
+// its own callers cannot use it to relay Classify or WatchPolicies to
+// its upstream with its credentials (Unimplemented); the centre offers
+// both.
+func TestLocalServerOffersNoUpstreamService(t *testing.T) {
+	centre := start(t, loadConfig(t, configFile(t, t.TempDir(), localOnly+policyDenyMake)))
+	local := startServedLocal(t, centre.app.Addr().String(), filepath.Join(t.TempDir(), "state"))
+	up := pb.NewUpstreamServiceClient(local.conn)
+	_, err := up.Classify(t.Context(), &pb.ClassifyRequest{Check: &pb.CheckRequest{Tool: tool(t, "Bash", map[string]any{"command": "make deploy"}), WorkingDirectory: t.TempDir()}})
+	if status.Code(err) != codes.Unimplemented {
+		t.Errorf("Classify at the local server: %v, want Unimplemented", err)
+	}
+	ws, err := up.WatchPolicies(t.Context(), &pb.WatchPoliciesRequest{})
+	if err == nil {
+		_, err = ws.Recv()
+	}
+	if status.Code(err) != codes.Unimplemented {
+		t.Errorf("WatchPolicies at the local server: %v, want Unimplemented", err)
+	}
+	ws, err = pb.NewUpstreamServiceClient(centre.conn).WatchPolicies(t.Context(), &pb.WatchPoliciesRequest{})
+	if err == nil {
+		_, err = ws.Recv()
+	}
+	if err != nil {
+		t.Errorf("WatchPolicies at the centre: %v", err)
 	}
 }

@@ -24,8 +24,10 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+	"google.golang.org/grpc"
 
 	"github.com/toolgate/toolgate/app"
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 )
 
 // Just enough of the Kubernetes and Envoy schemas for the checks below;
@@ -578,8 +580,9 @@ type envoyConfig struct {
 										Prefix string `yaml:"prefix"`
 									} `yaml:"match"`
 									Route struct {
-										Cluster string `yaml:"cluster"`
-										Timeout string `yaml:"timeout"`
+										Cluster     string `yaml:"cluster"`
+										Timeout     string `yaml:"timeout"`
+										IdleTimeout string `yaml:"idle_timeout"`
 									} `yaml:"route"`
 								} `yaml:"routes"`
 							} `yaml:"virtual_hosts"`
@@ -724,7 +727,16 @@ func TestEnvoy(t *testing.T) {
 		}
 	}
 
-	streamRoute := false
+	// Every streaming method (an agent's session, a local server's policy
+	// watch) needs a route of its own: Envoy's default route timeout,
+	// 15s, would cut each stream. Its idle limit must outlast the
+	// centre's resend of the policy set to a quiet watch (a minute).
+	streams := map[string]bool{}
+	for _, sd := range []grpc.ServiceDesc{pb.PermissionService_ServiceDesc, pb.UpstreamService_ServiceDesc} {
+		for _, st := range sd.Streams {
+			streams["/"+sd.ServiceName+"/"+st.StreamName] = false
+		}
+	}
 	for _, l := range cfg.StaticResources.Listeners {
 		for _, fc := range l.FilterChains {
 			for _, f := range fc.Filters {
@@ -733,10 +745,13 @@ func TestEnvoy(t *testing.T) {
 						if !clusters[r.Route.Cluster] {
 							t.Errorf("route %s%s goes to unknown cluster %q", r.Match.Path, r.Match.Prefix, r.Route.Cluster)
 						}
-						if r.Match.Path == "/toolgate.v1.PermissionService/CheckStream" {
-							streamRoute = true
+						if _, ok := streams[r.Match.Path]; ok {
+							streams[r.Match.Path] = true
 							if r.Route.Timeout != "0s" {
-								t.Errorf("CheckStream route timeout %q: streams last as long as a session, want 0s (none)", r.Route.Timeout)
+								t.Errorf("%s route timeout %q: streams last as long as a session or a watch, want 0s (none)", r.Match.Path, r.Route.Timeout)
+							}
+							if idle, err := time.ParseDuration(r.Route.IdleTimeout); err != nil || idle < 2*time.Minute {
+								t.Errorf("%s route idle_timeout %q: want at least 2m", r.Match.Path, r.Route.IdleTimeout)
 							}
 						}
 					}
@@ -744,8 +759,10 @@ func TestEnvoy(t *testing.T) {
 			}
 		}
 	}
-	if !streamRoute {
-		t.Error("no route for CheckStream; Envoy's default 15s route timeout would cut every session")
+	for path, routed := range streams {
+		if !routed {
+			t.Errorf("no route for %s; Envoy's default 15s route timeout would cut every stream", path)
+		}
 	}
 }
 

@@ -21,23 +21,41 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 )
 
 // minTokenBytes keeps guessable tokens out of token files.
 const minTokenBytes = 16
 
-// Tokens maps bearer tokens to client names.
+// Tokens maps bearer tokens to client names and roles.
 type Tokens struct {
 	entries []tokenEntry
+	// scoped is set when any line names a role: then each token calls
+	// only its role's service. A file without roles lets any token call
+	// both, as before roles existed.
+	scoped bool
 }
 
 type tokenEntry struct {
 	name string
+	role string
 	sum  [sha256.Size]byte
 }
 
-// LoadTokens reads a token file: one "NAME TOKEN" per line, blank lines
-// and lines starting with # ignored.
+// Token roles, the optional third column of a token file.
+const (
+	// RoleClient calls the permission API (Check, CheckStream, the hook
+	// listener): agents, hooks, clients. The role of a line without one.
+	RoleClient = "client"
+	// RoleUpstream calls toolgate.v1.UpstreamService only: a local
+	// toolgate whose upstream this server is.
+	RoleUpstream = "upstream"
+)
+
+// LoadTokens reads a token file: one "NAME TOKEN [ROLE]" per line (ROLE
+// client, the default, or upstream), blank lines and lines starting with
+// # ignored.
 func LoadTokens(path string) (*Tokens, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -60,10 +78,16 @@ func ParseTokens(r io.Reader, name string) (*Tokens, error) {
 			continue
 		}
 		fields := strings.Fields(line)
-		if len(fields) != 2 {
-			return nil, fmt.Errorf("%s:%d: want NAME TOKEN, got %d fields", name, n, len(fields))
+		if len(fields) != 2 && len(fields) != 3 {
+			return nil, fmt.Errorf("%s:%d: want NAME TOKEN [ROLE], got %d fields", name, n, len(fields))
 		}
-		client, token := fields[0], fields[1]
+		client, token, role := fields[0], fields[1], RoleClient
+		if len(fields) == 3 {
+			if role = fields[2]; role != RoleClient && role != RoleUpstream {
+				return nil, fmt.Errorf("%s:%d: the role of %q is %q: want %s or %s", name, n, client, role, RoleClient, RoleUpstream)
+			}
+			t.scoped = true
+		}
 		if len(token) < minTokenBytes {
 			return nil, fmt.Errorf("%s:%d: the token of %q is shorter than %d bytes", name, n, client, minTokenBytes)
 		}
@@ -72,7 +96,7 @@ func ParseTokens(r io.Reader, name string) (*Tokens, error) {
 			return nil, fmt.Errorf("%s:%d: client %q or its token appears twice", name, n, client)
 		}
 		names[client], sums[sum] = true, true
-		t.entries = append(t.entries, tokenEntry{name: client, sum: sum})
+		t.entries = append(t.entries, tokenEntry{name: client, role: role, sum: sum})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -83,9 +107,19 @@ func ParseTokens(r io.Reader, name string) (*Tokens, error) {
 	return t, nil
 }
 
-// Lookup returns the client a token belongs to. Comparing hashes of equal
-// length, over every entry, keeps the time independent of the token.
+// Lookup returns the client a token belongs to, for the permission API:
+// a token whose role is upstream only is not one of its clients.
 func (t *Tokens) Lookup(token string) (string, bool) {
+	e, ok := t.find(token)
+	if !ok || !t.mayCall(e, pb.PermissionService_ServiceDesc.ServiceName) {
+		return "", false
+	}
+	return e.name, true
+}
+
+// find returns a token's entry. Comparing hashes of equal length, over
+// every entry, keeps the time independent of the token.
+func (t *Tokens) find(token string) (tokenEntry, bool) {
 	sum := sha256.Sum256([]byte(token))
 	found := -1
 	for i, e := range t.entries {
@@ -94,9 +128,21 @@ func (t *Tokens) Lookup(token string) (string, bool) {
 		}
 	}
 	if found < 0 {
-		return "", false
+		return tokenEntry{}, false
 	}
-	return t.entries[found].name, true
+	return t.entries[found], true
+}
+
+// mayCall reports whether e's role may call service: in a file without
+// roles, any token may call any service.
+func (t *Tokens) mayCall(e tokenEntry, service string) bool {
+	if !t.scoped {
+		return true
+	}
+	if service == pb.UpstreamService_ServiceDesc.ServiceName {
+		return e.role == RoleUpstream
+	}
+	return e.role == RoleClient
 }
 
 type clientKey struct{}
@@ -130,11 +176,15 @@ func authInterceptors(tokens *Tokens) (grpc.UnaryServerInterceptor, grpc.StreamS
 		if err != nil {
 			return nil, status.Error(codes.Unauthenticated, "a bearer token is required (authorization: Bearer TOKEN)")
 		}
-		name, ok := tokens.Lookup(token)
+		e, ok := tokens.find(token)
 		if !ok {
 			return nil, status.Error(codes.Unauthenticated, "unknown bearer token")
 		}
-		return context.WithValue(ctx, clientKey{}, name), nil
+		method, _ := grpc.Method(ctx)
+		if service, _, _ := strings.Cut(strings.TrimPrefix(method, "/"), "/"); !tokens.mayCall(e, service) {
+			return nil, status.Errorf(codes.PermissionDenied, "client %q has role %s, which may not call %s", e.name, e.role, service)
+		}
+		return context.WithValue(ctx, clientKey{}, e.name), nil
 	}
 	notHealth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
 		return c.Service != healthpb.Health_ServiceDesc.ServiceName

@@ -33,7 +33,8 @@ func TestParseTokens(t *testing.T) {
 		name, file, err string
 	}{
 		{"ok", "# clients\n\nci " + secret + "\n  laptop  other-token-0123456789\n", ""},
-		{"three fields", "ci " + secret + " extra\n", "want NAME TOKEN"},
+		{"unknown role", "ci " + secret + " extra\n", "want client or upstream"},
+		{"four fields", "ci " + secret + " client x\n", "want NAME TOKEN [ROLE]"},
 		{"one field", secret + "\n", "want NAME TOKEN"},
 		{"short token", "ci short\n", "shorter than 16 bytes"},
 		{"same name", "ci " + secret + "\nci other-token-0123456789\n", "appears twice"},
@@ -113,6 +114,57 @@ func readReq(t *testing.T) *pb.CheckRequest {
 	r := checkReq(t, "", "Read", map[string]any{"file_path": os.TempDir() + "/a.go"})
 	r.WorkingDirectory = os.TempDir()
 	return r
+}
+
+// TestTokenRoles: in a token file that names roles, a client token calls
+// the permission API and not UpstreamService, an upstream token the
+// reverse (PermissionDenied, naming the role); in a file without roles
+// any token calls both.
+func TestTokenRoles(t *testing.T) {
+	call := func(conn *grpc.ClientConn, tok string) (check, classify, watch codes.Code) {
+		ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+tok)
+		_, err := pb.NewPermissionServiceClient(conn).Check(ctx, readReq(t))
+		check = status.Code(err)
+		_, err = pb.NewUpstreamServiceClient(conn).Classify(ctx, &pb.ClassifyRequest{Check: readReq(t)})
+		classify = status.Code(err)
+		// A permitted watch waits for a set this server never has: it
+		// is ended here once the refusal would have come back.
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		ws, err := pb.NewUpstreamServiceClient(conn).WatchPolicies(wctx, &pb.WatchPoliciesRequest{})
+		if err == nil {
+			_, err = ws.Recv()
+		}
+		return check, classify, status.Code(err)
+	}
+	serve := func(file string) *grpc.ClientConn {
+		path := filepath.Join(t.TempDir(), "tokens")
+		if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg := DefaultConfig()
+		cfg.TokenFile = path
+		srv := dial(t, serveTCP(t, cfg, zap.NewNop()))
+		return srv
+	}
+	conn := serve("laptop token-for-laptop-0123456789\nedge-1 token-for-edge1-0123456789 upstream\n")
+	if c, cl, w := call(conn, "token-for-laptop-0123456789"); c != codes.OK || cl != codes.PermissionDenied || w != codes.PermissionDenied {
+		t.Errorf("client token: Check %v, Classify %v, WatchPolicies %v", c, cl, w)
+	}
+	if c, cl, w := call(conn, "token-for-edge1-0123456789"); c != codes.PermissionDenied || cl == codes.PermissionDenied || cl == codes.Unauthenticated || w != codes.DeadlineExceeded {
+		t.Errorf("upstream token: Check %v, Classify %v, WatchPolicies %v", c, cl, w)
+	}
+	tok, err := ParseTokens(strings.NewReader("edge-1 token-for-edge1-0123456789 upstream\n"), "tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tok.Lookup("token-for-edge1-0123456789"); ok {
+		t.Error("an upstream token is a client of the permission API (the hook listener's Lookup)")
+	}
+	conn = serve("laptop token-for-laptop-0123456789\n")
+	if c, cl, _ := call(conn, "token-for-laptop-0123456789"); c != codes.OK || cl == codes.PermissionDenied || cl == codes.Unauthenticated {
+		t.Errorf("token of a file without roles: Check %v, Classify %v", c, cl)
+	}
 }
 
 func TestTokenAuth(t *testing.T) {

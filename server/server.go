@@ -27,9 +27,18 @@ import (
 type Option func(*options)
 
 type options struct {
-	metrics *Metrics
-	tracer  trace.TracerProvider
-	grpc    []grpc.ServerOption
+	metrics    *Metrics
+	tracer     trace.TracerProvider
+	grpc       []grpc.ServerOption
+	noUpstream bool
+}
+
+// WithoutUpstreamService leaves toolgate.v1.UpstreamService out: for a
+// local server, which has an upstream itself. Offered there, it would
+// relay any local process's Classify and WatchPolicies to the centre
+// with this server's credentials.
+func WithoutUpstreamService() Option {
+	return func(o *options) { o.noUpstream = true }
 }
 
 // WithGRPCOptions adds options to the gRPC server.
@@ -147,10 +156,12 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 		s.svc.tracer = o.tracer.Tracer("github.com/toolgate/toolgate/server")
 	}
 	pb.RegisterPermissionServiceServer(s.grpc, s.svc)
-	// Behind the same interceptors (auth, limits, metrics): local
-	// servers are clients like any other.
-	s.upstream = &Upstream{svc: s.svc}
-	pb.RegisterUpstreamServiceServer(s.grpc, s.upstream)
+	if !o.noUpstream {
+		// Behind the same interceptors (auth, limits, metrics): local
+		// servers are clients like any other.
+		s.upstream = &Upstream{svc: s.svc, watchers: make(chan struct{}, maxWatchers), resendEvery: watchResendEvery}
+		pb.RegisterUpstreamServiceServer(s.grpc, s.upstream)
+	}
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	if cfg.Reflection {
 		reflection.Register(s.grpc)

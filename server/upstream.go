@@ -8,6 +8,8 @@ import (
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
@@ -17,9 +19,22 @@ import (
 // built from the check (paths, names), and all reach the classifier's
 // prompt.
 const (
-	maxNotes     = 64
-	maxNoteBytes = 4096
+	maxNotes           = 64
+	maxNoteBytes       = 4096
+	maxNotesTotalBytes = 16 << 10
 )
+
+// maxWatchers caps the policy watches open at once, server-wide: each
+// holds a stream and a goroutine. Past it, WatchPolicies is refused
+// (RESOURCE_EXHAUSTED) and the local server retries with backoff.
+const maxWatchers = 4096
+
+// watchResendEvery is how often a watch with no new set is sent the set
+// in force again: it keeps proxies (Envoy's stream idle timeout, a load
+// balancer's) from cutting a quiet stream, and the local server counts it
+// as the centre's confirmation (the age of its policy). A local server
+// ignores a set it has.
+const watchResendEvery = time.Minute
 
 // Upstream implements toolgate.v1.UpstreamService: the centre's side of
 // the local servers' link. It classifies with the engine's classifier,
@@ -29,6 +44,9 @@ type Upstream struct {
 	pb.UnimplementedUpstreamServiceServer
 	svc  *Service
 	feed policyFeed
+	// watchers holds one token per open watch (maxWatchers).
+	watchers    chan struct{}
+	resendEvery time.Duration
 }
 
 // policyFeed is the policy set in force, and a channel closed (and
@@ -66,6 +84,9 @@ func (f *policyFeed) current() (*pb.PolicySet, <-chan struct{}) {
 // the set the watching local servers are sent: at once, and to every
 // one that connects later.
 func (s *Server) PublishPolicies(version string, doc []byte) {
+	if s.upstream == nil {
+		return // a local server serves no policies
+	}
 	s.upstream.feed.publish(&pb.PolicySet{Version: version, Document: doc})
 }
 
@@ -73,8 +94,16 @@ func (s *Server) PublishPolicies(version string, doc []byte) {
 // client goes or the server shuts down (the client reconnects).
 func (u *Upstream) WatchPolicies(req *pb.WatchPoliciesRequest, stream grpc.ServerStreamingServer[pb.WatchPoliciesResponse]) error {
 	ctx := stream.Context()
+	select {
+	case u.watchers <- struct{}{}:
+		defer func() { <-u.watchers }()
+	default:
+		return status.Errorf(codes.ResourceExhausted, "this server has %d policy watches open, its limit", cap(u.watchers))
+	}
 	u.svc.log.Debug("policy watcher connected", zap.String("client", ClientFromContext(ctx)), zap.String("known_version", validUTF8(quoteCut(req.GetKnownVersion()))))
 	var sent string
+	resend := time.NewTicker(u.resendEvery)
+	defer resend.Stop()
 	for {
 		set, changed := u.feed.current()
 		if set != nil && set.GetVersion() != sent {
@@ -84,6 +113,8 @@ func (u *Upstream) WatchPolicies(req *pb.WatchPoliciesRequest, stream grpc.Serve
 			sent = set.GetVersion()
 		}
 		select {
+		case <-resend.C:
+			sent = "" // the set in force again
 		case <-changed:
 		case <-ctx.Done():
 			return statusFromError(ctx.Err()).Err()
@@ -124,9 +155,13 @@ func (u *Upstream) classify(ctx context.Context, req *pb.ClassifyRequest) (*pb.C
 	if n := len(req.GetNotes()); n > maxNotes {
 		return nil, invalid("notes has %d entries, over the limit of %d", n, maxNotes)
 	}
+	total := 0
 	for i, n := range req.GetNotes() {
 		if len(n) > maxNoteBytes {
 			return nil, invalid("notes[%d] is %d bytes, over the limit of %d", i, len(n), maxNoteBytes)
+		}
+		if total += len(n); total > maxNotesTotalBytes {
+			return nil, invalid("notes are over %d bytes in all", maxNotesTotalBytes)
 		}
 	}
 	ereq, err := s.toEngine(check)

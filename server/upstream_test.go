@@ -1,9 +1,15 @@
 package server
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -42,6 +48,8 @@ func TestUpstreamClassify(t *testing.T) {
 		"relative cwd":   {Check: &pb.CheckRequest{Tool: &pb.ToolCall{Name: "Bash"}, WorkingDirectory: "rel"}},
 		"long note":      {Check: checkReq(t, "r", "Bash", nil), Notes: []string{strings.Repeat("n", maxNoteBytes+1)}},
 		"too many notes": {Check: checkReq(t, "r", "Bash", nil), Notes: make([]string, maxNotes+1)},
+		"notes over the total": {Check: checkReq(t, "r", "Bash", nil), Notes: []string{
+			strings.Repeat("n", maxNoteBytes), strings.Repeat("n", maxNoteBytes), strings.Repeat("n", maxNoteBytes), strings.Repeat("n", maxNoteBytes), "n"}},
 		"unknown policy": {Check: checkReq(t, "r", "Bash", nil), Policy: "nope"},
 		"too deep":       {Check: checkReq(t, "r", "Bash", deep)},
 	} {
@@ -52,4 +60,79 @@ func TestUpstreamClassify(t *testing.T) {
 	if n := len(fc.inputs()); n != 1 {
 		t.Errorf("refused requests reached the classifier (%d calls)", n)
 	}
+}
+
+// TestWatchPoliciesLimit: past the server-wide limit of open policy
+// watches, a new one is refused with RESOURCE_EXHAUSTED; one that ends
+// frees its place.
+func TestWatchPoliciesLimit(t *testing.T) {
+	env := newEnv(t)
+	env.srv.PublishPolicies("sha256:01", []byte("policies: {}"))
+	u := env.srv.upstream
+	for range cap(u.watchers) - 1 {
+		u.watchers <- struct{}{}
+	}
+	client := pb.NewUpstreamServiceClient(env.conn)
+	open := func(ctx context.Context) (grpc.ServerStreamingClient[pb.WatchPoliciesResponse], error) {
+		ws, err := client.WatchPolicies(ctx, &pb.WatchPoliciesRequest{})
+		if err != nil {
+			return nil, err
+		}
+		_, err = ws.Recv()
+		return ws, err
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	if _, err := open(ctx); err != nil {
+		t.Fatalf("the last place: %v", err)
+	}
+	if _, err := open(t.Context()); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("past the limit: %v, want ResourceExhausted", err)
+	}
+	cancel()
+	// The cancelled watch leaves once its handler returns.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := open(t.Context())
+		if err == nil {
+			break
+		}
+		if status.Code(err) != codes.ResourceExhausted || time.Now().After(deadline) {
+			t.Fatalf("after a watch ended: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// fakeWatchStream is a WatchPolicies stream inside a synctest bubble.
+type fakeWatchStream struct {
+	grpc.ServerStream
+	ctx  context.Context
+	mu   sync.Mutex
+	sent []time.Time
+}
+
+func (f *fakeWatchStream) Context() context.Context { return f.ctx }
+func (f *fakeWatchStream) Send(*pb.WatchPoliciesResponse) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = append(f.sent, time.Now())
+	return nil
+}
+
+// TestWatchPoliciesResends: a quiet watch is sent the set in force again
+// every watchResendEvery, so that no proxy's idle timeout cuts it and the
+// local server sees the centre confirm its set.
+func TestWatchPoliciesResends(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := NewService(DefaultConfig(), nil, zap.NewNop())
+		u := &Upstream{svc: svc, watchers: make(chan struct{}, 1), resendEvery: watchResendEvery}
+		u.feed.publish(&pb.PolicySet{Version: "sha256:01", Document: []byte("policies: {}")})
+		ctx, cancel := context.WithTimeout(t.Context(), 5*watchResendEvery+time.Second)
+		defer cancel()
+		fs := &fakeWatchStream{ctx: ctx}
+		_ = u.WatchPolicies(&pb.WatchPoliciesRequest{}, fs)
+		if n := len(fs.sent); n != 6 {
+			t.Errorf("sent %d times in %s, want once and 5 resends", n, 5*watchResendEvery+time.Second)
+		}
+	})
 }

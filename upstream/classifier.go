@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
@@ -14,11 +13,25 @@ import (
 
 	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/internal/reasontext"
 	"github.com/toolgate/toolgate/internal/sessionblocks"
 )
 
-// maxReasonChars caps the text of an upstream failure shown to the agent.
+// maxReasonChars caps a reason from the centre (its classifier's, or a
+// failure's) shown to the agent, as the classifier caps its own.
 const maxReasonChars = 300
+
+// maxDetailChars caps each classifier detail the centre names (backend,
+// model, stage), which reach the decision line and the response.
+const maxDetailChars = 128
+
+// The centre's caps on the notes of a forwarded call (server/upstream.go):
+// notes past them are left out here rather than the call refused there.
+const (
+	maxNotes           = 64
+	maxNoteBytes       = 4096
+	maxNotesTotalBytes = 16 << 10
+)
 
 // SessionLimits bring a human in when a session keeps getting blocked:
 // after Consecutive blocks in a row, or Total in all, its calls are asked
@@ -63,7 +76,7 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (en
 	if err != nil {
 		return engine.Verdict{}, c.failed(err)
 	}
-	req := &pb.ClassifyRequest{Check: check, ToolKind: string(in.Kind), Notes: in.Notes, Policy: in.Policy, PolicyVersion: in.PolicyVersion}
+	req := &pb.ClassifyRequest{Check: check, ToolKind: string(in.Kind), Notes: fitNotes(in.Notes), Policy: in.Policy, PolicyVersion: in.PolicyVersion}
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	start := time.Now()
@@ -79,7 +92,9 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (en
 		return engine.Verdict{}, c.failed(fmt.Errorf("%s: %s", st.Code(), st.Message()))
 	}
 	details := detailsOf(resp.GetClassifier())
-	reason := resp.GetReason()
+	// The centre's text reaches the agent and the logs: made safe and
+	// capped here as this server's own classifier's would be.
+	reason := reasontext.Sanitize(resp.GetReason(), maxReasonChars)
 	decision, ok := decisionFromProto[resp.GetDecision()]
 	switch src := resp.GetSource(); {
 	case !ok:
@@ -100,7 +115,7 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (en
 		// The centre's classifier failed: this server's on_unavailable
 		// answers, with the centre's reason.
 		c.metrics.observe(resultOK, elapsed)
-		return engine.Verdict{}, &engine.ClassifierError{Err: errors.New(reason), Reason: "at the upstream toolgate: " + cut(reason), Details: details}
+		return engine.Verdict{}, &engine.ClassifierError{Err: errors.New(reason), Reason: "at the upstream toolgate: " + reason, Details: details}
 	default:
 		c.metrics.observe(resultBadAnswer, elapsed)
 		return engine.Verdict{}, c.failed(fmt.Errorf("the upstream answered with source %s, which is not a classification", src))
@@ -112,20 +127,36 @@ func (c *Classifier) failed(err error) error {
 	return &engine.ClassifierError{Err: fmt.Errorf("upstream %s: %w", c.addr, err), Reason: cut(fmt.Sprintf("upstream %s: %v", c.addr, err)), Source: engine.SourceUpstreamUnavailable}
 }
 
-// cut caps s for a reason.
-func cut(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if utf8.RuneCountInString(s) <= maxReasonChars {
-		return s
+// cut makes s safe for a reason, and caps it.
+func cut(s string) string { return reasontext.Sanitize(s, maxReasonChars) }
+
+// fitNotes is notes within the centre's caps: each cut, and those past
+// the count or the total left out.
+func fitNotes(notes []string) []string {
+	var out []string
+	total := 0
+	for _, n := range notes {
+		if len(out) == maxNotes {
+			break
+		}
+		if len(n) > maxNoteBytes {
+			n = strings.ToValidUTF8(n[:maxNoteBytes-3], "") + "..."
+		}
+		if total+len(n) > maxNotesTotalBytes {
+			break
+		}
+		total += len(n)
+		out = append(out, n)
 	}
-	return string([]rune(s)[:maxReasonChars]) + "..."
+	return out
 }
 
 func detailsOf(ci *pb.ClassifierInfo) *engine.ClassifierDetails {
 	if ci == nil {
 		return nil
 	}
-	return &engine.ClassifierDetails{Backend: ci.GetBackend(), Model: ci.GetModel(), Stage: ci.GetStage(),
+	d := func(s string) string { return reasontext.Sanitize(s, maxDetailChars) }
+	return &engine.ClassifierDetails{Backend: d(ci.GetBackend()), Model: d(ci.GetModel()), Stage: d(ci.GetStage()),
 		LatencyMicro: ci.GetLatencyMicros(), InputTokens: ci.GetInputTokens(), OutputTokens: ci.GetOutputTokens(), Cached: ci.GetCached()}
 }
 

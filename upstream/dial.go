@@ -11,6 +11,9 @@ import (
 	"github.com/toolgate/toolgate/internal/clientflags"
 )
 
+// MaxRecvMsgBytes caps a message received from the centre.
+const MaxRecvMsgBytes = MaxDocumentBytes + 64<<10
+
 // Dial makes the connection to the centre; it connects lazily, so errors
 // here are about the config and its files. The rules are the CLI
 // clients': TLS when any TLS field is set, and a token never in plaintext
@@ -27,7 +30,9 @@ func Dial(c Config) (*grpc.ClientConn, error) {
 		}
 		creds = credentials.NewTLS(conf)
 	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	// Said explicitly: the biggest answer is a policy set (at most
+	// MaxDocumentBytes); anything much bigger is a broken centre's.
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxRecvMsgBytes))}
 	if c.TokenFile != "" {
 		token, err := clientflags.ReadToken(c.TokenFile, "upstream.token_file")
 		if err != nil {

@@ -33,10 +33,12 @@ type ClassifyRequest struct {
 	// "edit", ...).
 	ToolKind string `protobuf:"bytes,2,opt,name=tool_kind,json=toolKind,proto3" json:"tool_kind,omitempty"`
 	// Why no local stage allowed the call ("edit target outside the
-	// project"); the centre's classifier reads them.
+	// project"); the centre's classifier reads them. At most 64, each at most
+	// 4 KiB, 16 KiB in all.
 	Notes []string `protobuf:"bytes,3,rep,name=notes,proto3" json:"notes,omitempty"`
 	// Name of the policy the local server applied; the centre classifies with
-	// that policy's classifier rules.
+	// its own classifier rules of that name (the local server's, if it has a
+	// config file, are not used).
 	Policy string `protobuf:"bytes,4,opt,name=policy,proto3" json:"policy,omitempty"`
 	// Content hash of the local server's policy set ("sha256:..."), for the
 	// centre's audit log.
@@ -115,7 +117,8 @@ type ClassifyResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// ALLOW, DENY or ASK. Never UNSPECIFIED.
 	Decision Decision `protobuf:"varint,1,opt,name=decision,proto3,enum=toolgate.v1.Decision" json:"decision,omitempty"`
-	// Why, in words fit to show the agent.
+	// Why, in words fit to show the agent. The local server sanitizes and
+	// cuts it as it would its own classifier's.
 	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	// CLASSIFIER or CACHE for a verdict; CLASSIFIER_UNAVAILABLE when the
 	// centre's classifier failed (the local server then applies its own
@@ -282,11 +285,14 @@ func (x *WatchPoliciesResponse) GetPolicySet() *PolicySet {
 // to decide.
 type PolicySet struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// "sha256:" and the lowercase hex SHA-256 of document.
+	// "sha256:" and the lowercase hex SHA-256 of document. The local server
+	// refuses a set whose document does not hash to it, and the version in
+	// force there is this hash of the bytes received.
 	Version string `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
-	// The policies in their canonical YAML form (a config file's policies
-	// and engine sections, with every layer applied): the same bytes give
-	// the same version.
+	// The policies in YAML (a config file's policies section, with every
+	// layer applied; not its engine, server or classifier sections), in the
+	// centre's canonical form: the same policies give the same bytes. At most
+	// 1 MiB and 20000 rules and paths; a bigger set is refused.
 	Document      []byte `protobuf:"bytes,2,opt,name=document,proto3" json:"document,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -31,17 +31,23 @@ const (
 // beside the agents (toolgate serve --upstream ADDR): it classifies the
 // calls that no local stage could decide, with the model keys, pool, cache
 // and budgets that stay at the centre, and it serves the named policies the
-// local servers decide with. Clients of PermissionService never call it.
+// local servers decide with. Clients of PermissionService never call it: a
+// server with an upstream of its own (a local server) does not offer it,
+// and a token file that names roles lets only tokens of role upstream call
+// it (a file without roles lets any token call it).
 type UpstreamServiceClient interface {
 	// Classify decides one call that a local server's stages left open, with
 	// the centre's classifier. A failure of the centre's classifier is an
 	// answer (source CLASSIFIER_UNAVAILABLE), not an error; gRPC errors mean
 	// the centre could not classify at all (bad input, auth, overload), and
-	// the local server then fails closed with source UPSTREAM_UNAVAILABLE.
+	// the local server then fails closed with source UPSTREAM_UNAVAILABLE. An
+	// unknown policy name is such an error (INVALID_ARGUMENT).
 	Classify(ctx context.Context, in *ClassifyRequest, opts ...grpc.CallOption) (*ClassifyResponse, error)
 	// WatchPolicies sends the policy set in force, then each new one as the
-	// centre's config changes, until the client or the server ends the
-	// stream (the client then reconnects).
+	// centre's config changes, and the set in force again every minute while
+	// nothing changes (so that proxies keep a quiet stream), until the client
+	// or the server ends the stream (the client then reconnects). Past the
+	// server's limit of open watches it fails with RESOURCE_EXHAUSTED.
 	WatchPolicies(ctx context.Context, in *WatchPoliciesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchPoliciesResponse], error)
 }
 
@@ -90,17 +96,23 @@ type UpstreamService_WatchPoliciesClient = grpc.ServerStreamingClient[WatchPolic
 // beside the agents (toolgate serve --upstream ADDR): it classifies the
 // calls that no local stage could decide, with the model keys, pool, cache
 // and budgets that stay at the centre, and it serves the named policies the
-// local servers decide with. Clients of PermissionService never call it.
+// local servers decide with. Clients of PermissionService never call it: a
+// server with an upstream of its own (a local server) does not offer it,
+// and a token file that names roles lets only tokens of role upstream call
+// it (a file without roles lets any token call it).
 type UpstreamServiceServer interface {
 	// Classify decides one call that a local server's stages left open, with
 	// the centre's classifier. A failure of the centre's classifier is an
 	// answer (source CLASSIFIER_UNAVAILABLE), not an error; gRPC errors mean
 	// the centre could not classify at all (bad input, auth, overload), and
-	// the local server then fails closed with source UPSTREAM_UNAVAILABLE.
+	// the local server then fails closed with source UPSTREAM_UNAVAILABLE. An
+	// unknown policy name is such an error (INVALID_ARGUMENT).
 	Classify(context.Context, *ClassifyRequest) (*ClassifyResponse, error)
 	// WatchPolicies sends the policy set in force, then each new one as the
-	// centre's config changes, until the client or the server ends the
-	// stream (the client then reconnects).
+	// centre's config changes, and the set in force again every minute while
+	// nothing changes (so that proxies keep a quiet stream), until the client
+	// or the server ends the stream (the client then reconnects). Past the
+	// server's limit of open watches it fails with RESOURCE_EXHAUSTED.
 	WatchPolicies(*WatchPoliciesRequest, grpc.ServerStreamingServer[WatchPoliciesResponse]) error
 	mustEmbedUnimplementedUpstreamServiceServer()
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/toolgate/toolgate/config"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -181,5 +182,14 @@ func TestLocalServerOffersNoUpstreamService(t *testing.T) {
 	}
 	if err != nil {
 		t.Errorf("WatchPolicies at the centre: %v", err)
+	}
+}
+
+// TestServedBoundsAgree: the watch's cap on a document (checked before
+// hashing) and the config's (checked before parsing) are one bound, and a
+// message from the centre can carry a document of that size.
+func TestServedBoundsAgree(t *testing.T) {
+	if upstream.MaxDocumentBytes != config.MaxServedBytes || upstream.MaxRecvMsgBytes <= upstream.MaxDocumentBytes {
+		t.Errorf("upstream caps a document at %d bytes and a message at %d, config at %d", upstream.MaxDocumentBytes, upstream.MaxRecvMsgBytes, config.MaxServedBytes)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,37 +24,16 @@ var engineModes = map[string]engine.Mode{
 // verdict, the facts, the rules that matched and nearly matched. It needs
 // no server and calls no classifier. Exit codes are check's.
 func explainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: toolgate explain --tool NAME [--input JSON] [--cwd DIR] [--mode MODE] [--config FILE] [--policy NAME] [--json]
-
-Decides one tool call in this process, as a server built from the config
-file would (no server, no classifier), and says why: every stage in order
-with its verdict, the facts found, the rules that matched and those that
-nearly matched with why they did not. Exits 0 allow, 1 deny, 2 ask, 3 error.
-
-`)
-		fs.PrintDefaults()
-	}
+	fs := newCommand("explain", "toolgate explain --tool NAME [--input JSON] [--cwd DIR] [--mode MODE] [--config FILE] [--policy NAME] [--json]",
+		"Decides one tool call in this process, as a server built from the config\nfile would (no server, no classifier), and says why: every stage in order\nwith its verdict, the facts found, the rules that matched and those that\nnearly matched with why they did not. Exits 0 allow, 1 deny, 2 ask, 3 error.")
 	tool := fs.String("tool", "", "tool name, e.g. Bash, Edit, read_file (required)")
-	input := fs.String("input", "{}", "tool input as a JSON object")
-	cwd := fs.String("cwd", "", "working directory (default: the current directory)")
-	var addDirs, allow, ask, deny stringList
-	fs.Var(&addDirs, "add-dir", "additional directory the agent may edit (repeatable)")
-	fs.Var(&allow, "allow", "extra allow rule, as a request brings (repeatable)")
-	fs.Var(&ask, "ask", "extra ask rule (repeatable)")
-	fs.Var(&deny, "deny", "extra deny rule (repeatable)")
-	mode := fs.String("mode", "auto", "permission mode: auto, default, accept_edits, plan, bypass")
-	policy := fs.String("policy", "", "policy name (default: the default policy)")
+	cl := addCallFlags(fs.FlagSet, "extra allow rule, as a request brings (repeatable)", "policy name (default: the default policy)")
+	input, cwd, mode, policy := &cl.input, &cl.cwd, &cl.mode, &cl.policy
 	cfgPath := fs.String("config", "", "config file with the policies (default: the embedded default)")
 	home := fs.String("home", "", `the agents' home directory, for "~" in rules (default: this user's, as serve)`)
 	asJSON := fs.Bool("json", false, "print the explanation as JSON")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return exitError
+	if code, done := fs.parse(args, stdout, stderr, exitError); done {
+		return code
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "toolgate explain: "+format+"\n", a...)
@@ -97,8 +75,8 @@ nearly matched with why they did not. Exits 0 allow, 1 deny, 2 ask, 3 error.
 		return fail("%v", err)
 	}
 	req := &engine.Request{
-		Tool: engine.ToolCall{Name: *tool, Input: in}, WorkingDirectory: wd, AdditionalDirectories: addDirs,
-		Mode: m, Policy: *policy, Rules: engine.RuleSet{Allow: allow, Ask: ask, Deny: deny},
+		Tool: engine.ToolCall{Name: *tool, Input: in}, WorkingDirectory: wd, AdditionalDirectories: cl.addDirs,
+		Mode: m, Policy: *policy, Rules: engine.RuleSet{Allow: cl.allow, Ask: cl.ask, Deny: cl.deny},
 	}
 	res, tr, err := eng.Explain(ctx, req)
 	if err != nil {

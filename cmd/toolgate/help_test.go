@@ -24,6 +24,7 @@ func TestSubcommandHelp(t *testing.T) {
 		{[]string{"config", "show", "-h"}, "Usage: toolgate config show ", []string{"-config", "-state-dir"}},
 		{[]string{"config", "defaults", "-h"}, "Usage: toolgate config defaults", []string{"Flags: none"}},
 		{[]string{"version", "-h"}, "Usage: toolgate version", []string{"Flags: none"}},
+		{[]string{"explain", "-h"}, "Usage: toolgate explain ", []string{"-tool", "-input", "-config", "-policy", "-json", "-home"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer

@@ -94,6 +94,11 @@ func filesView(req *Request, pr *pathcheck.Proofs) (blind string, roots []string
 		return fmt.Sprintf("this server sees another directory at %s than the client does", truncate(wd, 200)), nil, ""
 	}
 	if v := ownView(); v == ([3]uint64{}) || v != [3]uint64{a.MountNS, a.RootDev, a.RootIno} {
+		if resolved == "/" {
+			// Confined to / is not confined: another namespace's mounts
+			// anywhere below are not this server's.
+			return "the client runs in another mount namespace or under another root, from /", nil, ""
+		}
 		return "", []string{resolved}, "the client runs in another mount namespace or under another root, where only the working directory is the same"
 	}
 	return "", nil, ""

@@ -24,6 +24,13 @@ func attestationOf(t *testing.T, dir string) *Attestation {
 	return &Attestation{BootID: bootID(), Dev: uint64(st.Dev), Ino: st.Ino}
 }
 
+// otherNS is a with another mount namespace than this process's.
+func otherNS(a *Attestation) *Attestation {
+	b := *a
+	b.MountNS = ownView()[0] + 1
+	return &b
+}
+
 // TestFilesSeen: which callers count as sharing the server's disk.
 func TestFilesSeen(t *testing.T) {
 	l := newLayout(t)
@@ -49,6 +56,7 @@ func TestFilesSeen(t *testing.T) {
 		{"attested, another kernel", l.app, Files{Remote: true, LocalPeer: true, Attestation: &otherKernel}, "another machine"},
 		{"attested, another directory at the path", l.app, Files{Remote: true, LocalPeer: true, Attestation: otherDir}, "another directory"},
 		{"local peer, a file as working directory", filepath.Join(l.app, "main.go"), Files{Remote: true, LocalPeer: true}, "not a directory"},
+		{"attested from another namespace, from /", "/", Files{Remote: true, Attestation: otherNS(attestationOf(t, "/"))}, "from /"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

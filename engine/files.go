@@ -39,13 +39,6 @@ type Attestation struct {
 	MountNS, RootDev, RootIno uint64
 }
 
-// filesUnseen says why this server cannot take the request's paths to be
-// the files it sees, or "" when it can (see filesView).
-func filesUnseen(req *Request, pr *pathcheck.Proofs) string {
-	blind, _, _ := filesView(req, pr)
-	return blind
-}
-
 // filesView says how much of the disk this server sees as the caller does.
 // All of it (blind "", roots nil): an in-process caller; a client whose
 // attestation matches this kernel, its mount namespace and root, and the

@@ -24,6 +24,13 @@ func attestationOf(t *testing.T, dir string) *Attestation {
 	return &Attestation{BootID: bootID(), Dev: uint64(st.Dev), Ino: st.Ino}
 }
 
+// filesUnseen says why this server cannot take the request's paths to be
+// the files it sees, or "" when it can (see filesView).
+func filesUnseen(req *Request, pr *pathcheck.Proofs) string {
+	blind, _, _ := filesView(req, pr)
+	return blind
+}
+
 // otherNS is a with another mount namespace than this process's.
 func otherNS(a *Attestation) *Attestation {
 	b := *a

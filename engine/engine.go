@@ -195,10 +195,12 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool, tr *Tr
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return Result{}, false, ctxErr
 		}
-		res := e.fsUnanswered(err, p, req)
+		unfinished := e.fsUnanswered(err, p, req)
+		res, step := unattended(p, req, unfinished)
 		if tr != nil {
-			tr.Unfinished = res.Reason
-			tr.finish(res, false)
+			tr.Unfinished = unfinished.Reason
+			tr.finish(unfinished, false)
+			tr.last(req, step)
 		}
 		return res, true, nil
 	}
@@ -230,8 +232,13 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool, tr *Tr
 	if bypassRefused {
 		res.Reason += fmt.Sprintf(" (decided as in auto mode: policy %s does not let clients use bypass mode, see client_bypass)", p.name)
 	}
+	// The stages' decision is the trace's last stage; the unattended step
+	// comes after it.
+	staged := res
+	res, step := unattended(p, req, res)
 	if tr != nil {
-		tr.finish(res, !decided)
+		tr.finish(staged, !decided)
+		tr.last(req, step)
 		if tr.Facts != nil {
 			if ignored > 0 {
 				tr.Facts.Notes = append(tr.Facts.Notes, fmt.Sprintf("%d allow rule(s) the request brought were ignored: policy %s does not let clients allow", ignored, p.name))

@@ -43,6 +43,16 @@ type PolicySpec struct {
 	// otherwise allow what the policy does not. A policy served by a
 	// central toolgate sets it unless it lets clients bypass.
 	RefuseClientBypass bool
+	// Unattended says what becomes of an unattended check's Ask.
+	Unattended UnattendedSpec
+}
+
+// UnattendedSpec says what an Ask becomes for a check nobody can answer
+// (Request.Unattended).
+type UnattendedSpec struct {
+	// OnAsk is Deny (the zero value means Deny) or Ask (the client is
+	// left to deal with the question, as for an attended check).
+	OnAsk Decision
 }
 
 // policy is a compiled PolicySpec.
@@ -59,11 +69,22 @@ type policy struct {
 	refuseClientAllow bool
 	// refuseClientBypass: bypass mode is decided as auto mode.
 	refuseClientBypass bool
+	// unattendedOnAsk is what an unattended check's Ask becomes: Deny or
+	// Ask.
+	unattendedOnAsk Decision
 }
 
 func compilePolicy(name string, spec PolicySpec, home string) (*policy, error) {
 	p := &policy{name: name, safe: map[string]bool{}, acceptEdits: !spec.DisableAcceptEdits, refuseClientAllow: spec.RefuseClientAllowRules,
 		refuseClientBypass: spec.RefuseClientBypass}
+	switch spec.Unattended.OnAsk {
+	case DecisionUnspecified, Deny:
+		p.unattendedOnAsk = Deny
+	case Ask:
+		p.unattendedOnAsk = Ask
+	default:
+		return nil, fmt.Errorf("unattended.on_ask: must be deny or ask, got %s", spec.Unattended.OnAsk)
+	}
 	set, warns, err := rules.Compile(spec.Permissions.Deny, spec.Permissions.Ask, spec.Permissions.Allow)
 	if err != nil {
 		return nil, fmt.Errorf("permissions.%w", err)

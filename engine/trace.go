@@ -141,6 +141,14 @@ func (t *Trace) finish(res Result, classified bool) {
 	}
 }
 
+// last records the unattended step, which follows the stages of an
+// unattended check only.
+func (t *Trace) last(req *Request, step StageTrace) {
+	if req.Unattended {
+		t.Stages = append(t.Stages, step)
+	}
+}
+
 // facts records the check's facts and rules; only a traced check calls it.
 func (t *Trace) facts(k *check) {
 	c := k.c

@@ -168,6 +168,10 @@ type Request struct {
 	// anything from this machine's disk for a caller that does not share
 	// it.
 	Files Files
+	// Unattended says nobody is at the agent's terminal to answer an Ask:
+	// the policy's Unattended.OnAsk decides what an Ask becomes (see
+	// unattendedStep).
+	Unattended bool
 }
 
 // Result is the engine's answer to one check.

@@ -525,7 +525,12 @@ type CheckRequest struct {
 	// one, only a peer on the server's own machine (loopback or a Unix
 	// socket) whose working directory exists for the server counts as
 	// sharing its disk; otherwise no stage that needs the disk allows.
-	Attestation   *Attestation `protobuf:"bytes,10,opt,name=attestation,proto3" json:"attestation,omitempty"`
+	Attestation *Attestation `protobuf:"bytes,10,opt,name=attestation,proto3" json:"attestation,omitempty"`
+	// Nobody is at the agent's terminal to answer an ASK (a CI job, a
+	// background agent). The policy's unattended.on_ask says what an ASK
+	// becomes then (DENY unless the policy says ask), with a reason naming
+	// the stage that asked; an ALLOW or a DENY is never changed.
+	Unattended    bool `protobuf:"varint,11,opt,name=unattended,proto3" json:"unattended,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -628,6 +633,13 @@ func (x *CheckRequest) GetAttestation() *Attestation {
 		return x.Attestation
 	}
 	return nil
+}
+
+func (x *CheckRequest) GetUnattended() bool {
+	if x != nil {
+		return x.Unattended
+	}
+	return false
 }
 
 // Attestation is what a client beside the agent sees of the agent's
@@ -985,7 +997,10 @@ type SessionContext struct {
 	Rules *Rules `protobuf:"bytes,6,opt,name=rules,proto3" json:"rules,omitempty"`
 	// Where the client stands (see CheckRequest.attestation); a check's own
 	// replaces it.
-	Attestation   *Attestation `protobuf:"bytes,7,opt,name=attestation,proto3" json:"attestation,omitempty"`
+	Attestation *Attestation `protobuf:"bytes,7,opt,name=attestation,proto3" json:"attestation,omitempty"`
+	// Nobody is at the terminal (see CheckRequest.unattended); a check of a
+	// session marked unattended is unattended whatever it says itself.
+	Unattended    bool `protobuf:"varint,8,opt,name=unattended,proto3" json:"unattended,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1067,6 +1082,13 @@ func (x *SessionContext) GetAttestation() *Attestation {
 		return x.Attestation
 	}
 	return nil
+}
+
+func (x *SessionContext) GetUnattended() bool {
+	if x != nil {
+		return x.Unattended
+	}
+	return false
 }
 
 // TranscriptAppend adds entries to the stream's session transcript; later
@@ -1389,7 +1411,7 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\x05Rules\x12\x14\n" +
 	"\x05allow\x18\x01 \x03(\tR\x05allow\x12\x10\n" +
 	"\x03ask\x18\x02 \x03(\tR\x03ask\x12\x12\n" +
-	"\x04deny\x18\x03 \x03(\tR\x04deny\"\xc8\x03\n" +
+	"\x04deny\x18\x03 \x03(\tR\x04deny\"\xe8\x03\n" +
 	"\fCheckRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n" +
@@ -1405,7 +1427,10 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\x06policy\x18\b \x01(\tR\x06policy\x12(\n" +
 	"\x05rules\x18\t \x01(\v2\x12.toolgate.v1.RulesR\x05rules\x12:\n" +
 	"\vattestation\x18\n" +
-	" \x01(\v2\x18.toolgate.v1.AttestationR\vattestation\"\x81\x02\n" +
+	" \x01(\v2\x18.toolgate.v1.AttestationR\vattestation\x12\x1e\n" +
+	"\n" +
+	"unattended\x18\v \x01(\bR\n" +
+	"unattended\"\x81\x02\n" +
 	"\vAttestation\x12\x17\n" +
 	"\aboot_id\x18\x01 \x01(\tR\x06bootId\x128\n" +
 	"\x18working_directory_device\x18\x02 \x01(\x04R\x16workingDirectoryDevice\x126\n" +
@@ -1439,7 +1464,7 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\x0elatency_micros\x18\x04 \x01(\x03R\rlatencyMicros\x12!\n" +
 	"\finput_tokens\x18\x05 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x06 \x01(\x03R\foutputTokens\x12\x16\n" +
-	"\x06cached\x18\a \x01(\bR\x06cached\"\xc2\x02\n" +
+	"\x06cached\x18\a \x01(\bR\x06cached\"\xe2\x02\n" +
 	"\x0eSessionContext\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12+\n" +
@@ -1448,7 +1473,10 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\x04mode\x18\x04 \x01(\x0e2\x1b.toolgate.v1.PermissionModeR\x04mode\x12\x16\n" +
 	"\x06policy\x18\x05 \x01(\tR\x06policy\x12(\n" +
 	"\x05rules\x18\x06 \x01(\v2\x12.toolgate.v1.RulesR\x05rules\x12:\n" +
-	"\vattestation\x18\a \x01(\v2\x18.toolgate.v1.AttestationR\vattestation\"J\n" +
+	"\vattestation\x18\a \x01(\v2\x18.toolgate.v1.AttestationR\vattestation\x12\x1e\n" +
+	"\n" +
+	"unattended\x18\b \x01(\bR\n" +
+	"unattended\"J\n" +
 	"\x10TranscriptAppend\x126\n" +
 	"\aentries\x18\x01 \x03(\v2\x1c.toolgate.v1.TranscriptEntryR\aentries\"\xc9\x01\n" +
 	"\x12CheckStreamRequest\x127\n" +

@@ -1,0 +1,43 @@
+package engine
+
+import "fmt"
+
+// UnattendedStep is the name of the step that follows every stage for an
+// unattended check, as explain shows it.
+const UnattendedStep = "unattended"
+
+// unattended is a check's last step, after every stage, the classifier and
+// the file-system deadline: when nobody is at the agent's terminal
+// (Request.Unattended), an Ask nobody could answer becomes the policy's
+// unattended.on_ask, Deny unless it says ask. Every source of an Ask is
+// turned alike (a rule's, a mode's, no classifier, a failing one set to
+// ask, the file system): a Deny is never less safe than an Ask, and no
+// Ask is kept for safety's sake. It changes only an Ask, and only into a
+// Deny: an Allow or a Deny passes untouched, so nothing it does can allow.
+// The source stays the stage that asked, so that clients and metrics see
+// who asked; the reason says nobody could answer, and who asked.
+// step is the trace's record of it.
+func unattended(p *policy, req *Request, res Result) (_ Result, step StageTrace) {
+	step = StageTrace{Name: UnattendedStep, Verdict: StagePassed}
+	if !req.Unattended {
+		return res, step
+	}
+	if res.Decision != Ask {
+		step.Why = fmt.Sprintf("the call was not asked about (%s): only an ask changes", res.Decision)
+		return res, step
+	}
+	asker := "the " + res.Source.String() + " stage"
+	if res.MatchedRule != "" {
+		asker = "the rule " + res.MatchedRule
+	}
+	if p.unattendedOnAsk != Deny {
+		res.Reason += fmt.Sprintf(" (the check is unattended; policy %s leaves the question to the client, see unattended.on_ask)", p.name)
+		step.Why = fmt.Sprintf("policy %s leaves an unattended question to the client (unattended.on_ask: ask)", p.name)
+		return res, step
+	}
+	res.Decision = Deny
+	res.Reason = fmt.Sprintf("denied because nobody can answer: the check is unattended and policy %s denies what would be asked (unattended.on_ask: deny); %s asked: %s",
+		p.name, asker, res.Reason)
+	step.Verdict, step.Decision, step.Why = StageDecided, Deny.String(), res.Reason
+	return res, step
+}

@@ -41,7 +41,9 @@ func unattendedCases() []unattendedCase {
 	deploy := func(l layout) *Request { return &Request{Tool: bashCmd("make deploy"), WorkingDirectory: l.app} }
 	return []unattendedCase{
 		{"ask rule", withRules(RuleSet{Ask: []string{"Bash(git push *)"}}),
-			func(l layout) *Request { return &Request{Tool: bashCmd("git push origin main"), WorkingDirectory: l.app} },
+			func(l layout) *Request {
+				return &Request{Tool: bashCmd("git push origin main"), WorkingDirectory: l.app}
+			},
 			want{d: Ask, s: SourceRule, rule: "Bash(git push *)"}},
 		{"default mode", plain(nil),
 			func(l layout) *Request {

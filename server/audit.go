@@ -98,6 +98,7 @@ func auditFields(req *pb.CheckRequest, resp *pb.CheckResponse) []zap.Field {
 		zap.String("tool_input", redact.String(input)),
 		zap.String("reason", redact.String(resp.GetReason())),
 		zap.String("working_directory", req.GetWorkingDirectory()),
+		zap.Bool("unattended", req.GetUnattended()),
 	}
 }
 

@@ -102,6 +102,7 @@ func (s *Service) toEngine(req *pb.CheckRequest) (*engine.Request, error) {
 		AdditionalDirectories: req.GetAdditionalDirectories(),
 		Mode:                  mode,
 		Policy:                req.GetPolicy(),
+		Unattended:            req.GetUnattended(),
 		Rules: engine.RuleSet{
 			Allow: req.GetRules().GetAllow(),
 			Ask:   req.GetRules().GetAsk(),

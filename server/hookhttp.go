@@ -92,7 +92,8 @@ const maxHookBody = hook.MaxInputBytes + 1
 
 // HookHandler answers hooks posted to /hook/AGENT with the agent's JSON
 // output, as its command hook prints it; the query's on_error (deny or
-// ask) and mode are toolgate hook's --on-error and --mode. Every failure
+// ask), mode and unattended (1 or 0) are toolgate hook's --on-error,
+// --mode and --unattended. Every failure
 // (a refused token, bad input, no decision) is answered 200 with the
 // on-error decision in the agent's format: an agent reads a non-2xx answer
 // as a hook error, and Claude Code then runs the call unless the hook says
@@ -137,6 +138,14 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 	if mode != "" && !slices.Contains(hookcli.Modes, mode) {
 		ans.Failure = fmt.Sprintf("mode %q: want auto, default, accept_edits, plan or bypass", mode)
 		return
+	}
+	unattended := false
+	if v := q.Get("unattended"); v != "" {
+		var err error
+		if unattended, err = strconv.ParseBool(v); err != nil {
+			ans.Failure = fmt.Sprintf("unattended %q: want 1 or 0 (true or false)", quoteCut(v))
+			return
+		}
 	}
 	addr := cmpOr(unescape(r.Header.Get(hookhttp.AddrHeader)), r.Host)
 	if why := s.fromBrowser(r); why != "" {
@@ -191,6 +200,7 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 		req.Mode = hookModes[mode]
 	}
 	req.Attestation = headerAttestation(r.Header.Values(hookhttp.AttestationHeader), req.GetWorkingDirectory())
+	req.Unattended = unattended
 	resp, err := s.svc.Check(ctx, req)
 	if err != nil {
 		st := status.Convert(err)

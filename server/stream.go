@@ -364,6 +364,10 @@ func (s *Service) mergeSession(sess *session, c *pb.CheckRequest) *pb.CheckReque
 		if req.Policy == "" {
 			req.Policy = sc.GetPolicy()
 		}
+		// A session nobody attends has nobody to answer any of its
+		// checks; a check cannot say otherwise (and unattended can only
+		// turn an ask into a deny).
+		req.Unattended = req.Unattended || sc.GetUnattended()
 		// The session's attestation is of its working directory: a check
 		// that names another brings its own, or none.
 		if req.Attestation == nil && (c.GetWorkingDirectory() == "" || c.GetWorkingDirectory() == sc.GetWorkingDirectory()) {

@@ -197,6 +197,9 @@ func checkToProto(r *engine.Request) (*pb.CheckRequest, error) {
 		AdditionalDirectories: r.AdditionalDirectories,
 		Mode:                  modeToProto[r.Mode],
 		Policy:                r.Policy,
+		// The centre is where an unattended question can be taken to
+		// someone: it must know nobody is at the terminal.
+		Unattended: r.Unattended,
 	}
 	if len(r.Rules.Allow)+len(r.Rules.Ask)+len(r.Rules.Deny) > 0 {
 		out.Rules = &pb.Rules{Allow: r.Rules.Allow, Ask: r.Rules.Ask, Deny: r.Rules.Deny}

@@ -18,13 +18,17 @@ import (
 // answering is a centre that answers every Classify with resp.
 type answering struct {
 	pb.UnimplementedUpstreamServiceServer
-	resp  *pb.ClassifyResponse
-	notes chan []string
+	resp   *pb.ClassifyResponse
+	notes  chan []string
+	checks chan *pb.CheckRequest
 }
 
 func (a *answering) Classify(_ context.Context, req *pb.ClassifyRequest) (*pb.ClassifyResponse, error) {
 	if a.notes != nil {
 		a.notes <- req.GetNotes()
+	}
+	if a.checks != nil {
+		a.checks <- req.GetCheck()
 	}
 	return a.resp, nil
 }
@@ -107,5 +111,22 @@ func TestForwardedNotesFitTheCentresCaps(t *testing.T) {
 	}
 	if len(got) == 0 || len(got) > maxNotes || total > maxNotesTotalBytes {
 		t.Errorf("%d notes, %d bytes in all", len(got), total)
+	}
+}
+
+// TestForwardedCheckIsUnattended: a forwarded check says whether anyone
+// is at the agent's terminal: the centre is where an unattended question
+// can be taken to someone.
+func TestForwardedCheckIsUnattended(t *testing.T) {
+	a := &answering{resp: &pb.ClassifyResponse{Decision: pb.Decision_DECISION_DENY, Reason: "no"}, checks: make(chan *pb.CheckRequest, 2)}
+	c := classifierFor(t, a)
+	for _, unattended := range []bool{true, false} {
+		_, err := c.Classify(t.Context(), &engine.ClassifyInput{Request: &engine.Request{Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": "x"}}, Unattended: unattended}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := (<-a.checks).GetUnattended(); got != unattended {
+			t.Errorf("forwarded unattended %v, want %v", got, unattended)
+		}
 	}
 }

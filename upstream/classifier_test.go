@@ -118,7 +118,7 @@ func TestForwardedNotesFitTheCentresCaps(t *testing.T) {
 // is at the agent's terminal: the centre is where an unattended question
 // can be taken to someone.
 func TestForwardedCheckIsUnattended(t *testing.T) {
-	a := &answering{resp: &pb.ClassifyResponse{Decision: pb.Decision_DECISION_DENY, Reason: "no"}, checks: make(chan *pb.CheckRequest, 2)}
+	a := &answering{resp: &pb.ClassifyResponse{Decision: pb.Decision_DECISION_DENY, Reason: "no", Source: pb.DecisionSource_DECISION_SOURCE_CLASSIFIER}, checks: make(chan *pb.CheckRequest, 2)}
 	c := classifierFor(t, a)
 	for _, unattended := range []bool{true, false} {
 		_, err := c.Classify(t.Context(), &engine.ClassifyInput{Request: &engine.Request{Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": "x"}}, Unattended: unattended}})

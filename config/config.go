@@ -163,10 +163,48 @@ type Policy struct {
 	// when true, so that local servers built before it accept the sets
 	// of policies that do not let clients bypass.
 	ClientBypass *bool `yaml:"client_bypass,omitempty"`
+	// Unattended says what becomes of a question for a check nobody is
+	// at the terminal to answer.
+	Unattended *Unattended `yaml:"unattended,omitempty"`
 	// ClaudeSettings names a Claude Code settings.json whose permissions
 	// and autoMode lists are added to this policy's. After Load it is an
 	// absolute path and the lists above include the imported rules.
 	ClaudeSettings string `yaml:"claude_settings,omitempty"`
+}
+
+// Unattended is a policy's unattended section.
+type Unattended struct {
+	// OnAsk is what an ASK becomes for an unattended check (one whose
+	// request says nobody is at the terminal): deny (the default), or
+	// ask to leave the question to the client. Never allow: nobody
+	// agreed to the call.
+	OnAsk string `yaml:"on_ask,omitempty"`
+}
+
+// Unattended's on_ask values.
+const (
+	OnAskDeny = "deny"
+	OnAskAsk  = "ask"
+)
+
+// validate checks the section of the policy at field (policies.NAME).
+func (u *Unattended) validate(field string) error {
+	if u == nil {
+		return nil
+	}
+	switch u.OnAsk {
+	case "", OnAskDeny, OnAskAsk:
+		return nil
+	}
+	return fmt.Errorf("%s.unattended.on_ask: must be deny or ask, got %q", field, u.OnAsk)
+}
+
+// onAsk is the engine's decision for the section: Deny unless it says ask.
+func (u *Unattended) onAsk() engine.Decision {
+	if u != nil && u.OnAsk == OnAskAsk {
+		return engine.Ask
+	}
+	return engine.Deny
 }
 
 // AutoMode are the classifier rules of a policy.

@@ -128,6 +128,10 @@ func clonePolicy(p Policy) Policy {
 		*f.list(&p) = slices.Clone(*f.list(&p))
 	}
 	p.ToolAliases = maps.Clone(p.ToolAliases)
+	if p.Unattended != nil {
+		u := *p.Unattended
+		p.Unattended = &u
+	}
 	return p
 }
 
@@ -143,6 +147,9 @@ func (c *Config) extendBuiltin() error {
 	for _, name := range c.PolicyNames() {
 		p, l := c.Policies[name], c.layers[name]
 		field := "policies." + name
+		if err := p.Unattended.validate(field); err != nil {
+			errs = append(errs, err)
+		}
 		// The file's rules are checked here, where their positions are
 		// still the file's: the engine sees them after the built-in ones.
 		if err := parsePermissions(&p); err != nil {

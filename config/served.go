@@ -59,6 +59,12 @@ func (c *Config) Served() (doc []byte, version string, err error) {
 		if p.ClientBypass != nil && !*p.ClientBypass {
 			p.ClientBypass = nil
 		}
+		// Said only when it is ask: unset means deny, and local servers
+		// built before the setting refuse a set that names it, as
+		// they would any unknown field.
+		if p.Unattended.onAsk() == engine.Deny {
+			p.Unattended = nil
+		}
 		s.Policies[name] = p
 	}
 	var buf bytes.Buffer
@@ -112,6 +118,9 @@ func FromServed(doc []byte, from string) (*Config, error) {
 	for name, p := range c.Policies {
 		if p.Extends != "" || p.RemoveBuiltin != nil || p.ClaudeSettings != "" {
 			return nil, fmt.Errorf("%s: policies.%s: extends, remove_builtin and claude_settings have no place in a served policy", from, name)
+		}
+		if err := p.Unattended.validate(from + ": policies." + name); err != nil {
+			return nil, err
 		}
 		if p.ClientAllowRules == nil {
 			// A served policy lets clients allow only when it says so.

@@ -26,9 +26,10 @@ func unattended(p *policy, req *Request, res Result) (_ Result, step StageTrace)
 		step.Why = fmt.Sprintf("the call was not asked about (%s): only an ask changes", res.Decision)
 		return res, step
 	}
-	asker := "the " + res.Source.String() + " stage"
+	// Named as the API names it: the source, or the rule.
+	asker := "source " + res.Source.String()
 	if res.MatchedRule != "" {
-		asker = "the rule " + res.MatchedRule
+		asker = "rule " + res.MatchedRule
 	}
 	if p.unattendedOnAsk != Deny {
 		res.Reason += fmt.Sprintf(" (the check is unattended; policy %s leaves the question to the client, see unattended.on_ask)", p.name)
@@ -36,7 +37,7 @@ func unattended(p *policy, req *Request, res Result) (_ Result, step StageTrace)
 		return res, step
 	}
 	res.Decision = Deny
-	res.Reason = fmt.Sprintf("denied because nobody can answer: the check is unattended and policy %s denies what would be asked (unattended.on_ask: deny); %s asked: %s",
+	res.Reason = fmt.Sprintf("denied because nobody can answer: the check is unattended and policy %s denies what would be asked (unattended.on_ask: deny); asked by %s: %s",
 		p.name, asker, res.Reason)
 	step.Verdict, step.Decision, step.Why = StageDecided, Deny.String(), res.Reason
 	return res, step

@@ -106,9 +106,9 @@ func TestUnattendedAsk(t *testing.T) {
 					}
 				default:
 					want{d: Deny, s: tc.want.s, rule: tc.want.rule, reason: attended.Reason}.check(t, got)
-					asker := "the " + tc.want.s.String() + " stage asked: "
+					asker := "asked by source " + tc.want.s.String() + ": "
 					if tc.want.rule != "" {
-						asker = "the rule " + tc.want.rule + " asked: "
+						asker = "asked by rule " + tc.want.rule + ": "
 					}
 					wantReason := "denied because nobody can answer: the check is unattended and policy default denies what would be asked (unattended.on_ask: deny); " + asker + attended.Reason
 					if got.Reason != wantReason {
@@ -172,7 +172,7 @@ func TestUnattendedFileSystem(t *testing.T) {
 		if a.err != nil {
 			t.Fatal(a.err)
 		}
-		want{d: Deny, s: SourceFileSystem, reason: "the file_system stage asked: the file system did not answer within 1s"}.check(t, a.res)
+		want{d: Deny, s: SourceFileSystem, reason: "asked by source file_system: the file system did not answer within 1s"}.check(t, a.res)
 	})
 }
 

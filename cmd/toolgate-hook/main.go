@@ -6,7 +6,7 @@
 // adapters and decides. --addr is that listener: host:port or unix:PATH
 // (env TOOLGATE_HOOK_ADDR; default 127.0.0.1:50052).
 //
-//	toolgate-hook claude-code|gemini-cli|codex [--addr ADDR] [--tls-ca FILE] [--token-file FILE] [--timeout 5s] [--on-error deny|ask] [--mode MODE]
+//	toolgate-hook claude-code|gemini-cli|codex [--addr ADDR] [--tls-ca FILE] [--token-file FILE] [--timeout 5s] [--on-error deny|ask] [--mode MODE] [--unattended]
 //	toolgate-hook --version
 package main
 

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/internal/hookcli"
 )
 
 // stringList is a repeatable string flag.
@@ -57,6 +58,10 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if fs.NArg() > 0 {
 		return fail("unexpected arguments %q", fs.Args())
 	}
+	unattended, err := cl.unattended()
+	if err != nil {
+		return fail("%v", err)
+	}
 	if *streamFile != "" {
 		conn, err := dial(cf)
 		if err != nil {
@@ -65,7 +70,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer conn.Close()
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
-		if err := checkStream(ctx, pb.NewPermissionServiceClient(conn), *streamFile, stdout); err != nil {
+		if err := checkStream(ctx, pb.NewPermissionServiceClient(conn), *streamFile, unattended, stdout); err != nil {
 			return fail("%v", err)
 		}
 		return exitAllow
@@ -88,7 +93,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return fail("current directory: %v", err)
 		}
 	}
-	wd, err := filepath.Abs(wd)
+	wd, err = filepath.Abs(wd)
 	if err != nil {
 		return fail("--cwd: %v", err)
 	}
@@ -101,6 +106,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Mode:                  m,
 		Policy:                *policy,
 		Attestation:           attestation(wd),
+		Unattended:            unattended,
 	}
 	if len(cl.allow)+len(cl.ask)+len(cl.deny) > 0 {
 		req.Rules = &pb.Rules{Allow: cl.allow, Ask: cl.ask, Deny: cl.deny}
@@ -136,7 +142,8 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // checkStream sends the messages of a JSON lines file over one CheckStream
 // and prints every answer as a JSON line, in the order they arrive. It
 // fails unless every check was answered exactly once.
-func checkStream(ctx context.Context, client pb.PermissionServiceClient, path string, stdout io.Writer) error {
+// With unattended, every check is sent unattended, whatever its line says.
+func checkStream(ctx context.Context, client pb.PermissionServiceClient, path string, unattended bool, stdout io.Writer) error {
 	var r io.Reader = stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -165,6 +172,7 @@ func checkStream(ctx context.Context, client pb.PermissionServiceClient, path st
 			s.Attestation = attestation(s.GetWorkingDirectory())
 		}
 		if c := m.GetCheck(); c != nil {
+			c.Unattended = c.GetUnattended() || unattended
 			if c.GetAttestation() == nil {
 				c.Attestation = attestation(c.GetWorkingDirectory())
 			}
@@ -249,12 +257,20 @@ func stableJSON(m proto.Message, multiline bool) ([]byte, error) {
 type callFlags struct {
 	input, cwd, mode, policy  string
 	addDirs, allow, ask, deny stringList
+	unattendedFlag            *bool
+	fs                        *flag.FlagSet
+}
+
+// unattended is --unattended when given, else $TOOLGATE_UNATTENDED, as
+// for the hook adapters (hookcli.Unattended).
+func (c *callFlags) unattended() (bool, error) {
+	return hookcli.Unattended(c.fs, *c.unattendedFlag, os.Getenv)
 }
 
 // addCallFlags defines them on fs, with the wording of --allow and
 // --policy that differs between the commands.
 func addCallFlags(fs *flag.FlagSet, allowUsage, policyUsage string) *callFlags {
-	c := &callFlags{}
+	c := &callFlags{fs: fs}
 	fs.StringVar(&c.input, "input", "{}", "tool input as a JSON object")
 	fs.StringVar(&c.cwd, "cwd", "", "working directory (default: the current directory)")
 	fs.Var(&c.addDirs, "add-dir", "additional directory the agent may edit (repeatable)")
@@ -263,5 +279,6 @@ func addCallFlags(fs *flag.FlagSet, allowUsage, policyUsage string) *callFlags {
 	fs.Var(&c.deny, "deny", "extra deny rule (repeatable)")
 	fs.StringVar(&c.mode, "mode", "auto", "permission mode: auto, default, accept_edits, plan, bypass")
 	fs.StringVar(&c.policy, "policy", "", policyUsage)
+	c.unattendedFlag = hookcli.AddUnattended(fs)
 	return c
 }

@@ -24,7 +24,7 @@ var engineModes = map[string]engine.Mode{
 // verdict, the facts, the rules that matched and nearly matched. It needs
 // no server and calls no classifier. Exit codes are check's.
 func explainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("explain", "toolgate explain --tool NAME [--input JSON] [--cwd DIR] [--mode MODE] [--config FILE] [--policy NAME] [--json]",
+	fs := newCommand("explain", "toolgate explain --tool NAME [--input JSON] [--cwd DIR] [--mode MODE] [--unattended] [--config FILE] [--policy NAME] [--json]",
 		"Decides one tool call in this process, as a server built from the config\nfile would (no server, no classifier), and says why: every stage in order\nwith its verdict, the facts found, the rules that matched and those that\nnearly matched with why they did not. Exits 0 allow, 1 deny, 2 ask, 3 error.")
 	tool := fs.String("tool", "", "tool name, e.g. Bash, Edit, read_file (required)")
 	cl := addCallFlags(fs.FlagSet, "extra allow rule, as a request brings (repeatable)", "policy name (default: the default policy)")
@@ -44,6 +44,10 @@ func explainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if *tool == "" {
 		return fail("--tool is required")
+	}
+	unattended, err := cl.unattended()
+	if err != nil {
+		return fail("%v", err)
 	}
 	m, ok := engineModes[*mode]
 	if !ok {
@@ -76,7 +80,7 @@ func explainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	req := &engine.Request{
 		Tool: engine.ToolCall{Name: *tool, Input: in}, WorkingDirectory: wd, AdditionalDirectories: cl.addDirs,
-		Mode: m, Policy: *policy, Rules: engine.RuleSet{Allow: cl.allow, Ask: cl.ask, Deny: cl.deny},
+		Mode: m, Policy: *policy, Rules: engine.RuleSet{Allow: cl.allow, Ask: cl.ask, Deny: cl.deny}, Unattended: unattended,
 	}
 	res, tr, err := eng.Explain(ctx, req)
 	if err != nil {

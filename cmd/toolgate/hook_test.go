@@ -82,6 +82,12 @@ var hookGoldenCases = []struct {
 	{"claude-code/server-down-on-error-ask", serverDown, []string{"--on-error", "ask"}},
 	{"claude-code/bad-input-truncated", serverLocal, nil},
 	{"claude-code/bad-input-post-tool-use", serverLocal, nil},
+	// Unattended (--unattended, or $TOOLGATE_UNATTENDED: see
+	// hookGoldenEnv): an ask nobody can answer is denied, saying so;
+	// the flag, given, wins over the environment.
+	{"claude-code/unattended-ask", serverLocal, []string{"--unattended"}},
+	{"claude-code/unattended-env", serverLocal, nil},
+	{"claude-code/unattended-env-flag-false", serverLocal, []string{"--unattended=false"}},
 
 	{"gemini-cli/allow-read-file", serverLocal, nil},
 	{"gemini-cli/deny-rule", serverLocal, nil},
@@ -89,6 +95,7 @@ var hookGoldenCases = []struct {
 	{"gemini-cli/server-down", serverDown, nil},
 	{"gemini-cli/server-down-on-error-ask", serverDown, []string{"--on-error", "ask"}},
 	{"gemini-cli/bad-input-tool-input-not-object", serverLocal, nil},
+	{"gemini-cli/unattended-ask", serverLocal, []string{"--unattended"}},
 	// Recorded from Gemini CLI 0.61 by e2e/agents/geminicli, paths renamed.
 	{"gemini-cli/real-curl-pipe-sh", serverLocal, nil},
 	{"gemini-cli/real-grep-search-include-pattern", serverLocal, nil},
@@ -121,6 +128,7 @@ var hookGoldenCases = []struct {
 	{"codex/server-down", serverDown, nil},
 	{"codex/server-down-on-error-ask", serverDown, []string{"--on-error", "ask"}},
 	{"codex/bad-input-mcp-arguments-not-json", serverLocal, nil},
+	{"codex/unattended-ask", serverLocal, []string{"--unattended"}},
 	// Recorded from Codex 0.169 by e2e/agents/codex, paths renamed, with
 	// the rollout it wrote.
 	{"codex/real-cat-readme", serverLocal, nil},
@@ -188,6 +196,13 @@ func runHookBinary(t *testing.T, input []byte, args ...string) (code int, stdout
 	return code, out.String(), errOut.String()
 }
 
+// hookGoldenEnv are the environment variables a golden case runs with,
+// by its file; every other case runs with them empty.
+var hookGoldenEnv = map[string]map[string]string{
+	"claude-code/unattended-env":            {"TOOLGATE_UNATTENDED": "1"},
+	"claude-code/unattended-env-flag-false": {"TOOLGATE_UNATTENDED": "true"},
+}
+
 // TestHookGolden runs every recorded input through toolgate hook (gRPC)
 // and through toolgate-hook (the server's hook listener, on a Unix
 // socket): both must print the golden output, byte for byte.
@@ -228,6 +243,8 @@ func TestHookGolden(t *testing.T) {
 	// The Claude Code inputs take their project from the transcript; one
 	// from the environment (a test run inside Claude Code) must not count.
 	t.Setenv("CLAUDE_PROJECT_DIR", "")
+	// Nor one from the environment of the test run.
+	t.Setenv("TOOLGATE_UNATTENDED", "")
 
 	localHook, classifiedHook := filepath.Join(tmp, "local.sock"), filepath.Join(tmp, "classified.sock")
 	local := startServe(t, "--hook-unix-socket", localHook)
@@ -254,6 +271,9 @@ func TestHookGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 				input = bytes.ReplaceAll(input, []byte("$TESTDATA"), []byte(root))
+				for k, v := range hookGoldenEnv[tc.file] {
+					t.Setenv(k, v)
+				}
 				args := append([]string{agent, "--addr", tr.addrs[tc.server], "--timeout", "20s"}, tc.args...)
 				code, stdout, stderr := tr.run(t, input, args...)
 				if code != 0 || stderr != "" {
@@ -314,6 +334,7 @@ func TestHookUsage(t *testing.T) {
 		{"bad on-error", []string{"codex", "--on-error", "allow"}, 2, "--on-error must be deny or ask"},
 		{"bad mode", []string{"codex", "--mode", "yolo"}, 2, `--mode "yolo": want auto, default, accept_edits, plan or bypass`},
 		{"bad flag", []string{"codex", "--no-such-flag"}, 2, "flag provided but not defined: -no-such-flag"},
+		{"bad unattended", []string{"codex", "--unattended=maybe"}, 2, `invalid boolean value "maybe" for -unattended`},
 		// An agent takes exit 0 with nothing printed as "go ahead".
 		// So -h prints the usage and every flag on stderr, and blocks.
 		{"help", []string{"codex", "-h"}, 2, "Usage: PROG claude-code|gemini-cli|codex"},
@@ -481,6 +502,19 @@ func TestHookUnwritableStdout(t *testing.T) {
 					t.Errorf("ended %v, stderr %q; want exit %d and %q", st, stderr, exitHookBlock, so.want)
 				}
 			})
+		}
+	}
+}
+
+// TestHookUnattendedEnvInvalid: a $TOOLGATE_UNATTENDED that is not a
+// boolean blocks the call with the reason, in both hook commands: a CI job
+// that meant to mark itself must not run as attended unnoticed.
+func TestHookUnattendedEnvInvalid(t *testing.T) {
+	t.Setenv("TOOLGATE_UNATTENDED", "maybe")
+	for name, run := range map[string]func(*testing.T, []byte, ...string) (int, string, string){"toolgate hook": runHookCmd, "toolgate-hook": runHookBinary} {
+		code, stdout, stderr := run(t, []byte(`{}`), "claude-code")
+		if want := name + `: $TOOLGATE_UNATTENDED "maybe": want 1 or 0 (true or false)`; code != 2 || stdout != "" || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 and %q", name, code, stdout, stderr, want)
 		}
 	}
 }

@@ -45,6 +45,7 @@ func grpcDecide(ctx context.Context, p hookcli.Params, in io.Reader) ([]byte, er
 		req.Mode = modeNames[p.Mode]
 	}
 	req.Attestation = attestation(req.GetWorkingDirectory())
+	req.Unattended = p.Unattended
 	conn, err := dial(p.Conn)
 	if err != nil {
 		return nil, &hookcli.Failure{Call: call, Why: err.Error()}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -37,7 +38,44 @@ type Params struct {
 	Timeout time.Duration
 	OnError string // hookout.Deny or hookout.Ask
 	Mode    string // "" (the agent's) or one of Modes
-	Getenv  func(string) string
+	// Unattended: nobody is at the agent's terminal to answer an ask
+	// (--unattended, else UnattendedEnv).
+	Unattended bool
+	Getenv     func(string) string
+}
+
+// UnattendedEnv marks every check of a process unattended, for a CI job
+// that sets it once rather than editing each agent's hook settings:
+// a boolean (1, true, 0, false). An --unattended flag given on the
+// command line wins over it.
+const UnattendedEnv = "TOOLGATE_UNATTENDED"
+
+// AddUnattended defines --unattended on fs. Resolve the value with
+// Unattended once fs is parsed.
+func AddUnattended(fs *flag.FlagSet) *bool {
+	return fs.Bool("unattended", false, "nobody is at the agent's terminal to answer a question: the policy's unattended.on_ask decides what an ask becomes (deny by default); default: $"+UnattendedEnv)
+}
+
+// Unattended is whether the run is unattended: the --unattended flag
+// when the command line gives it (--unattended=false turns the
+// environment's off), else UnattendedEnv. A value of the variable that is
+// not a boolean is an error: a CI job that meant to set it must not run
+// as attended unnoticed.
+func Unattended(fs *flag.FlagSet, flagValue bool, getenv func(string) string) (bool, error) {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "unattended" })
+	if given || getenv == nil {
+		return flagValue, nil
+	}
+	v := getenv(UnattendedEnv)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("$%s %q: want 1 or 0 (true or false)", UnattendedEnv, v)
+	}
+	return b, nil
 }
 
 // Failure is a Decider's error when the server could not decide, or was
@@ -72,7 +110,7 @@ var GRPCAddr = Addr{"TOOLGATE_ADDR", "127.0.0.1:50051", "server address"}
 // ask. It never hangs: reading the input and the transcript, connecting
 // and deciding all run under --timeout.
 func Run(ctx context.Context, prog string, addr Addr, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, decide Decider) int {
-	usage := prog + " " + strings.Join(hookout.AgentNames(), "|") + " [--addr ADDR] [--tls-ca FILE] [--token-file FILE] [--timeout 5s] [--on-error deny|ask] [--mode MODE]"
+	usage := prog + " " + strings.Join(hookout.AgentNames(), "|") + " [--addr ADDR] [--tls-ca FILE] [--token-file FILE] [--timeout 5s] [--on-error deny|ask] [--mode MODE] [--unattended]"
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "usage: "+usage)
 		return ExitBlock
@@ -86,6 +124,7 @@ func Run(ctx context.Context, prog string, addr Addr, args []string, stdin io.Re
 	fs.DurationVar(&p.Timeout, "timeout", 5*time.Second, "deadline for reading the input and transcript, connecting and deciding")
 	fs.StringVar(&p.OnError, "on-error", "deny", "decision when the server cannot decide: deny or ask")
 	fs.StringVar(&p.Mode, "mode", "", "decide in this mode (auto, default, accept_edits, plan, bypass) whatever the agent reports, except that the agent's plan mode stays plan; default: the agent's mode")
+	unattended := AddUnattended(fs)
 	// Help goes to stderr and exits ExitBlock, never 0: an agent whose
 	// hook command is misconfigured as "-h" takes exit 0 with no decision
 	// as "go ahead".
@@ -112,6 +151,11 @@ func Run(ctx context.Context, prog string, addr Addr, args []string, stdin io.Re
 	}
 	if p.Mode != "" && !slices.Contains(Modes, p.Mode) {
 		fmt.Fprintf(stderr, "%s: --mode %q: want auto, default, accept_edits, plan or bypass\n", prog, p.Mode)
+		return ExitBlock
+	}
+	var err error
+	if p.Unattended, err = Unattended(fs, *unattended, getenv); err != nil {
+		fmt.Fprintln(stderr, prog+":", err)
 		return ExitBlock
 	}
 	if !hookout.Known(p.Agent) {

@@ -98,8 +98,15 @@ func Decide(ctx context.Context, p hookcli.Params, in io.Reader) ([]byte, error)
 		return nil, fail(err.Error())
 	}
 	path := PathPrefix + p.Agent
+	q := url.Values{}
 	if p.Mode != "" {
-		path += "?" + url.Values{"mode": {p.Mode}}.Encode()
+		q.Set("mode", p.Mode)
+	}
+	if p.Unattended {
+		q.Set("unattended", "1")
+	}
+	if len(q) > 0 {
+		path += "?" + q.Encode()
 	}
 	headers := []string{
 		AnswerHeader, "1",

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -88,6 +89,51 @@ func TestExplainUnattended(t *testing.T) {
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("explain lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestUnattendedDocs: what docs/hooks.md shows under "Unattended agents"
+// is what toolgate does: the policy snippet validates and decides as it
+// says, and the printed deny is the recorded case's golden output (which
+// TestHookGolden produces through both hook commands).
+func TestUnattendedDocs(t *testing.T) {
+	t.Setenv("TOOLGATE_UNATTENDED", "")
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "hooks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := markdownSection(t, string(doc), "## Unattended agents")
+	blocks := jsonBlocks(section)
+	if len(blocks) != 1 {
+		t.Fatalf("%d json blocks, want the printed deny", len(blocks))
+	}
+	golden, err := os.ReadFile(filepath.Join("testdata", "hook", "claude-code", "unattended-ask.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(blocks[0]) != strings.TrimSpace(string(golden)) {
+		t.Errorf("docs show\n%s\nthe hook prints\n%s", blocks[0], golden)
+	}
+	yaml := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindStringSubmatch(section)
+	if yaml == nil {
+		t.Fatal("no yaml block")
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "toolgate.yaml")
+	if err := os.WriteFile(cfg, []byte(yaml[1]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run(t.Context(), []string{"validate", cfg}, &out, &errOut); code != 0 {
+		t.Fatalf("validate: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	for policy, code := range map[string]int{"default": exitDeny, "sdk-host": exitAsk} {
+		out.Reset()
+		errOut.Reset()
+		args := []string{"explain", "--config", cfg, "--policy", policy, "--tool", "Bash", "--input", `{"command":"make deploy"}`, "--cwd", dir, "--mode", "default", "--unattended"}
+		if got := run(t.Context(), args, &out, &errOut); got != code {
+			t.Errorf("policy %s: exit %d, want %d\n%s%s", policy, got, code, out.String(), errOut.String())
 		}
 	}
 }

@@ -22,7 +22,11 @@
 // Claude Code's HTTP hook posting to toolgate's hook listener (through a
 // recording pass-through), no process per call, with the same outcomes;
 // and an HTTP hook whose listener cannot be reached blocks the call with
-// onFailure block, and lets it run without.
+// onFailure block, and lets it run without. In -p mode a call toolgate
+// asks about is left unrun, as nobody can answer; marked unattended
+// (--unattended, or TOOLGATE_UNATTENDED=1 in the CLI's environment) the
+// hook denies it instead, with a reason the model reads saying nobody
+// could answer.
 //
 // It is skipped unless TOOLGATE_AGENTS_DIR is set, as make e2e-agents does:
 //

@@ -334,6 +334,9 @@ func (s *sqlStore) WaitAnswered(ctx context.Context, id string) (Answer, error) 
 		if s.d.answered != nil { // another replica may answer: poll as a fallback
 			wait = min(wait, s.opts.PollInterval)
 		}
+		if s.opts.Waiting != nil {
+			s.opts.Waiting(id)
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -199,6 +199,10 @@ type Options struct {
 	PollInterval time.Duration
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
+	// Waiting, when set, is called each time WaitAnswered has read the
+	// approval still pending and is about to block: tests answer then, to
+	// prove that the answer (and not the first read) released it.
+	Waiting func(id string)
 }
 
 func (o Options) withDefaults() Options {

@@ -327,8 +327,18 @@ func testWait(t *testing.T, b Backend) {
 	db := b.NewDB(t)
 	// No poll within the test's time: only a notification releases a
 	// waiter, so a lost one fails the test.
-	noPoll := store.Options{PollInterval: time.Hour}
-	s := open(t, db, noPoll)
+	// Waiting tells the test that a waiter has read the approval pending
+	// and blocks: the answer given then is what must release it.
+	noPoll := func(waiting chan<- string) store.Options {
+		return store.Options{PollInterval: time.Hour, Waiting: func(id string) {
+			select {
+			case waiting <- id:
+			default:
+			}
+		}}
+	}
+	sWaiting := make(chan string, 1)
+	s := open(t, db, noPoll(sWaiting))
 
 	t.Run("answered before", func(t *testing.T) {
 		if err := s.CreatePending(ctx, pending("w-before", t0)); err != nil {
@@ -341,7 +351,7 @@ func testWait(t *testing.T, b Backend) {
 			t.Fatalf("wait: %+v, %v", a, err)
 		}
 	})
-	waitThenAnswer := func(t *testing.T, waiter, answerer store.Store, id string) {
+	waitThenAnswer := func(t *testing.T, waiter store.Store, waiting <-chan string, answerer store.Store, id string) {
 		t.Helper()
 		p := pending(id, time.Now())
 		if err := answerer.CreatePending(ctx, p); err != nil {
@@ -356,6 +366,14 @@ func testWait(t *testing.T, b Backend) {
 			a, err := waiter.WaitAnswered(ctx, id)
 			done <- res{a, err}
 		}()
+		for blocked := false; !blocked; {
+			select {
+			case got := <-waiting:
+				blocked = got == id // an earlier wait's report is skipped
+			case r := <-done:
+				t.Fatalf("the wait ended before the answer: %+v, %v", r.a, r.err)
+			}
+		}
 		if _, err := answerer.AnswerPending(ctx, id, store.Answer{Status: store.StatusAllowed, By: "alice", How: store.HowOnce}); err != nil {
 			t.Fatal(err)
 		}
@@ -364,12 +382,13 @@ func testWait(t *testing.T, b Backend) {
 			t.Fatalf("wait: %+v, %v; want alice's allow", r.a, r.err)
 		}
 	}
-	t.Run("answered while waiting", func(t *testing.T) { waitThenAnswer(t, s, s, "w-during") })
+	t.Run("answered while waiting", func(t *testing.T) { waitThenAnswer(t, s, sWaiting, s, "w-during") })
 	if b.Shared() {
 		t.Run("answered on another store", func(t *testing.T) {
-			other := open(t, db, noPoll)
-			waitThenAnswer(t, s, other, "w-other")
-			waitThenAnswer(t, other, s, "w-other-2")
+			otherWaiting := make(chan string, 1)
+			other := open(t, db, noPoll(otherWaiting))
+			waitThenAnswer(t, s, sWaiting, other, "w-other")
+			waitThenAnswer(t, other, otherWaiting, s, "w-other-2")
 		})
 	}
 	t.Run("deadline passed", func(t *testing.T) {

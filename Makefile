@@ -57,8 +57,30 @@ image: ## Build the container image IMAGE (default toolgate:VERSION) with docker
 UNIT_PKGS = $(shell go list $(GO_PKGS) | grep -v -e '/resilience$$' -e '/deploy$$' -e '/e2e/')
 
 .PHONY: test
-test: lint gen-check ## Lint, check gen/ is fresh, run the unit and in-process tests with -race
-	go test -race -count=1 $(UNIT_PKGS)
+test: lint gen-check postgres ## Lint, check gen/ is fresh, run the unit and in-process tests with -race (PostgreSQL's included)
+	TOOLGATE_PG_BIN=$(PG_BIN) TOOLGATE_POSTGRES_REQUIRED=1 go test -race -count=1 $(UNIT_PKGS)
+
+# The approvals store's tests run against a real PostgreSQL 15, a
+# throwaway cluster they start and stop (approvals/store/pgtest). It comes
+# from Debian's postgresql package, installed when missing (as root, or
+# through sudo); the package's own cluster is not used.
+PG_BIN := /usr/lib/postgresql/15/bin
+
+.PHONY: postgres
+postgres: $(PG_BIN)/pg_ctl ## Install PostgreSQL 15 (Debian's postgresql package) for the store tests, when missing
+
+$(PG_BIN)/pg_ctl:
+	@set -e; sudo=(); \
+	if ((EUID != 0)); then \
+	  if ! command -v sudo >/dev/null; then echo "postgresql: need root or sudo to install Debian's postgresql package" >&2; exit 1; fi; \
+	  sudo=(sudo); \
+	fi; \
+	tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	echo "postgresql: installing Debian's postgresql package"; \
+	if ! { "$${sudo[@]}" apt-get update -qq && "$${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; } >"$$tmp/log" 2>&1; then \
+	  cat "$$tmp/log" >&2; exit 1; \
+	fi; \
+	test -x $@ || { echo "postgresql: $@ is missing after the install (not PostgreSQL 15?)" >&2; exit 1; }
 
 .PHONY: test-e2e
 test-e2e: e2e-agents monitoring-test ## The real agent CLIs through the hooks, the alert rules (promtool), then the binary: resilience/ (faults and load), deploy/, the documentation's hook snippets and quickstart, with -race

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/toolgate/toolgate/approvals/store"
+
 	"github.com/toolgate/toolgate/classifier"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
@@ -22,6 +24,9 @@ type Config struct {
 	// Upstream makes this a local server: what its stages leave open is
 	// classified by the central toolgate there.
 	Upstream upstream.Config
+	// Approvals is where approvals are stored; validated here, not yet
+	// used by the server.
+	Approvals store.Config
 }
 
 // LoadConfig loads the config file at path, or the embedded default when
@@ -44,11 +49,12 @@ func LoadConfig(path string) (*Config, error) {
 // what the file leaves out keeps the owners' defaults. The problems of
 // both sections are reported together.
 func Decode(f *config.Config) (*Config, error) {
-	c := &Config{File: f, Server: server.DefaultConfig(), Classifier: classifier.DefaultConfig(), Upstream: upstream.DefaultConfig()}
+	c := &Config{File: f, Server: server.DefaultConfig(), Classifier: classifier.DefaultConfig(), Upstream: upstream.DefaultConfig(), Approvals: store.DefaultConfig()}
 	err := errors.Join(
 		f.Server.Decode(&c.Server, c.Server.Validate),
 		f.Classifier.Decode(&c.Classifier, c.validateClassifier),
 		f.Upstream.Decode(&c.Upstream, c.Upstream.Validate),
+		f.Approvals.Decode(&c.Approvals, c.Approvals.Validate),
 	)
 	if err == nil {
 		err = c.validateRoles()
@@ -62,7 +68,7 @@ func Decode(f *config.Config) (*Config, error) {
 // Validate checks the sections again, after a caller (flags, a benchmark)
 // has changed them.
 func (c *Config) Validate() error {
-	return errors.Join(c.Server.Validate(), c.validateClassifier(), c.Upstream.Validate(), c.validateRoles())
+	return errors.Join(c.Server.Validate(), c.validateClassifier(), c.Upstream.Validate(), c.Approvals.Validate(), c.validateRoles())
 }
 
 // validateRoles refuses a server that would be both: a local server

@@ -96,6 +96,10 @@ type Config struct {
 	// Upstream is the central toolgate a local server forwards to; the
 	// upstream package owns it.
 	Upstream Section `yaml:"upstream,omitempty"`
+	// Approvals is where a central toolgate keeps pending approvals,
+	// learned rules and the fleet's decision records; approvals/store
+	// owns it.
+	Approvals Section `yaml:"approvals,omitempty"`
 	// Engine bounds the engine's work; config decodes it itself (the
 	// engine is light) into fs.
 	Engine   Section           `yaml:"engine,omitempty"`
@@ -311,6 +315,7 @@ func parse(name string, data []byte, dir string, lookup func(string) (string, bo
 	c.Server.bind("server", src)
 	c.Classifier.bind("classifier", src)
 	c.Upstream.bind("upstream", src)
+	c.Approvals.bind("approvals", src)
 	c.Engine.bind("engine", src)
 	c.fs = engine.DefaultFSConfig()
 	if err := c.Engine.Decode(&c.fs, func() error { return c.fs.Validate() }); err != nil {

@@ -119,3 +119,28 @@ func TestPostgresBadURL(t *testing.T) {
 	}
 }
 
+// TestSchemaTooNewDocumented: the refusal of a newer schema reads as
+// docs/approvals.md shows it.
+func TestSchemaTooNewDocumented(t *testing.T) {
+	startPostgres(t)
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "approvals.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := pgBackend{}.NewDB(t)
+	s, err := db.Open(t.Context(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := db.SetSchemaVersion(t.Context(), store.SchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Open(t.Context(), store.Options{})
+	if err == nil {
+		t.Fatal("opened a newer schema")
+	}
+	if !strings.Contains(string(doc), "```\n"+err.Error()+"\n```") {
+		t.Fatalf("docs/approvals.md does not show the error as it is:\n%v", err)
+	}
+}

@@ -23,7 +23,9 @@ var migrations = []string{
 		project TEXT NOT NULL,
 		session TEXT NOT NULL,
 		tool TEXT NOT NULL,
+		policy TEXT NOT NULL,
 		reason TEXT NOT NULL,
+		last_words TEXT NOT NULL,
 		on_timeout TEXT NOT NULL,
 		status TEXT NOT NULL,
 		answer_status TEXT NOT NULL,
@@ -33,6 +35,7 @@ var migrations = []string{
 	);
 	CREATE INDEX approvals_pending_status ON approvals_pending (status, created, id);
 	CREATE INDEX approvals_pending_deadline ON approvals_pending (status, deadline, id);
+	CREATE INDEX approvals_pending_answered ON approvals_pending (status, answer_at);
 	CREATE TABLE approvals_rules (
 		id TEXT PRIMARY KEY,
 		text TEXT NOT NULL,
@@ -54,6 +57,7 @@ var migrations = []string{
 		decision TEXT NOT NULL,
 		source TEXT NOT NULL,
 		reason TEXT NOT NULL,
+		approval_id TEXT NOT NULL,
 		data {{blob}} NOT NULL
 	);
 	CREATE INDEX approvals_records_at ON approvals_records (at, id);`,

@@ -113,7 +113,7 @@ func fromNS(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-const pendingCols = `id, created, deadline, request, display, host, project, session, tool, reason, on_timeout, status, answer_status, answer_by, answer_at, answer_how`
+const pendingCols = `id, created, deadline, request, display, host, project, session, tool, policy, reason, last_words, on_timeout, status, answer_status, answer_by, answer_at, answer_how`
 
 type scanner interface{ Scan(...any) error }
 
@@ -121,7 +121,7 @@ func scanPending(r scanner) (Pending, error) {
 	var p Pending
 	var created, deadline, at int64
 	var onTimeout, status, aStatus, how string
-	err := r.Scan(&p.ID, &created, &deadline, &p.Request, &p.Display, &p.Host, &p.Project, &p.Session, &p.Tool, &p.Reason,
+	err := r.Scan(&p.ID, &created, &deadline, &p.Request, &p.Display, &p.Host, &p.Project, &p.Session, &p.Tool, &p.Policy, &p.Reason, &p.LastWords,
 		&onTimeout, &status, &aStatus, &p.Answer.By, &at, &how)
 	if err != nil {
 		return Pending{}, err
@@ -154,8 +154,8 @@ func (s *sqlStore) CreatePending(ctx context.Context, p Pending) error {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	_, err := s.db.ExecContext(ctx, s.query(`INSERT INTO approvals_pending (`+pendingCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', '', '', 0, '')`),
-		p.ID, ns(p.Created), ns(p.Deadline), nonNil(p.Request), p.Display, p.Host, p.Project, p.Session, p.Tool, p.Reason, string(p.OnTimeout))
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', '', '', 0, '')`),
+		p.ID, ns(p.Created), ns(p.Deadline), nonNil(p.Request), p.Display, p.Host, p.Project, p.Session, p.Tool, p.Policy, p.Reason, p.LastWords, string(p.OnTimeout))
 	if err != nil && s.d.isUnique(err) {
 		return fmt.Errorf("pending %q: %w", p.ID, ErrExists)
 	}
@@ -422,15 +422,15 @@ func (s *sqlStore) AppendRecords(ctx context.Context, recs []Record) (int, error
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	stmt, err := tx.PrepareContext(ctx, s.query(`INSERT INTO approvals_records
-		(id, at, host, project, session, tool, decision, source, reason, data)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`))
+		(id, at, host, project, session, tool, decision, source, reason, approval_id, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`))
 	if err != nil {
 		return 0, s.wrap("append records", err)
 	}
 	defer stmt.Close()
 	added := 0
 	for _, r := range recs {
-		res, err := stmt.ExecContext(ctx, r.ID, ns(r.Time), r.Host, r.Project, r.Session, r.Tool, r.Decision, r.Source, r.Reason, nonNil(r.Data))
+		res, err := stmt.ExecContext(ctx, r.ID, ns(r.Time), r.Host, r.Project, r.Session, r.Tool, r.Decision, r.Source, r.Reason, r.ApprovalID, nonNil(r.Data))
 		if err != nil {
 			return 0, s.wrap("append records", err)
 		}
@@ -458,7 +458,7 @@ func (s *sqlStore) QueryRecords(ctx context.Context, f RecordFilter) ([]Record, 
 	defer cancel()
 	// An empty filter field matches every row: (? = '' OR col = ?), with
 	// the value passed twice.
-	rows, err := s.db.QueryContext(ctx, s.query(`SELECT id, at, host, project, session, tool, decision, source, reason, data
+	rows, err := s.db.QueryContext(ctx, s.query(`SELECT id, at, host, project, session, tool, decision, source, reason, approval_id, data
 		FROM approvals_records
 		WHERE at < ?
 		  AND (? = '' OR host = ?) AND (? = '' OR project = ?) AND (? = '' OR session = ?)
@@ -473,13 +473,38 @@ func (s *sqlStore) QueryRecords(ctx context.Context, f RecordFilter) ([]Record, 
 	for rows.Next() {
 		var r Record
 		var at int64
-		if err := rows.Scan(&r.ID, &at, &r.Host, &r.Project, &r.Session, &r.Tool, &r.Decision, &r.Source, &r.Reason, &r.Data); err != nil {
+		if err := rows.Scan(&r.ID, &at, &r.Host, &r.Project, &r.Session, &r.Tool, &r.Decision, &r.Source, &r.Reason, &r.ApprovalID, &r.Data); err != nil {
 			return nil, s.wrap("query records", err)
 		}
 		r.Time = fromNS(at)
 		out = append(out, r)
 	}
 	return out, s.wrap("query records", rows.Err())
+}
+
+func (s *sqlStore) Prune(ctx context.Context, before time.Time, limit int) (int, error) {
+	limit = clampLimit(limit)
+	total := 0
+	// DELETE takes no LIMIT in PostgreSQL: the ids come from a limited
+	// subquery, the same in both dialects.
+	for _, q := range []string{
+		`DELETE FROM approvals_records WHERE id IN (SELECT id FROM approvals_records WHERE at < ? ORDER BY at LIMIT ?)`,
+		`DELETE FROM approvals_pending WHERE id IN (SELECT id FROM approvals_pending WHERE status <> 'pending' AND answer_at < ? ORDER BY answer_at LIMIT ?)`,
+		`DELETE FROM approvals_rules WHERE id IN (SELECT id FROM approvals_rules WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`,
+	} {
+		qctx, cancel := s.ctx(ctx)
+		res, err := s.db.ExecContext(qctx, s.query(q), ns(before), limit)
+		cancel()
+		if err != nil {
+			return total, s.wrap("prune", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return total, s.wrap("prune", err)
+		}
+		total += int(n)
+	}
+	return total, nil
 }
 
 // hub wakes the WaitAnswered calls of this store waiting on an id.

@@ -61,8 +61,14 @@ type Pending struct {
 	Project string
 	Session string
 	Tool    string
+	// Policy is the named policy the check ran under: a rule learned
+	// from the answer adds to it.
+	Policy string
 	// Reason is the local decision's reason (why it was ASK).
 	Reason string
+	// LastWords is what the user last said to the agent, redacted, for
+	// the approver's context.
+	LastWords string
 	// OnTimeout is the policy's outcome when the deadline passes
 	// unanswered; empty means deny.
 	OnTimeout Outcome
@@ -107,6 +113,8 @@ type Record struct {
 	Decision string // allow, deny, ask
 	Source   string // the decision source
 	Reason   string
+	// ApprovalID links an ASK that became a pending approval to it.
+	ApprovalID string
 	// Data is the whole record as the sender encoded it (JSON or proto).
 	Data []byte
 }
@@ -158,6 +166,12 @@ type Store interface {
 	// QueryRecords returns matching records, newest first.
 	QueryRecords(ctx context.Context, f RecordFilter) ([]Record, error)
 
+	// Prune deletes, at most limit rows of each kind, what is over by
+	// before: decision records older than it, approvals settled before
+	// it, and rules expired by then. It returns how many rows went. The
+	// centre runs it on a schedule: nothing else deletes.
+	Prune(ctx context.Context, before time.Time, limit int) (int, error)
+
 	Close() error
 }
 
@@ -182,7 +196,7 @@ const (
 
 	MaxIDBytes      = 128
 	MaxFieldBytes   = 1024      // host, project, session, tool, approver, policy, decision, source
-	MaxReasonBytes  = 4 << 10   // reasons
+	MaxReasonBytes  = 4 << 10   // reasons, the user's last words
 	MaxRuleBytes    = 4 << 10   // a rule's text
 	MaxDisplayBytes = 64 << 10  // the redacted input shown to approvers
 	MaxRequestBytes = 256 << 10 // the check as received
@@ -260,7 +274,9 @@ func checkPending(p *Pending) error {
 	c.str("project", p.Project, MaxFieldBytes, false)
 	c.str("session", p.Session, MaxFieldBytes, false)
 	c.str("tool", p.Tool, MaxFieldBytes, false)
+	c.str("policy", p.Policy, MaxFieldBytes, false)
 	c.str("reason", p.Reason, MaxReasonBytes, false)
+	c.str("last_words", p.LastWords, MaxReasonBytes, false)
 	if p.Created.IsZero() || p.Deadline.IsZero() {
 		c.fail("created and deadline are required")
 	} else if !p.Deadline.After(p.Created) {
@@ -329,6 +345,7 @@ func checkRecord(r *Record) error {
 	c.str("decision", r.Decision, MaxFieldBytes, false)
 	c.str("source", r.Source, MaxFieldBytes, false)
 	c.str("reason", r.Reason, MaxReasonBytes, false)
+	c.str("approval_id", r.ApprovalID, MaxIDBytes, false)
 	c.bytes("data", r.Data, MaxRecordBytes)
 	return c.err()
 }

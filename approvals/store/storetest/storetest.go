@@ -60,8 +60,8 @@ func pending(id string, created time.Time) store.Pending {
 		ID: id, Created: created, Deadline: created.Add(time.Hour),
 		Request: []byte(`{"tool":{"name":"Bash","input":{"command":"make deploy"}}}`),
 		Display: `{"command":"make deploy"}`,
-		Host:    "ci-runner-7", Project: "/work/app", Session: "s-" + id, Tool: "Bash",
-		Reason: "the classifier could not decide",
+		Host:    "ci-runner-7", Project: "/work/app", Session: "s-" + id, Tool: "Bash", Policy: "ci",
+		Reason: "the classifier could not decide", LastWords: "deploy it when the tests pass",
 	}
 }
 
@@ -77,6 +77,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Restart", func(t *testing.T) { testRestart(t, b) })
 	t.Run("Migrations", func(t *testing.T) { testMigrations(t, b) })
 	t.Run("Bounds", func(t *testing.T) { testBounds(t, b) })
+	t.Run("Prune", func(t *testing.T) { testPrune(t, b) })
 }
 
 func testPending(t *testing.T, b Backend) {
@@ -153,7 +154,7 @@ func testPending(t *testing.T, b Backend) {
 func equalPending(a, b store.Pending) bool {
 	return a.ID == b.ID && a.Created.Equal(b.Created) && a.Deadline.Equal(b.Deadline) && string(a.Request) == string(b.Request) &&
 		a.Display == b.Display && a.Host == b.Host && a.Project == b.Project && a.Session == b.Session && a.Tool == b.Tool &&
-		a.Reason == b.Reason && a.OnTimeout == b.OnTimeout && a.Status == b.Status && equalAnswer(a.Answer, b.Answer)
+		a.Policy == b.Policy && a.Reason == b.Reason && a.LastWords == b.LastWords && a.OnTimeout == b.OnTimeout && a.Status == b.Status && equalAnswer(a.Answer, b.Answer)
 }
 
 func equalAnswer(a, b store.Answer) bool {
@@ -493,7 +494,7 @@ func testRules(t *testing.T, b Backend) {
 
 func record(id string, at time.Time, host, project, session, decision, source string) store.Record {
 	return store.Record{ID: id, Time: at, Host: host, Project: project, Session: session, Tool: "Bash",
-		Decision: decision, Source: source, Reason: "why " + id, Data: []byte(`{"id":"` + id + `"}`)}
+		Decision: decision, Source: source, Reason: "why " + id, ApprovalID: "appr-" + id, Data: []byte(`{"id":"` + id + `"}`)}
 }
 
 func testRecords(t *testing.T, b Backend) {
@@ -523,7 +524,8 @@ func testRecords(t *testing.T, b Backend) {
 			if r.ID == "r2" {
 				want := recs[1]
 				if !r.Time.Equal(want.Time) || r.Host != want.Host || r.Project != want.Project || r.Session != want.Session ||
-					r.Tool != want.Tool || r.Decision != want.Decision || r.Source != want.Source || r.Reason != want.Reason || string(r.Data) != string(want.Data) {
+					r.Tool != want.Tool || r.Decision != want.Decision || r.Source != want.Source || r.Reason != want.Reason ||
+					r.ApprovalID != want.ApprovalID || string(r.Data) != string(want.Data) {
 					t.Fatalf("r2 read back as %+v, stored %+v", r, want)
 				}
 			}
@@ -667,5 +669,55 @@ func testBounds(t *testing.T, b Backend) {
 	}
 	if _, err := s.QueryRecords(ctx, store.RecordFilter{Host: strings.Repeat("x", store.MaxFieldBytes+1)}); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("a huge filter: %v, want ErrInvalid", err)
+	}
+}
+
+func testPrune(t *testing.T, b Backend) {
+	ctx := ctxFor(t)
+	s := open(t, b.NewDB(t), store.Options{})
+	cut := t0.Add(time.Hour)
+	if _, err := s.AppendRecords(ctx, []store.Record{
+		record("old1", t0, "h", "p", "s", "allow", "rule"),
+		record("old2", t0.Add(time.Second), "h", "p", "s", "allow", "rule"),
+		record("new", cut, "h", "p", "s", "allow", "rule"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"settled-old", "settled-new", "still-pending"} {
+		if err := s.CreatePending(ctx, pending(id, t0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, at := range map[string]time.Time{"settled-old": t0.Add(time.Minute), "settled-new": cut} {
+		if _, err := s.AnswerPending(ctx, id, store.Answer{Status: store.StatusDenied, By: "bob", At: at, How: store.HowOnce}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, expires := range map[string]time.Time{"expired": cut, "live": cut.Add(time.Second)} {
+		if err := s.AddRule(ctx, store.Rule{ID: id, Text: "Bash(ls)", CreatedBy: "alice", CreatedAt: t0, ExpiresAt: expires}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A limit of 1 takes one row of each kind: the oldest record, the
+	// settled approval, the expired rule.
+	if n, err := s.Prune(ctx, cut, 1); err != nil || n != 3 {
+		t.Fatalf("prune limit 1: %d, %v; want 3", n, err)
+	}
+	if n, err := s.Prune(ctx, cut, 0); err != nil || n != 1 {
+		t.Fatalf("prune: %d, %v; want the other old record", n, err)
+	}
+	if rs, err := s.QueryRecords(ctx, store.RecordFilter{}); err != nil || len(rs) != 1 || rs[0].ID != "new" {
+		t.Fatalf("records after prune: %+v, %v", rs, err)
+	}
+	if _, err := s.GetPending(ctx, "settled-old"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an approval settled before the cut: %v, want pruned", err)
+	}
+	for _, id := range []string{"settled-new", "still-pending"} {
+		if _, err := s.GetPending(ctx, id); err != nil {
+			t.Fatalf("%s pruned: %v", id, err)
+		}
+	}
+	if rs, err := s.ListRules(ctx, t0, 0); err != nil || len(rs) != 1 || rs[0].ID != "live" {
+		t.Fatalf("rules after prune: %+v, %v", rs, err)
 	}
 }

@@ -178,6 +178,7 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		srvTracing = append(srvTracing, server.WithTracerProvider(tp))
 	}
 	var fwd engine.Classifier
+	var recordOpts []server.Option
 	origin := policyOrigin{from: "embedded default", kind: originFile}
 	if files := cfg.File.Files(); len(files) > 0 {
 		origin.from = files[0]
@@ -190,6 +191,9 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		if fwd, err = upstream.NewClassifier(conn, cfg.Upstream.Address, cfg.Upstream.Timeout, cfg.Classifier.SessionBlockLimits, um); err != nil {
 			return nil, err
 		}
+		if recordOpts, err = a.startShipper(cfg, conn, um, metrics); err != nil {
+			return nil, err
+		}
 		if len(cfg.File.Files()) == 0 {
 			// No config file: the policies are the centre's.
 			a.policyWatch = upstream.NewWatcher(conn, cfg.Upstream.Address, cfg.Upstream.StateDir,
@@ -200,6 +204,11 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 			if origin, err = a.initialPolicies(cfg, home); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if !cfg.Upstream.Enabled() {
+		if recordOpts, err = a.openRecordStore(cfg); err != nil {
+			return nil, err
 		}
 	}
 	gen, err := buildGenerationWith(cfg, nil, home, log, fwd, clsOpts...)
@@ -282,7 +291,7 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		return nil, err
 	}
 
-	srvOpts := append(append([]server.Option{server.WithMetrics(metrics.server)}, srvTracing...), o.server...)
+	srvOpts := append(append(append([]server.Option{server.WithMetrics(metrics.server)}, srvTracing...), recordOpts...), o.server...)
 	if cfg.Upstream.Enabled() {
 		// A local server is no centre: it must not relay its local
 		// processes' Classify and WatchPolicies to its own upstream.

@@ -31,6 +31,8 @@ type options struct {
 	tracer     trace.TracerProvider
 	grpc       []grpc.ServerOption
 	noUpstream bool
+	recorder   Recorder
+	sink       RecordSink
 }
 
 // WithoutUpstreamService leaves toolgate.v1.UpstreamService out: for a
@@ -152,6 +154,7 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 	}
 	hookHTTP.Handler = s.HookHandler()
 	s.svc.audit = audit
+	s.svc.recorder = o.recorder
 	if o.tracer != nil {
 		s.svc.tracer = o.tracer.Tracer("github.com/toolgate/toolgate/server")
 	}
@@ -159,7 +162,7 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 	if !o.noUpstream {
 		// Behind the same interceptors (auth, limits, metrics): local
 		// servers are clients like any other.
-		s.upstream = &Upstream{svc: s.svc, watchers: make(chan struct{}, maxWatchers), resendEvery: watchResendEvery}
+		s.upstream = &Upstream{svc: s.svc, watchers: make(chan struct{}, maxWatchers), resendEvery: watchResendEvery, sink: o.sink}
 		pb.RegisterUpstreamServiceServer(s.grpc, s.upstream)
 	}
 	healthpb.RegisterHealthServer(s.grpc, s.health)

@@ -20,10 +20,12 @@ import (
 type Service struct {
 	pb.UnimplementedPermissionServiceServer
 
-	cfg    Config
-	log    *zap.Logger
-	audit  *zap.Logger // nil without an audit log
-	engine atomic.Pointer[engine.Engine]
+	cfg   Config
+	log   *zap.Logger
+	audit *zap.Logger // nil without an audit log
+	// recorder takes a copy of every decision record; nil: none.
+	recorder Recorder
+	engine   atomic.Pointer[engine.Engine]
 	// transcriptHeld is what all open streams' transcripts hold, in
 	// retained bytes (retainedSize); bounded by cfg.MaxHeldTranscriptBytes.
 	transcriptHeld atomic.Int64
@@ -108,6 +110,7 @@ func (s *Service) decideStages(ctx context.Context, req *pb.CheckRequest, transc
 	}
 	resp.PolicyVersion = res.PolicyVersion
 	s.metrics.decided(res, latency)
+	s.record(req, resp, res, start)
 	ce := s.log.Check(zap.InfoLevel, "decision")
 	if ce == nil && s.audit == nil {
 		return resp, true, nil // fields are work; nobody would read them

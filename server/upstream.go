@@ -47,6 +47,8 @@ type Upstream struct {
 	// watchers holds one token per open watch (maxWatchers).
 	watchers    chan struct{}
 	resendEvery time.Duration
+	// sink stores shipped decision records; nil without a store.
+	sink RecordSink
 }
 
 // policyFeed is the policy set in force, and a channel closed (and

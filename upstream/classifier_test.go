@@ -43,7 +43,7 @@ func classifierFor(t *testing.T, a *answering) *Classifier {
 	pb.RegisterUpstreamServiceServer(s, a)
 	go func() { _ = s.Serve(lis) }()
 	t.Cleanup(s.Stop)
-	conn, err := Dial(Config{Address: lis.Addr().String(), Timeout: 5 * time.Second})
+	conn, err := Dial(Config{Address: lis.Addr().String(), Timeout: 5 * time.Second, RecordsSpoolMaxMB: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

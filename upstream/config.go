@@ -30,8 +30,14 @@ type Config struct {
 	// centre's classifier.timeout, and never extends a check's deadline.
 	Timeout time.Duration `yaml:"timeout"`
 	// StateDir keeps the last good policy set received from the centre,
-	// loaded at start when the centre is down; empty keeps none.
+	// loaded at start when the centre is down, and the spool of decision
+	// records not yet acknowledged by the centre; empty keeps none (and
+	// ships no decision records).
 	StateDir string `yaml:"state_dir"`
+	// RecordsSpoolMaxMB caps the spool of decision records in the state
+	// directory: past it, the oldest are dropped and counted in
+	// toolgate_upstream_records_dropped_total{reason="spool_full"}.
+	RecordsSpoolMaxMB int `yaml:"records_spool_max_mb"`
 }
 
 // TLS is how the centre is verified and how this server proves itself.
@@ -54,7 +60,7 @@ func (t TLS) Enabled() bool {
 
 // DefaultConfig returns the defaults: no upstream.
 func DefaultConfig() Config {
-	return Config{Timeout: 8 * time.Second}
+	return Config{Timeout: 8 * time.Second, RecordsSpoolMaxMB: 256}
 }
 
 // Enabled reports whether an upstream is configured.
@@ -68,6 +74,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Timeout <= 0 {
 		bad("timeout", "must be positive, got %s", c.Timeout)
+	}
+	if c.RecordsSpoolMaxMB <= 0 {
+		bad("records_spool_max_mb", "must be positive, got %d", c.RecordsSpoolMaxMB)
 	}
 	if !c.Enabled() {
 		if c.TokenFile != "" || c.TLS.Enabled() || c.StateDir != "" {

@@ -44,3 +44,16 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("zero timeout: %v", err)
 	}
 }
+
+// TestConfigSpoolCap: the decision records' spool has a positive cap,
+// 256 MiB by default.
+func TestConfigSpoolCap(t *testing.T) {
+	c := DefaultConfig()
+	if c.RecordsSpoolMaxMB != 256 {
+		t.Errorf("default records_spool_max_mb = %d, want 256", c.RecordsSpoolMaxMB)
+	}
+	c.RecordsSpoolMaxMB = 0
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "upstream.records_spool_max_mb") {
+		t.Errorf("zero cap: %v", err)
+	}
+}

@@ -30,6 +30,12 @@ type Metrics struct {
 	// that takes its policies from the centre has them.
 	watchConnected prometheus.Gauge
 	policyReceived prometheus.Gauge
+	// The decision records' shipping, registered by RegisterRecords.
+	recordsDropped   *prometheus.CounterVec
+	recordsShipped   prometheus.Counter
+	recordsNew       prometheus.Counter
+	recordsFailed    prometheus.Counter
+	recordsSpoolSize prometheus.Gauge
 }
 
 // NewMetrics makes the upstream metrics and registers them on reg.
@@ -114,4 +120,67 @@ func (m *Metrics) policy(result string) {
 		return
 	}
 	m.policies.WithLabelValues(result).Inc()
+}
+
+// RegisterRecords makes and registers the metrics of shipping decision
+// records, for a local server that ships them.
+func (m *Metrics) RegisterRecords(reg prometheus.Registerer) error {
+	m.recordsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolgate_upstream_records_dropped_total",
+		Help: "Decision records that will never reach the upstream, by reason: spool_full (the spool's cap dropped its oldest), buffer_full (the spool's disk did not keep up), spool_error (the disk refused the write), corrupt (a spooled line that does not parse), refused (the upstream refused the batch).",
+	}, []string{"reason"})
+	for _, r := range []string{dropCap, dropBuffer, dropSpoolError, dropCorrupt, dropRefused} {
+		m.recordsDropped.WithLabelValues(r)
+	}
+	m.recordsShipped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "toolgate_upstream_records_shipped_total",
+		Help: "Decision records the upstream acknowledged (resent ones included).",
+	})
+	m.recordsNew = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "toolgate_upstream_records_accepted_total",
+		Help: "Decision records the upstream acknowledged as new (not a resend of a stored one).",
+	})
+	m.recordsFailed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "toolgate_upstream_records_ship_failures_total",
+		Help: "ShipRecords calls that failed (unreachable, no store, overload); the batch is sent again.",
+	})
+	m.recordsSpoolSize = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "toolgate_upstream_records_spool_bytes",
+		Help: "Bytes of decision records in the spool on disk, not yet acknowledged (or acknowledged in a segment still in use).",
+	})
+	for _, c := range []prometheus.Collector{m.recordsDropped, m.recordsShipped, m.recordsNew, m.recordsFailed, m.recordsSpoolSize} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Metrics) droppedRecords(reason string, n int) {
+	if m == nil || m.recordsDropped == nil {
+		return
+	}
+	m.recordsDropped.WithLabelValues(reason).Add(float64(n))
+}
+
+func (m *Metrics) shipped(n, accepted int) {
+	if m == nil || m.recordsShipped == nil {
+		return
+	}
+	m.recordsShipped.Add(float64(n))
+	m.recordsNew.Add(float64(accepted))
+}
+
+func (m *Metrics) shipFailed() {
+	if m == nil || m.recordsFailed == nil {
+		return
+	}
+	m.recordsFailed.Inc()
+}
+
+func (m *Metrics) spooled(n int64) {
+	if m == nil || m.recordsSpoolSize == nil {
+		return
+	}
+	m.recordsSpoolSize.Set(float64(n))
 }

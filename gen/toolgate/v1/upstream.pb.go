@@ -21,6 +21,240 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// DecisionRecord is what a local server's audit log holds of one decision,
+// shipped to the centre.
+type DecisionRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unique id of the record (the decision's decision_id), at most 128
+	// bytes: the centre stores each id once.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// When the decision was made, in microseconds since the Unix epoch.
+	TimeUnixMicros int64 `protobuf:"varint,2,opt,name=time_unix_micros,json=timeUnixMicros,proto3" json:"time_unix_micros,omitempty"`
+	// Host name of the local server.
+	Host string `protobuf:"bytes,3,opt,name=host,proto3" json:"host,omitempty"`
+	// The check's working directory.
+	Project   string `protobuf:"bytes,4,opt,name=project,proto3" json:"project,omitempty"`
+	SessionId string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The tool's name.
+	Tool     string         `protobuf:"bytes,6,opt,name=tool,proto3" json:"tool,omitempty"`
+	Decision Decision       `protobuf:"varint,7,opt,name=decision,proto3,enum=toolgate.v1.Decision" json:"decision,omitempty"`
+	Source   DecisionSource `protobuf:"varint,8,opt,name=source,proto3,enum=toolgate.v1.DecisionSource" json:"source,omitempty"`
+	// The decision's reason, with credentials masked.
+	Reason string `protobuf:"bytes,9,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The policy the check ran under and its version ("sha256:...").
+	Policy        string `protobuf:"bytes,10,opt,name=policy,proto3" json:"policy,omitempty"`
+	PolicyVersion string `protobuf:"bytes,11,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
+	// The check's request_id.
+	RequestId     string `protobuf:"bytes,12,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecisionRecord) Reset() {
+	*x = DecisionRecord{}
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecisionRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecisionRecord) ProtoMessage() {}
+
+func (x *DecisionRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecisionRecord.ProtoReflect.Descriptor instead.
+func (*DecisionRecord) Descriptor() ([]byte, []int) {
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *DecisionRecord) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *DecisionRecord) GetTimeUnixMicros() int64 {
+	if x != nil {
+		return x.TimeUnixMicros
+	}
+	return 0
+}
+
+func (x *DecisionRecord) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *DecisionRecord) GetProject() string {
+	if x != nil {
+		return x.Project
+	}
+	return ""
+}
+
+func (x *DecisionRecord) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *DecisionRecord) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *DecisionRecord) GetDecision() Decision {
+	if x != nil {
+		return x.Decision
+	}
+	return Decision_DECISION_UNSPECIFIED
+}
+
+func (x *DecisionRecord) GetSource() DecisionSource {
+	if x != nil {
+		return x.Source
+	}
+	return DecisionSource_DECISION_SOURCE_UNSPECIFIED
+}
+
+func (x *DecisionRecord) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *DecisionRecord) GetPolicy() string {
+	if x != nil {
+		return x.Policy
+	}
+	return ""
+}
+
+func (x *DecisionRecord) GetPolicyVersion() string {
+	if x != nil {
+		return x.PolicyVersion
+	}
+	return ""
+}
+
+func (x *DecisionRecord) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// ShipRecordsRequest carries a batch of decision records, oldest first.
+type ShipRecordsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*DecisionRecord      `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShipRecordsRequest) Reset() {
+	*x = ShipRecordsRequest{}
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShipRecordsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShipRecordsRequest) ProtoMessage() {}
+
+func (x *ShipRecordsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShipRecordsRequest.ProtoReflect.Descriptor instead.
+func (*ShipRecordsRequest) Descriptor() ([]byte, []int) {
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ShipRecordsRequest) GetRecords() []*DecisionRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+// ShipRecordsResponse acknowledges a batch: every record in it is stored.
+type ShipRecordsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many of the records were new (the rest were stored already).
+	Accepted      int32 `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShipRecordsResponse) Reset() {
+	*x = ShipRecordsResponse{}
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShipRecordsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShipRecordsResponse) ProtoMessage() {}
+
+func (x *ShipRecordsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShipRecordsResponse.ProtoReflect.Descriptor instead.
+func (*ShipRecordsResponse) Descriptor() ([]byte, []int) {
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ShipRecordsResponse) GetAccepted() int32 {
+	if x != nil {
+		return x.Accepted
+	}
+	return 0
+}
+
 // ClassifyRequest is a check as the local server received it, with what its
 // stages found.
 type ClassifyRequest struct {
@@ -49,7 +283,7 @@ type ClassifyRequest struct {
 
 func (x *ClassifyRequest) Reset() {
 	*x = ClassifyRequest{}
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[0]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -61,7 +295,7 @@ func (x *ClassifyRequest) String() string {
 func (*ClassifyRequest) ProtoMessage() {}
 
 func (x *ClassifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[0]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -74,7 +308,7 @@ func (x *ClassifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClassifyRequest.ProtoReflect.Descriptor instead.
 func (*ClassifyRequest) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{0}
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ClassifyRequest) GetCheck() *CheckRequest {
@@ -132,7 +366,7 @@ type ClassifyResponse struct {
 
 func (x *ClassifyResponse) Reset() {
 	*x = ClassifyResponse{}
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[1]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -144,7 +378,7 @@ func (x *ClassifyResponse) String() string {
 func (*ClassifyResponse) ProtoMessage() {}
 
 func (x *ClassifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[1]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -157,7 +391,7 @@ func (x *ClassifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClassifyResponse.ProtoReflect.Descriptor instead.
 func (*ClassifyResponse) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{1}
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ClassifyResponse) GetDecision() Decision {
@@ -200,7 +434,7 @@ type WatchPoliciesRequest struct {
 
 func (x *WatchPoliciesRequest) Reset() {
 	*x = WatchPoliciesRequest{}
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[2]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -212,7 +446,7 @@ func (x *WatchPoliciesRequest) String() string {
 func (*WatchPoliciesRequest) ProtoMessage() {}
 
 func (x *WatchPoliciesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[2]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -225,7 +459,7 @@ func (x *WatchPoliciesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPoliciesRequest.ProtoReflect.Descriptor instead.
 func (*WatchPoliciesRequest) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{2}
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *WatchPoliciesRequest) GetKnownVersion() string {
@@ -246,7 +480,7 @@ type WatchPoliciesResponse struct {
 
 func (x *WatchPoliciesResponse) Reset() {
 	*x = WatchPoliciesResponse{}
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[3]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -258,7 +492,7 @@ func (x *WatchPoliciesResponse) String() string {
 func (*WatchPoliciesResponse) ProtoMessage() {}
 
 func (x *WatchPoliciesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[3]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -271,7 +505,7 @@ func (x *WatchPoliciesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPoliciesResponse.ProtoReflect.Descriptor instead.
 func (*WatchPoliciesResponse) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{3}
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *WatchPoliciesResponse) GetPolicySet() *PolicySet {
@@ -300,7 +534,7 @@ type PolicySet struct {
 
 func (x *PolicySet) Reset() {
 	*x = PolicySet{}
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[4]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -312,7 +546,7 @@ func (x *PolicySet) String() string {
 func (*PolicySet) ProtoMessage() {}
 
 func (x *PolicySet) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[4]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -325,7 +559,7 @@ func (x *PolicySet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySet.ProtoReflect.Descriptor instead.
 func (*PolicySet) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{4}
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PolicySet) GetVersion() string {
@@ -346,7 +580,27 @@ var File_toolgate_v1_upstream_proto protoreflect.FileDescriptor
 
 const file_toolgate_v1_upstream_proto_rawDesc = "" +
 	"\n" +
-	"\x1atoolgate/v1/upstream.proto\x12\vtoolgate.v1\x1a\x1ctoolgate/v1/permission.proto\"\xb4\x01\n" +
+	"\x1atoolgate/v1/upstream.proto\x12\vtoolgate.v1\x1a\x1ctoolgate/v1/permission.proto\"\x89\x03\n" +
+	"\x0eDecisionRecord\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
+	"\x10time_unix_micros\x18\x02 \x01(\x03R\x0etimeUnixMicros\x12\x12\n" +
+	"\x04host\x18\x03 \x01(\tR\x04host\x12\x18\n" +
+	"\aproject\x18\x04 \x01(\tR\aproject\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x05 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04tool\x18\x06 \x01(\tR\x04tool\x121\n" +
+	"\bdecision\x18\a \x01(\x0e2\x15.toolgate.v1.DecisionR\bdecision\x123\n" +
+	"\x06source\x18\b \x01(\x0e2\x1b.toolgate.v1.DecisionSourceR\x06source\x12\x16\n" +
+	"\x06reason\x18\t \x01(\tR\x06reason\x12\x16\n" +
+	"\x06policy\x18\n" +
+	" \x01(\tR\x06policy\x12%\n" +
+	"\x0epolicy_version\x18\v \x01(\tR\rpolicyVersion\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\f \x01(\tR\trequestId\"K\n" +
+	"\x12ShipRecordsRequest\x125\n" +
+	"\arecords\x18\x01 \x03(\v2\x1b.toolgate.v1.DecisionRecordR\arecords\"1\n" +
+	"\x13ShipRecordsResponse\x12\x1a\n" +
+	"\baccepted\x18\x01 \x01(\x05R\baccepted\"\xb4\x01\n" +
 	"\x0fClassifyRequest\x12/\n" +
 	"\x05check\x18\x01 \x01(\v2\x19.toolgate.v1.CheckRequestR\x05check\x12\x1b\n" +
 	"\ttool_kind\x18\x02 \x01(\tR\btoolKind\x12\x14\n" +
@@ -367,10 +621,11 @@ const file_toolgate_v1_upstream_proto_rawDesc = "" +
 	"policy_set\x18\x01 \x01(\v2\x16.toolgate.v1.PolicySetR\tpolicySet\"A\n" +
 	"\tPolicySet\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1a\n" +
-	"\bdocument\x18\x02 \x01(\fR\bdocument2\xb4\x01\n" +
+	"\bdocument\x18\x02 \x01(\fR\bdocument2\x86\x02\n" +
 	"\x0fUpstreamService\x12G\n" +
 	"\bClassify\x12\x1c.toolgate.v1.ClassifyRequest\x1a\x1d.toolgate.v1.ClassifyResponse\x12X\n" +
-	"\rWatchPolicies\x12!.toolgate.v1.WatchPoliciesRequest\x1a\".toolgate.v1.WatchPoliciesResponse0\x01B9Z7github.com/toolgate/toolgate/gen/toolgate/v1;toolgatev1b\x06proto3"
+	"\rWatchPolicies\x12!.toolgate.v1.WatchPoliciesRequest\x1a\".toolgate.v1.WatchPoliciesResponse0\x01\x12P\n" +
+	"\vShipRecords\x12\x1f.toolgate.v1.ShipRecordsRequest\x1a .toolgate.v1.ShipRecordsResponseB9Z7github.com/toolgate/toolgate/gen/toolgate/v1;toolgatev1b\x06proto3"
 
 var (
 	file_toolgate_v1_upstream_proto_rawDescOnce sync.Once
@@ -384,33 +639,41 @@ func file_toolgate_v1_upstream_proto_rawDescGZIP() []byte {
 	return file_toolgate_v1_upstream_proto_rawDescData
 }
 
-var file_toolgate_v1_upstream_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_toolgate_v1_upstream_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_toolgate_v1_upstream_proto_goTypes = []any{
-	(*ClassifyRequest)(nil),       // 0: toolgate.v1.ClassifyRequest
-	(*ClassifyResponse)(nil),      // 1: toolgate.v1.ClassifyResponse
-	(*WatchPoliciesRequest)(nil),  // 2: toolgate.v1.WatchPoliciesRequest
-	(*WatchPoliciesResponse)(nil), // 3: toolgate.v1.WatchPoliciesResponse
-	(*PolicySet)(nil),             // 4: toolgate.v1.PolicySet
-	(*CheckRequest)(nil),          // 5: toolgate.v1.CheckRequest
-	(Decision)(0),                 // 6: toolgate.v1.Decision
-	(DecisionSource)(0),           // 7: toolgate.v1.DecisionSource
-	(*ClassifierInfo)(nil),        // 8: toolgate.v1.ClassifierInfo
+	(*DecisionRecord)(nil),        // 0: toolgate.v1.DecisionRecord
+	(*ShipRecordsRequest)(nil),    // 1: toolgate.v1.ShipRecordsRequest
+	(*ShipRecordsResponse)(nil),   // 2: toolgate.v1.ShipRecordsResponse
+	(*ClassifyRequest)(nil),       // 3: toolgate.v1.ClassifyRequest
+	(*ClassifyResponse)(nil),      // 4: toolgate.v1.ClassifyResponse
+	(*WatchPoliciesRequest)(nil),  // 5: toolgate.v1.WatchPoliciesRequest
+	(*WatchPoliciesResponse)(nil), // 6: toolgate.v1.WatchPoliciesResponse
+	(*PolicySet)(nil),             // 7: toolgate.v1.PolicySet
+	(Decision)(0),                 // 8: toolgate.v1.Decision
+	(DecisionSource)(0),           // 9: toolgate.v1.DecisionSource
+	(*CheckRequest)(nil),          // 10: toolgate.v1.CheckRequest
+	(*ClassifierInfo)(nil),        // 11: toolgate.v1.ClassifierInfo
 }
 var file_toolgate_v1_upstream_proto_depIdxs = []int32{
-	5, // 0: toolgate.v1.ClassifyRequest.check:type_name -> toolgate.v1.CheckRequest
-	6, // 1: toolgate.v1.ClassifyResponse.decision:type_name -> toolgate.v1.Decision
-	7, // 2: toolgate.v1.ClassifyResponse.source:type_name -> toolgate.v1.DecisionSource
-	8, // 3: toolgate.v1.ClassifyResponse.classifier:type_name -> toolgate.v1.ClassifierInfo
-	4, // 4: toolgate.v1.WatchPoliciesResponse.policy_set:type_name -> toolgate.v1.PolicySet
-	0, // 5: toolgate.v1.UpstreamService.Classify:input_type -> toolgate.v1.ClassifyRequest
-	2, // 6: toolgate.v1.UpstreamService.WatchPolicies:input_type -> toolgate.v1.WatchPoliciesRequest
-	1, // 7: toolgate.v1.UpstreamService.Classify:output_type -> toolgate.v1.ClassifyResponse
-	3, // 8: toolgate.v1.UpstreamService.WatchPolicies:output_type -> toolgate.v1.WatchPoliciesResponse
-	7, // [7:9] is the sub-list for method output_type
-	5, // [5:7] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	8,  // 0: toolgate.v1.DecisionRecord.decision:type_name -> toolgate.v1.Decision
+	9,  // 1: toolgate.v1.DecisionRecord.source:type_name -> toolgate.v1.DecisionSource
+	0,  // 2: toolgate.v1.ShipRecordsRequest.records:type_name -> toolgate.v1.DecisionRecord
+	10, // 3: toolgate.v1.ClassifyRequest.check:type_name -> toolgate.v1.CheckRequest
+	8,  // 4: toolgate.v1.ClassifyResponse.decision:type_name -> toolgate.v1.Decision
+	9,  // 5: toolgate.v1.ClassifyResponse.source:type_name -> toolgate.v1.DecisionSource
+	11, // 6: toolgate.v1.ClassifyResponse.classifier:type_name -> toolgate.v1.ClassifierInfo
+	7,  // 7: toolgate.v1.WatchPoliciesResponse.policy_set:type_name -> toolgate.v1.PolicySet
+	3,  // 8: toolgate.v1.UpstreamService.Classify:input_type -> toolgate.v1.ClassifyRequest
+	5,  // 9: toolgate.v1.UpstreamService.WatchPolicies:input_type -> toolgate.v1.WatchPoliciesRequest
+	1,  // 10: toolgate.v1.UpstreamService.ShipRecords:input_type -> toolgate.v1.ShipRecordsRequest
+	4,  // 11: toolgate.v1.UpstreamService.Classify:output_type -> toolgate.v1.ClassifyResponse
+	6,  // 12: toolgate.v1.UpstreamService.WatchPolicies:output_type -> toolgate.v1.WatchPoliciesResponse
+	2,  // 13: toolgate.v1.UpstreamService.ShipRecords:output_type -> toolgate.v1.ShipRecordsResponse
+	11, // [11:14] is the sub-list for method output_type
+	8,  // [8:11] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_toolgate_v1_upstream_proto_init() }
@@ -425,7 +688,7 @@ func file_toolgate_v1_upstream_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolgate_v1_upstream_proto_rawDesc), len(file_toolgate_v1_upstream_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

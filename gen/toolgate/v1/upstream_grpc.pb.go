@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	UpstreamService_Classify_FullMethodName      = "/toolgate.v1.UpstreamService/Classify"
 	UpstreamService_WatchPolicies_FullMethodName = "/toolgate.v1.UpstreamService/WatchPolicies"
+	UpstreamService_ShipRecords_FullMethodName   = "/toolgate.v1.UpstreamService/ShipRecords"
 )
 
 // UpstreamServiceClient is the client API for UpstreamService service.
@@ -49,6 +50,14 @@ type UpstreamServiceClient interface {
 	// or the server ends the stream (the client then reconnects). Past the
 	// server's limit of open watches it fails with RESOURCE_EXHAUSTED.
 	WatchPolicies(ctx context.Context, in *WatchPoliciesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchPoliciesResponse], error)
+	// ShipRecords stores a local server's decision records at the centre, in
+	// the approvals store (approvals: in its config). A record whose id is
+	// stored already (a resend after a lost acknowledgement) is ignored, so
+	// the local server resends until it has an answer: at least once, never
+	// twice in the store. The batch is stored whole or not at all; a centre
+	// without a store answers FAILED_PRECONDITION and the local server keeps
+	// the records in its spool. At most 1000 records.
+	ShipRecords(ctx context.Context, in *ShipRecordsRequest, opts ...grpc.CallOption) (*ShipRecordsResponse, error)
 }
 
 type upstreamServiceClient struct {
@@ -88,6 +97,16 @@ func (c *upstreamServiceClient) WatchPolicies(ctx context.Context, in *WatchPoli
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type UpstreamService_WatchPoliciesClient = grpc.ServerStreamingClient[WatchPoliciesResponse]
 
+func (c *upstreamServiceClient) ShipRecords(ctx context.Context, in *ShipRecordsRequest, opts ...grpc.CallOption) (*ShipRecordsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ShipRecordsResponse)
+	err := c.cc.Invoke(ctx, UpstreamService_ShipRecords_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // UpstreamServiceServer is the server API for UpstreamService service.
 // All implementations must embed UnimplementedUpstreamServiceServer
 // for forward compatibility.
@@ -114,6 +133,14 @@ type UpstreamServiceServer interface {
 	// or the server ends the stream (the client then reconnects). Past the
 	// server's limit of open watches it fails with RESOURCE_EXHAUSTED.
 	WatchPolicies(*WatchPoliciesRequest, grpc.ServerStreamingServer[WatchPoliciesResponse]) error
+	// ShipRecords stores a local server's decision records at the centre, in
+	// the approvals store (approvals: in its config). A record whose id is
+	// stored already (a resend after a lost acknowledgement) is ignored, so
+	// the local server resends until it has an answer: at least once, never
+	// twice in the store. The batch is stored whole or not at all; a centre
+	// without a store answers FAILED_PRECONDITION and the local server keeps
+	// the records in its spool. At most 1000 records.
+	ShipRecords(context.Context, *ShipRecordsRequest) (*ShipRecordsResponse, error)
 	mustEmbedUnimplementedUpstreamServiceServer()
 }
 
@@ -129,6 +156,9 @@ func (UnimplementedUpstreamServiceServer) Classify(context.Context, *ClassifyReq
 }
 func (UnimplementedUpstreamServiceServer) WatchPolicies(*WatchPoliciesRequest, grpc.ServerStreamingServer[WatchPoliciesResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchPolicies not implemented")
+}
+func (UnimplementedUpstreamServiceServer) ShipRecords(context.Context, *ShipRecordsRequest) (*ShipRecordsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ShipRecords not implemented")
 }
 func (UnimplementedUpstreamServiceServer) mustEmbedUnimplementedUpstreamServiceServer() {}
 func (UnimplementedUpstreamServiceServer) testEmbeddedByValue()                         {}
@@ -180,6 +210,24 @@ func _UpstreamService_WatchPolicies_Handler(srv interface{}, stream grpc.ServerS
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type UpstreamService_WatchPoliciesServer = grpc.ServerStreamingServer[WatchPoliciesResponse]
 
+func _UpstreamService_ShipRecords_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ShipRecordsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(UpstreamServiceServer).ShipRecords(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: UpstreamService_ShipRecords_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(UpstreamServiceServer).ShipRecords(ctx, req.(*ShipRecordsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // UpstreamService_ServiceDesc is the grpc.ServiceDesc for UpstreamService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -190,6 +238,10 @@ var UpstreamService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Classify",
 			Handler:    _UpstreamService_Classify_Handler,
+		},
+		{
+			MethodName: "ShipRecords",
+			Handler:    _UpstreamService_ShipRecords_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,126 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/toolgate/toolgate/approvals/store"
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/server"
+	"github.com/toolgate/toolgate/upstream"
+)
+
+// shipperCloseWait bounds shutdown's wait for the shipper to write what
+// is in memory to its spool: microseconds unless its disk stalled.
+const shipperCloseWait = time.Second
+
+// startShipper makes a local server with a state directory ship its
+// decision records to the centre; the returned option hands them to it.
+// Without a state directory nothing is shipped: the records would have
+// nowhere to wait for the centre.
+func (a *App) startShipper(cfg *Config, conn *grpc.ClientConn, um *upstream.Metrics, metrics *serveMetrics) ([]server.Option, error) {
+	if cfg.Upstream.StateDir == "" {
+		a.log.Warn("decision records are not shipped to the upstream: set upstream.state_dir (--state-dir) for their spool")
+		return nil, nil
+	}
+	if err := um.RegisterRecords(metrics.reg); err != nil {
+		return nil, err
+	}
+	sh, err := upstream.NewShipper(conn, upstream.ShipperOptions{
+		Dir: upstream.SpoolDirOf(cfg.Upstream.StateDir), MaxBytes: int64(cfg.Upstream.RecordsSpoolMaxMB) << 20,
+		Timeout: cfg.Upstream.Timeout, Log: a.log, Metrics: um,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("upstream.state_dir: the decision records' spool: %w", err)
+	}
+	// Closed after the gRPC server (closers run in reverse), so that the
+	// last checks' records are spooled, and before the connection.
+	a.onClose("decision records shipper", func() { sh.Close(shipperCloseWait) })
+	return []server.Option{server.WithRecorder(sh)}, nil
+}
+
+// openRecordStore opens the approvals store of a central server whose
+// config has an approvals section, where ShipRecords keeps the local
+// servers' decision records. Without the section there is none, and
+// ShipRecords answers FAILED_PRECONDITION (the local servers keep their
+// records spooled).
+func (a *App) openRecordStore(cfg *Config) ([]server.Option, error) {
+	if cfg.Upstream.Enabled() || cfg.File == nil || cfg.File.Approvals.IsZero() {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := cfg.Approvals.Open(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	// Closed after the gRPC server: no ShipRecords is running then.
+	a.onClose("approvals store", func() {
+		if err := st.Close(); err != nil {
+			a.log.Error("closing the approvals store", zap.Error(err))
+		}
+	})
+	return []server.Option{server.WithRecordSink(recordSink(st))}, nil
+}
+
+// recordSink stores shipped records. What exceeds the store's bounds is
+// cut rather than refused: the store takes a batch whole or not at all,
+// and one long reason must not cost the batch.
+func recordSink(st store.Store) server.RecordSink {
+	return func(ctx context.Context, recs []*pb.DecisionRecord) (int, error) {
+		out := make([]store.Record, 0, len(recs))
+		for _, r := range recs {
+			t := time.UnixMicro(r.GetTimeUnixMicros())
+			if r.GetTimeUnixMicros() <= 0 {
+				t = time.Now()
+			}
+			data, err := protojson.Marshal(r)
+			if err != nil || len(data) > store.MaxRecordBytes {
+				data = nil
+			}
+			out = append(out, store.Record{
+				ID: r.GetId(), Time: t,
+				Host:     cut(r.GetHost(), store.MaxFieldBytes),
+				Project:  cut(r.GetProject(), store.MaxFieldBytes),
+				Session:  cut(r.GetSessionId(), store.MaxFieldBytes),
+				Tool:     cut(r.GetTool(), store.MaxFieldBytes),
+				Decision: enumWord(r.GetDecision().String(), "DECISION_"),
+				Source:   enumWord(r.GetSource().String(), "DECISION_SOURCE_"),
+				Reason:   cut(r.GetReason(), store.MaxReasonBytes),
+				Data:     data,
+			})
+		}
+		n, err := st.AppendRecords(ctx, out)
+		if errors.Is(err, store.ErrInvalid) {
+			return n, fmt.Errorf("%w: %w", server.ErrInvalidRecords, err)
+		}
+		return n, err
+	}
+}
+
+// enumWord is an enum value's name as the store keeps it: "allow",
+// "classifier".
+func enumWord(name, prefix string) string {
+	return strings.ToLower(strings.TrimPrefix(name, prefix))
+}
+
+// cut makes s valid UTF-8 of at most n bytes.
+func cut(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}

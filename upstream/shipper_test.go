@@ -1,0 +1,132 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+)
+
+// fakeCentre answers ShipRecords: it fails the first failures calls,
+// refuses nothing, and keeps each id once.
+type fakeCentre struct {
+	mu       sync.Mutex
+	failures int
+	calls    int
+	stored   map[string]int // id: times received
+	maxBatch int
+}
+
+func (c *fakeCentre) Invoke(ctx context.Context, method string, args, reply any, _ ...grpc.CallOption) error {
+	if method != pb.UpstreamService_ShipRecords_FullMethodName {
+		return status.Error(codes.Unimplemented, method)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	if c.calls <= c.failures {
+		return status.Error(codes.Unavailable, "centre down")
+	}
+	req := args.(*pb.ShipRecordsRequest)
+	c.maxBatch = max(c.maxBatch, len(req.GetRecords()))
+	n := 0
+	for _, r := range req.GetRecords() {
+		if c.stored[r.GetId()] == 0 {
+			n++
+		}
+		c.stored[r.GetId()]++
+	}
+	proto.Merge(reply.(proto.Message), &pb.ShipRecordsResponse{Accepted: int32(n)})
+	return nil
+}
+
+func (c *fakeCentre) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, status.Error(codes.Unimplemented, "no streams")
+}
+
+func (c *fakeCentre) has(ids ...string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if c.stored[id] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// waitFor advances the fake clock until cond holds, failing after limit.
+func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s", limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestShipperAtLeastOnce: records reach the centre in batches, through
+// its failures (sent again after a backoff), and those not acknowledged
+// when the server stops are sent by the next run from the spool.
+func TestShipperAtLeastOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		down := &fakeCentre{failures: 1 << 30, stored: map[string]int{}}
+		sh, err := NewShipper(down, ShipperOptions{Dir: dir, MaxBytes: 1 << 20, Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []string
+		for i := range 2500 {
+			id := fmt.Sprintf("d%05d", i)
+			all = append(all, id)
+			sh.Record(&pb.DecisionRecord{Id: id, TimeUnixMicros: 1, Tool: "Bash", Decision: pb.Decision_DECISION_ALLOW})
+		}
+		// The centre is down for a while: batches are retried, with backoff.
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		down.mu.Lock()
+		calls := down.calls
+		down.mu.Unlock()
+		if calls < 2 || calls > 20 {
+			t.Errorf("%d calls to a centre down for 10 s, want a few retries with backoff", calls)
+		}
+		sh.Close(time.Second)
+
+		// The next run sends them all, in batches within the limit.
+		up := &fakeCentre{failures: 2, stored: map[string]int{}}
+		sh, err = NewShipper(up, ShipperOptions{Dir: dir, MaxBytes: 1 << 20, Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sh.Close(time.Second)
+		sh.Record(&pb.DecisionRecord{Id: "after-restart", TimeUnixMicros: 1})
+		waitFor(t, time.Minute, func() bool { return up.has(append(all, "after-restart")...) })
+		if up.maxBatch > shipBatch {
+			t.Errorf("a batch of %d records, over %d", up.maxBatch, shipBatch)
+		}
+		// Once acknowledged, nothing is sent again.
+		synctest.Wait()
+		up.mu.Lock()
+		calls = up.calls
+		up.mu.Unlock()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		if up.calls != calls {
+			t.Errorf("%d more calls with nothing to send", up.calls-calls)
+		}
+	})
+}

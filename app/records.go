@@ -53,7 +53,7 @@ func (a *App) startShipper(cfg *Config, conn *grpc.ClientConn, um *upstream.Metr
 // ShipRecords answers FAILED_PRECONDITION (the local servers keep their
 // records spooled).
 func (a *App) openRecordStore(cfg *Config) ([]server.Option, error) {
-	if cfg.Upstream.Enabled() || cfg.File == nil || cfg.File.Approvals.IsZero() {
+	if cfg.Upstream.Enabled() || cfg.File == nil || !cfg.File.Approvals.Written() {
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

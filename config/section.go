@@ -53,6 +53,10 @@ func (s Section) MarshalYAML() (any, error) {
 	return s.node, nil
 }
 
+// Written reports whether the file has the section (an absent one still
+// decodes, to its owner's defaults).
+func (s Section) Written() bool { return s.node != nil }
+
 // IsZero leaves an absent section out of config show.
 func (s Section) IsZero() bool { return s.decoded == nil && s.node == nil }
 

@@ -62,7 +62,7 @@ func TestLocalCentralReadme(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := cfg.Upstream; u.Address != "toolgate.internal.example:443" || !u.TLS.SystemRoots || u.StateDir != "/var/lib/toolgate" || u.Timeout != 8*time.Second {
+	if u := cfg.Upstream; u.Address != "toolgate.internal.example:443" || !u.TLS.SystemRoots || u.StateDir != "/var/lib/toolgate" || u.Timeout != 8*time.Second || u.RecordsSpoolMaxMB != 256 {
 		t.Errorf("the local config's upstream: %+v", u)
 	}
 

@@ -130,3 +130,21 @@ func TestShipperAtLeastOnce(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkShipperRecord is what a check pays to spool its record: the
+// encoding and the wait for its write (the centre down: nothing sent).
+func BenchmarkShipperRecord(b *testing.B) {
+	sh, err := NewShipper(&fakeCentre{failures: 1 << 30, stored: map[string]int{}}, ShipperOptions{Dir: b.TempDir(), MaxBytes: 1 << 30, Timeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sh.Close(time.Second)
+	b.RunParallel(func(p *testing.PB) {
+		// One per goroutine: Record sets its host.
+		rec := &pb.DecisionRecord{Id: "01234567890123456789012345", TimeUnixMicros: 1, Project: "/home/dev/project", SessionId: "session-1", Tool: "Bash",
+			Decision: pb.Decision_DECISION_ALLOW, Source: pb.DecisionSource_DECISION_SOURCE_COMMAND_ANALYSIS, Reason: "read-only command", PolicyVersion: "sha256:0123456789abcdef"}
+		for p.Next() {
+			sh.Record(rec)
+		}
+	})
+}

@@ -148,3 +148,33 @@ func BenchmarkShipperRecord(b *testing.B) {
 		}
 	})
 }
+
+// TestShipperBatches: records written together go in one batch, sent
+// shipDelay after they were written, not one call per record.
+func TestShipperBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		up := &fakeCentre{stored: map[string]int{}}
+		sh, err := NewShipper(up, ShipperOptions{Dir: t.TempDir(), MaxBytes: 1 << 20, Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sh.Close(time.Second)
+		for i := range 50 {
+			sh.Record(&pb.DecisionRecord{Id: fmt.Sprint("b", i), TimeUnixMicros: 1})
+		}
+		synctest.Wait()
+		up.mu.Lock()
+		early := up.calls
+		up.mu.Unlock()
+		if early != 0 {
+			t.Errorf("%d calls before the batch's delay", early)
+		}
+		time.Sleep(shipDelay + time.Millisecond)
+		synctest.Wait()
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		if up.calls != 1 || len(up.stored) != 50 {
+			t.Errorf("%d calls stored %d records, want 1 call with all 50", up.calls, len(up.stored))
+		}
+	})
+}

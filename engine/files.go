@@ -2,12 +2,10 @@ package engine
 
 import (
 	"fmt"
-	"os"
-	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/toolgate/toolgate/engine/pathcheck"
+	"github.com/toolgate/toolgate/internal/attest"
 )
 
 // Files says whose files a request's paths name. Every proof the engine
@@ -62,7 +60,7 @@ func filesView(req *Request, pr *pathcheck.Proofs) (blind string, roots []string
 		return "the client sent no attestation of where it runs, and it is not on this server's machine", nil, ""
 	}
 	if a != nil {
-		if own := bootID(); own == "" || a.BootID != own {
+		if own := attest.BootID(); own == "" || a.BootID != own {
 			// This server's boot id is not told: it is half of an
 			// attestation a caller could forge.
 			return fmt.Sprintf("the client runs on another machine (boot id %q)", truncate(a.BootID, 64)), nil, ""
@@ -86,7 +84,7 @@ func filesView(req *Request, pr *pathcheck.Proofs) (blind string, roots []string
 	if !ok || uint64(st.Dev) != a.Dev || uint64(st.Ino) != a.Ino {
 		return fmt.Sprintf("this server sees another directory at %s than the client does", truncate(wd, 200)), nil, ""
 	}
-	if v := ownView(); v == ([3]uint64{}) || v != [3]uint64{a.MountNS, a.RootDev, a.RootIno} {
+	if v := attest.View(); v == ([3]uint64{}) || v != [3]uint64{a.MountNS, a.RootDev, a.RootIno} {
 		if resolved == "/" {
 			// Confined to / is not confined: another namespace's mounts
 			// anywhere below are not this server's.
@@ -96,24 +94,3 @@ func filesView(req *Request, pr *pathcheck.Proofs) (blind string, roots []string
 	}
 	return "", nil, ""
 }
-
-// ownView is this process's mount namespace and root directory, as a
-// client attests its own (zero when they cannot be read: then no client
-// shares the whole view).
-var ownView = sync.OnceValue(func() (v [3]uint64) {
-	var ns, root syscall.Stat_t
-	if syscall.Stat("/proc/self/ns/mnt", &ns) != nil || syscall.Stat("/", &root) != nil {
-		return v
-	}
-	return [3]uint64{ns.Ino, uint64(root.Dev), root.Ino}
-})
-
-// bootID is this kernel's boot id, "" when it cannot be read (then no
-// attestation matches).
-var bootID = sync.OnceValue(func() string {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-})

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/engine/pathcheck"
+	"github.com/toolgate/toolgate/internal/attest"
 )
 
 // attestationOf is what a client beside the agent attests for dir.
@@ -18,10 +19,10 @@ func attestationOf(t *testing.T, dir string) *Attestation {
 	if err := syscall.Stat(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	if bootID() == "" {
+	if attest.BootID() == "" {
 		t.Skip("this kernel has no boot id to attest (/proc/sys/kernel/random/boot_id)")
 	}
-	return &Attestation{BootID: bootID(), Dev: uint64(st.Dev), Ino: st.Ino}
+	return &Attestation{BootID: attest.BootID(), Dev: uint64(st.Dev), Ino: st.Ino}
 }
 
 // filesUnseen says why this server cannot take the request's paths to be
@@ -34,7 +35,7 @@ func filesUnseen(req *Request, pr *pathcheck.Proofs) string {
 // otherNS is a with another mount namespace than this process's.
 func otherNS(a *Attestation) *Attestation {
 	b := *a
-	b.MountNS = ownView()[0] + 1
+	b.MountNS = attest.View()[0] + 1
 	return &b
 }
 
@@ -227,7 +228,7 @@ func TestConfinedView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := ownView()
+	v := attest.View()
 	if v == ([3]uint64{}) {
 		t.Skip("this process cannot read its mount namespace and root")
 	}

@@ -25,9 +25,11 @@ type Attestation struct {
 	MountNS, RootDevice, RootInode uint64
 }
 
-// view is this process's mount namespace and root, read once: a process
-// keeps both while it runs.
-var view = sync.OnceValue(func() (v [3]uint64) {
+// View is this process's mount namespace (the inode of /proc/self/ns/mnt)
+// and root directory (device, inode), read once: a process keeps both
+// while it runs. Zero when they cannot be read. A server compares a
+// client's attestation with its own.
+var View = sync.OnceValue(func() (v [3]uint64) {
 	var ns, root syscall.Stat_t
 	if syscall.Stat("/proc/self/ns/mnt", &ns) != nil || syscall.Stat("/", &root) != nil {
 		return v
@@ -38,8 +40,9 @@ var view = sync.OnceValue(func() (v [3]uint64) {
 // bootIDFile names the running kernel; a variable for tests.
 var bootIDFile = "/proc/sys/kernel/random/boot_id"
 
-// bootID is read once per process: it cannot change while it runs.
-var bootID = sync.OnceValue(func() string {
+// BootID is this kernel's boot id, read once per process: it cannot
+// change while it runs. "" when it cannot be read.
+var BootID = sync.OnceValue(func() string {
 	data, err := os.ReadFile(bootIDFile)
 	if err != nil {
 		return ""
@@ -55,7 +58,7 @@ func For(dir string) (Attestation, bool) {
 	if dir == "" || !filepath.IsAbs(dir) {
 		return Attestation{}, false
 	}
-	id := bootID()
+	id := BootID()
 	if id == "" {
 		return Attestation{}, false
 	}
@@ -63,6 +66,6 @@ func For(dir string) (Attestation, bool) {
 	if err := syscall.Stat(dir, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return Attestation{}, false
 	}
-	v := view()
+	v := View()
 	return Attestation{BootID: id, Device: uint64(st.Dev), Inode: st.Ino, MountNS: v[0], RootDevice: v[1], RootInode: v[2]}, true
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -39,9 +40,20 @@ func Version(doc []byte) string {
 // does not match its version (a torn or edited copy).
 func LoadState(dir string) (*Saved, error) {
 	path := filepath.Join(dir, StateFile)
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("upstream.state_dir: %w", err)
+	}
+	defer f.Close()
+	// The document is at most MaxDocumentBytes; JSON escaping at most
+	// sextuples a byte. A bigger file is no copy this server wrote.
+	const maxState = 6*MaxDocumentBytes + 64<<10
+	data, err := io.ReadAll(io.LimitReader(f, maxState+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("upstream.state_dir: %w", err)
+	case len(data) > maxState:
+		return nil, fmt.Errorf("upstream.state_dir: %s is over %d bytes, more than a policy set this server keeps", path, maxState)
 	}
 	var s Saved
 	if err := json.Unmarshal(data, &s); err != nil {

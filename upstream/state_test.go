@@ -48,6 +48,13 @@ func TestState(t *testing.T) {
 	if _, err := LoadState(dir); err == nil || !strings.Contains(err.Error(), "not the version it names") {
 		t.Fatalf("tampered copy: %v", err)
 	}
+	// A file far bigger than any set kept is refused, not read whole.
+	if err := os.WriteFile(path, make([]byte, 8*MaxDocumentBytes), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadState(dir); err == nil || !strings.Contains(err.Error(), "more than a policy set this server keeps") {
+		t.Fatalf("oversized copy: %v", err)
+	}
 }
 
 // TestWatcherRefuses: a set whose document does not hash to its version,

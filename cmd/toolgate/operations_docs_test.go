@@ -57,10 +57,23 @@ func TestInstallDocs(t *testing.T) {
 // console block after it.
 func TestCheckingAConfigDocs(t *testing.T) {
 	section := markdownSection(t, readOperations(t), "## Checking a config")
-	files, consoles := fencedBlocks(section, "yaml"), fencedBlocks(section, "console")
-	if len(files) != 2 || len(consoles) != 2 {
-		t.Fatalf("want two yaml and two console blocks, found %d and %d", len(files), len(consoles))
+	if n := len(fencedBlocks(section, "console")); n != 2 {
+		t.Fatalf("want two console blocks, found %d", n)
 	}
+	runConfigConsoles(t, section)
+}
+
+// runConfigConsoles writes each yaml block of a docs section to a config
+// file of its own, runs the command of the console block after it there,
+// and compares the output with the rest of that block. It returns all
+// that was printed.
+func runConfigConsoles(t *testing.T, section string) string {
+	t.Helper()
+	files, consoles := fencedBlocks(section, "yaml"), fencedBlocks(section, "console")
+	if len(files) == 0 || len(files) != len(consoles) {
+		t.Fatalf("want as many yaml as console blocks, found %d and %d", len(files), len(consoles))
+	}
+	var all strings.Builder
 	for i, file := range files {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "toolgate.yaml"), []byte(file), 0o600); err != nil {
@@ -77,5 +90,7 @@ func TestCheckingAConfigDocs(t *testing.T) {
 		if got := errOut.String() + out.String(); got != want {
 			t.Errorf("%s printed\n%s\nthe docs show\n%s", cmd, got, want)
 		}
+		all.WriteString(errOut.String() + out.String())
 	}
+	return all.String()
 }

@@ -186,10 +186,6 @@ func (n *Notifier) run() {
 			for {
 				select {
 				case it := <-n.queue:
-					if n.ctx.Err() != nil {
-						n.drop(it.id, "closing")
-						continue
-					}
 					n.deliver(it)
 				default:
 					return
@@ -201,6 +197,11 @@ func (n *Notifier) run() {
 
 // deliver posts one message, retrying what may pass.
 func (n *Notifier) deliver(it item) {
+	if n.ctx.Err() != nil {
+		// Close ran out of time: what is still queued is not tried.
+		n.drop(it.id, "closing")
+		return
+	}
 	body, err := json.Marshal(format(it, n.pageURL))
 	if err != nil {
 		n.failed.Add(1)
@@ -214,8 +215,7 @@ func (n *Notifier) deliver(it item) {
 			return
 		}
 		if !retry || attempt == maxAttempts || n.ctx.Err() != nil {
-			n.failed.Add(1)
-			n.log.Warn("approval webhook failed", zap.String("approval_id", it.id), zap.Int("attempts", attempt), zap.String("error", err.Error()))
+			n.fail(it, attempt, err)
 			return
 		}
 		if wait <= 0 {
@@ -226,8 +226,15 @@ func (n *Notifier) deliver(it item) {
 		case <-t.C:
 		case <-n.ctx.Done():
 			t.Stop()
+			n.fail(it, attempt, err)
+			return
 		}
 	}
+}
+
+func (n *Notifier) fail(it item, attempts int, err error) {
+	n.failed.Add(1)
+	n.log.Warn("approval webhook failed", zap.String("approval_id", it.id), zap.Int("attempts", attempts), zap.String("error", err.Error()))
 }
 
 // post sends body once. It says whether a failure may pass when tried

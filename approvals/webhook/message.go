@@ -133,8 +133,9 @@ func codeBlock(v string, max int) string {
 // escape makes s safe inside Slack mrkdwn code: &, < and > become
 // entities (so no <!channel>, <@user> or <url|label> of the agent's is
 // parsed), a backtick becomes ˋ (U+02CB, so nothing leaves the code
-// span), control and bidirectional-override characters become spaces or
-// U+FFFD (so nothing hides or reorders what the approver reads), invalid
+// span), control and format characters (bidirectional overrides,
+// zero-width ones) become spaces or U+FFFD (so nothing hides or reorders
+// what the approver reads), line separators become spaces, invalid
 // UTF-8 becomes U+FFFD; newlines survive only when multiline. The result
 // is at most max bytes, cut between characters and marked with "…".
 func escape(s string, max int, multiline bool) string {
@@ -157,7 +158,13 @@ func escape(s string, max int, multiline bool) string {
 			piece = "\n"
 		case r == '\n' || r == '\r' || r == '\t':
 			piece = " "
-		case r == utf8.RuneError, unicode.IsControl(r), isBidi(r):
+		case unicode.In(r, unicode.Zl, unicode.Zp):
+			// Line and paragraph separators break a line as \n does.
+			piece = " "
+			if multiline {
+				piece = "\n"
+			}
+		case r == utf8.RuneError, unicode.IsControl(r), unicode.Is(unicode.Cf, r):
 			piece = "\uFFFD"
 		default:
 			piece = string(r)
@@ -176,16 +183,4 @@ func escape(s string, max int, multiline bool) string {
 		b.WriteString(piece)
 	}
 	return b.String()
-}
-
-// isBidi reports the Unicode bidirectional controls (embeddings,
-// overrides, isolates, marks) that can make text read otherwise than it
-// runs.
-func isBidi(r rune) bool {
-	switch {
-	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069,
-		r == 0x200E, r == 0x200F, r == 0x061C:
-		return true
-	}
-	return false
 }

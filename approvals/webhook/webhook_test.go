@@ -162,7 +162,7 @@ func TestMessageEscapesTheAgent(t *testing.T) {
 	p := pending("ap<!channel>|x")
 	p.Display = "echo <!channel> <http://evil.example|click here> <@U123> &amp; *bold*\n```\n<!here>\n``` `tick`\u202egnp.exe\x1b[2J"
 	p.Tool = "`<!everyone>`"
-	p.Host = "h\n*Host:* `trusted`"
+	p.Host = "h\n*Host:* `trusted`\u2028*Host:* `x`\u200b"
 	p.Project = "<https://evil.example|/work/shop>"
 	p.Session = "a&b"
 	p.Reason = "> quoted <#C123>"
@@ -191,7 +191,7 @@ func TestMessageEscapesTheAgent(t *testing.T) {
 			t.Errorf("%s holds a control character:\n%s", name, s)
 		}
 	}
-	for _, want := range []string{"&lt;!channel&gt;", "&lt;http://evil.example|click here&gt;", "&amp;amp;", "`ˋ&lt;!everyone&gt;ˋ`", "`h *Host:* ˋtrustedˋ`", "`a&amp;b`", "`&gt; quoted &lt;#C123&gt;`"} {
+	for _, want := range []string{"&lt;!channel&gt;", "&lt;http://evil.example|click here&gt;", "&amp;amp;", "`ˋ&lt;!everyone&gt;ˋ`", "`h *Host:* ˋtrustedˋ *Host:* ˋxˋ\uFFFD`", "`a&amp;b`", "`&gt; quoted &lt;#C123&gt;`"} {
 		if !strings.Contains(section, want) {
 			t.Errorf("the section lacks %q:\n%s", want, section)
 		}
@@ -211,7 +211,7 @@ func TestMessageEscapesTheAgent(t *testing.T) {
 		}
 	}
 	// The host's newline did not start a line of its own.
-	if strings.Count(section, "*Host:*") != 2 || strings.Contains(section, "\n*Host:* `trusted`") {
+	if strings.Count(section, "*Host:*") != 3 || strings.Contains(section, "\n*Host:* `trusted`") {
 		t.Errorf("the host's text made a line of its own:\n%s", section)
 	}
 }

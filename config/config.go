@@ -71,6 +71,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -179,16 +180,28 @@ type Policy struct {
 // Unattended is a policy's unattended section.
 type Unattended struct {
 	// OnAsk is what an ASK becomes for an unattended check (one whose
-	// request says nobody is at the terminal): deny (the default), or
-	// ask to leave the question to the client. Never allow: nobody
+	// request says nobody is at the terminal): deny (the default), ask to
+	// leave the question to the client, or approve to queue it for an
+	// approver at the central toolgate (approvals). Never allow: nobody
 	// agreed to the call.
 	OnAsk string `yaml:"on_ask,omitempty"`
+	// ApprovalTimeout is how long a queued question waits for an answer
+	// (on_ask: approve); 10m when unset, at most 24h.
+	ApprovalTimeout time.Duration `yaml:"approval_timeout,omitempty"`
+	// OnTimeout is the outcome when nobody answers in time: deny (the
+	// default) or allow.
+	OnTimeout string `yaml:"on_timeout,omitempty"`
+	// ApproveSources are the decision sources whose questions are queued
+	// (rule, mode, no_classifier, classifier, ...); the others are
+	// denied. Empty means all.
+	ApproveSources []string `yaml:"approve_sources,omitempty"`
 }
 
 // Unattended's on_ask values.
 const (
-	OnAskDeny = "deny"
-	OnAskAsk  = "ask"
+	OnAskDeny    = "deny"
+	OnAskAsk     = "ask"
+	OnAskApprove = "approve"
 )
 
 // validate checks the section of the policy at field (policies.NAME).
@@ -196,11 +209,26 @@ func (u *Unattended) validate(field string) error {
 	if u == nil {
 		return nil
 	}
+	var errs []error
 	switch u.OnAsk {
-	case "", OnAskDeny, OnAskAsk:
-		return nil
+	case "", OnAskDeny, OnAskAsk, OnAskApprove:
+	default:
+		errs = append(errs, fmt.Errorf("%s.unattended.on_ask: must be deny, ask or approve, got %q", field, u.OnAsk))
 	}
-	return fmt.Errorf("%s.unattended.on_ask: must be deny or ask, got %q", field, u.OnAsk)
+	if u.OnAsk != OnAskApprove && (u.ApprovalTimeout != 0 || u.OnTimeout != "" || len(u.ApproveSources) > 0) {
+		errs = append(errs, fmt.Errorf("%s.unattended: approval_timeout, on_timeout and approve_sources apply only with on_ask: approve", field))
+	}
+	for i, n := range u.ApproveSources {
+		if src, ok := engine.ParseSource(n); !ok || src >= engine.SourceApproval {
+			errs = append(errs, fmt.Errorf("%s.unattended.approve_sources[%d]: %q is not a decision source that asks", field, i, n))
+		}
+	}
+	if u.OnTimeout != "" && u.OnTimeout != OnAskDeny && u.OnTimeout != "allow" {
+		errs = append(errs, fmt.Errorf("%s.unattended.on_timeout: must be deny or allow, got %q", field, u.OnTimeout))
+	} else if _, err := u.approval().Compile(); err != nil && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("%s.%w", field, err))
+	}
+	return errors.Join(errs...)
 }
 
 // onAsk is the engine's decision for the section: Deny unless it says ask.
@@ -209,6 +237,28 @@ func (u *Unattended) onAsk() engine.Decision {
 		return engine.Ask
 	}
 	return engine.Deny
+}
+
+// approval is the engine's approval spec for the section; nil unless it
+// says approve. A bad value is carried for Compile to report.
+func (u *Unattended) approval() *engine.ApprovalSpec {
+	if u == nil || u.OnAsk != OnAskApprove {
+		return nil
+	}
+	a := &engine.ApprovalSpec{Timeout: u.ApprovalTimeout}
+	switch u.OnTimeout {
+	case "", OnAskDeny:
+		a.OnTimeout = engine.Deny
+	case "allow":
+		a.OnTimeout = engine.Allow
+	default:
+		a.OnTimeout = engine.Ask // refused by Compile
+	}
+	for _, n := range u.ApproveSources {
+		src, _ := engine.ParseSource(n) // an unknown name is refused by Compile
+		a.Sources = append(a.Sources, src)
+	}
+	return a
 }
 
 // AutoMode are the classifier rules of a policy.

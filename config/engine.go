@@ -95,7 +95,7 @@ func (c *Config) enginePolicies() map[string]engine.PolicySpec {
 			// Likewise bypass mode; a served policy that does not say
 			// refuses it (FromServed).
 			RefuseClientBypass: p.ClientBypass != nil && !*p.ClientBypass,
-			Unattended:         engine.UnattendedSpec{OnAsk: p.Unattended.onAsk()},
+			Unattended:         engine.UnattendedSpec{OnAsk: p.Unattended.onAsk(), Approval: p.Unattended.approval()},
 		}
 	}
 	return out

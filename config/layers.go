@@ -130,6 +130,7 @@ func clonePolicy(p Policy) Policy {
 	p.ToolAliases = maps.Clone(p.ToolAliases)
 	if p.Unattended != nil {
 		u := *p.Unattended
+		u.ApproveSources = slices.Clone(u.ApproveSources)
 		p.Unattended = &u
 	}
 	return p

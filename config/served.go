@@ -62,7 +62,7 @@ func (c *Config) Served() (doc []byte, version string, err error) {
 		// Said only when it is ask: unset means deny, and local servers
 		// built before the setting refuse a set that names it, as
 		// they would any unknown field.
-		if p.Unattended.onAsk() == engine.Deny {
+		if p.Unattended.onAsk() == engine.Deny && p.Unattended.approval() == nil {
 			p.Unattended = nil
 		}
 		s.Policies[name] = p

@@ -3,8 +3,10 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/engine"
 )
@@ -34,16 +36,65 @@ func TestUnattendedSetting(t *testing.T) {
 	}
 	for _, bad := range []string{"allow", "Deny", "yes"} {
 		_, err := loadBody(t, "policies:\n  default: {}\n  ci:\n    unattended: {on_ask: "+bad+"}\n")
-		if err == nil || !strings.Contains(err.Error(), `policies.ci.unattended.on_ask: must be deny or ask, got "`+bad+`"`) {
+		if err == nil || !strings.Contains(err.Error(), `policies.ci.unattended.on_ask: must be deny, ask or approve, got "`+bad+`"`) {
 			t.Errorf("on_ask %s: %v", bad, err)
 		}
 		_, err = FromServed([]byte("policies:\n  default: {}\n  ci:\n    unattended: {on_ask: "+bad+"}\n"), "upstream test")
-		if err == nil || !strings.Contains(err.Error(), `upstream test: policies.ci.unattended.on_ask: must be deny or ask`) {
+		if err == nil || !strings.Contains(err.Error(), `upstream test: policies.ci.unattended.on_ask: must be deny, ask or approve`) {
 			t.Errorf("served on_ask %s: %v", bad, err)
 		}
 	}
 	if _, err := loadBody(t, "policies:\n  default:\n    unattended: {on_ask: deny, timeout: 5m}\n"); err == nil || !strings.Contains(err.Error(), "timeout") {
 		t.Errorf("unknown field: %v", err)
+	}
+}
+
+// TestUnattendedApproveSetting: on_ask: approve reaches the engine as an
+// approval spec with its timeout, outcome and sources, defaults filled in
+// by the engine; every bad value is refused with its path, and the
+// approval settings are refused without approve (they would be ignored).
+func TestUnattendedApproveSetting(t *testing.T) {
+	c, err := loadBody(t, "policies:\n  default: {}\n  ci:\n    unattended: {on_ask: approve, approval_timeout: 15m, on_timeout: allow, approve_sources: [rule, no_classifier]}\n  plain:\n    unattended: {on_ask: approve}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.enginePolicies()
+	a := p["ci"].Unattended.Approval
+	if a == nil || a.Timeout != 15*time.Minute || a.OnTimeout != engine.Allow || !slices.Equal(a.Sources, []engine.Source{engine.SourceRule, engine.SourceNoClassifier}) {
+		t.Errorf("ci: approval spec %+v", a)
+	}
+	if a := p["plain"].Unattended.Approval; a == nil || a.OnTimeout != engine.Deny || len(a.Sources) != 0 {
+		t.Errorf("plain: approval spec %+v", a)
+	}
+	if p["default"].Unattended.Approval != nil {
+		t.Error("default: an approval spec without on_ask: approve")
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"{on_ask: approve, approval_timeout: 25h}", "policies.ci.unattended.approval_timeout: must be between 1s and 24h0m0s"},
+		{"{on_ask: approve, approval_timeout: 10ms}", "policies.ci.unattended.approval_timeout"},
+		{"{on_ask: approve, on_timeout: ask}", `policies.ci.unattended.on_timeout: must be deny or allow, got "ask"`},
+		{"{on_ask: approve, approve_sources: [rule, approval]}", `policies.ci.unattended.approve_sources[1]: "approval" is not a decision source`},
+		{"{on_ask: approve, approve_sources: [nope]}", `policies.ci.unattended.approve_sources[0]: "nope"`},
+		{"{on_ask: deny, approval_timeout: 5m}", "apply only with on_ask: approve"},
+		{"{on_ask: ask, on_timeout: allow}", "apply only with on_ask: approve"},
+	} {
+		_, err := loadBody(t, "policies:\n  default: {}\n  ci:\n    unattended: "+tc.body+"\n")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	// Served, an approve setting travels to the local servers, whose
+	// engines queue the same questions.
+	doc, _, err := c.Served()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := FromServed(doc, "upstream test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := got.enginePolicies()["ci"].Unattended.Approval; a == nil || a.Timeout != 15*time.Minute || a.OnTimeout != engine.Allow || len(a.Sources) != 2 {
+		t.Errorf("served ci: approval spec %+v", a)
 	}
 }
 

@@ -57,6 +57,9 @@ type Config struct {
 	// Version is the content hash of the policy set ("sha256:..."),
 	// carried by every Result; empty when unknown.
 	Version string
+	// Approver takes the unattended questions a policy queues (on_ask:
+	// approve) to an approver; nil means none, and they are denied.
+	Approver Approver
 }
 
 // Engine runs the decision pipeline. It is immutable and safe for
@@ -74,12 +77,13 @@ type Engine struct {
 	// fsTimeout bounds a check's local part on the pool.
 	fsTimeout time.Duration
 	version   string
+	approver  Approver
 }
 
 // New compiles the policies.
 func New(cfg Config) (*Engine, error) {
 	e := &Engine{policies: map[string]*policy{}, classifier: cfg.Classifier, onUnavailable: Deny, home: cfg.Home,
-		analyses: memo.New[string, *analysis](maxAnalyses), pool: cfg.Pool, fsTimeout: cfg.FS.Timeout, version: cfg.Version}
+		analyses: memo.New[string, *analysis](maxAnalyses), pool: cfg.Pool, fsTimeout: cfg.FS.Timeout, version: cfg.Version, approver: cfg.Approver}
 	if e.fsTimeout == 0 {
 		e.fsTimeout = DefaultFSConfig().Timeout
 	}
@@ -196,7 +200,12 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool, tr *Tr
 			return Result{}, false, ctxErr
 		}
 		unfinished := e.fsUnanswered(err, p, req)
-		res, step := unattended(p, req, unfinished)
+		if localOnly && tr == nil && p.queuesForApproval(req, unfinished) {
+			// Waiting for an approver is a worker's job, not the
+			// caller's that answers local checks at once.
+			return Result{}, false, nil
+		}
+		res, step := e.unattended(ctx, p, req, unfinished, tr != nil)
 		if tr != nil {
 			tr.Unfinished = unfinished.Reason
 			tr.finish(unfinished, false)
@@ -232,10 +241,13 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool, tr *Tr
 	if bypassRefused {
 		res.Reason += fmt.Sprintf(" (decided as in auto mode: policy %s does not let clients use bypass mode, see client_bypass)", p.name)
 	}
+	if localOnly && tr == nil && p.queuesForApproval(req, res) {
+		return Result{}, false, nil
+	}
 	// The stages' decision is the trace's last stage; the unattended step
 	// comes after it.
 	staged := res
-	res, step := unattended(p, req, res)
+	res, step := e.unattended(ctx, p, req, res, tr != nil)
 	if tr != nil {
 		tr.finish(staged, !decided)
 		tr.last(req, step)

@@ -53,6 +53,9 @@ type UnattendedSpec struct {
 	// OnAsk is Deny (the zero value means Deny) or Ask (the client is
 	// left to deal with the question, as for an attended check).
 	OnAsk Decision
+	// Approval, when set, queues the question for an approver instead
+	// (on_ask: approve); OnAsk is then ignored.
+	Approval *ApprovalSpec
 }
 
 // policy is a compiled PolicySpec.
@@ -72,6 +75,9 @@ type policy struct {
 	// unattendedOnAsk is what an unattended check's Ask becomes: Deny or
 	// Ask.
 	unattendedOnAsk Decision
+	// approval is set when unattended questions are queued for an
+	// approver.
+	approval *ApprovalSpec
 }
 
 func compilePolicy(name string, spec PolicySpec, home string) (*policy, error) {
@@ -84,6 +90,15 @@ func compilePolicy(name string, spec PolicySpec, home string) (*policy, error) {
 		p.unattendedOnAsk = Ask
 	default:
 		return nil, fmt.Errorf("unattended.on_ask: must be deny or ask, got %s", spec.Unattended.OnAsk)
+	}
+	if a := spec.Unattended.Approval; a != nil {
+		c, err := a.compile()
+		if err != nil {
+			return nil, err
+		}
+		p.approval = &c
+		// An unqueued question is denied, whatever on_ask said.
+		p.unattendedOnAsk = Deny
 	}
 	set, warns, err := rules.Compile(spec.Permissions.Deny, spec.Permissions.Ask, spec.Permissions.Allow)
 	if err != nil {

@@ -55,6 +55,16 @@ const (
 	// a local server was unreachable or failed; it fails closed, as a
 	// failing classifier does.
 	SourceUpstreamUnavailable
+	// SourceApproval: an approver answered an unattended check's
+	// question (Result.Approval says who), or a rule learned from such an
+	// answer matched.
+	SourceApproval
+	// SourceApprovalTimeout: nobody answered before the approval's
+	// deadline (the policy's outcome) or the call's own (Deny).
+	SourceApprovalTimeout
+	// SourceApprovalUnavailable: the question was to be queued for an
+	// approver, but there is no approval queue or it failed; Deny.
+	SourceApprovalUnavailable
 )
 
 var sourceNames = [...]string{
@@ -70,6 +80,19 @@ var sourceNames = [...]string{
 	SourceNoClassifier:          "no_classifier",
 	SourceFileSystem:            "file_system",
 	SourceUpstreamUnavailable:   "upstream_unavailable",
+	SourceApproval:              "approval",
+	SourceApprovalTimeout:       "approval_timeout",
+	SourceApprovalUnavailable:   "approval_unavailable",
+}
+
+// ParseSource is the Source a name from String names.
+func ParseSource(name string) (Source, bool) {
+	for i, n := range sourceNames {
+		if n == name && i != int(SourceUnspecified) {
+			return Source(i), true
+		}
+	}
+	return SourceUnspecified, false
 }
 
 func (s Source) String() string {
@@ -193,4 +216,7 @@ type Result struct {
 	// FilesUnseen says why no stage proved anything from the disk: the
 	// caller's files are not the ones this server sees. "" when they are.
 	FilesUnseen string
+	// Approval describes the approval an unattended check's question
+	// became; nil when there was none.
+	Approval *ApprovalInfo
 }

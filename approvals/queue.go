@@ -1,0 +1,291 @@
+// Package approvals is a central toolgate's approval queue: an unattended
+// check's question that its policy queues (unattended.on_ask: approve)
+// becomes a pending approval in the store, waits for an approver's answer,
+// and comes back as Allow or Deny with who answered. Approvers list,
+// answer and teach rules through the same Queue, whichever front end they
+// use (the gRPC ApprovalService, the CLI, the web page).
+//
+// The queue holds nothing of its own: the store is the state, so an
+// answer given on one central replica releases the check waiting on
+// another, and a restart loses nothing pending.
+package approvals
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/approvals/store"
+	"github.com/toolgate/toolgate/engine"
+	"github.com/toolgate/toolgate/redact"
+)
+
+// Notifier announces a new pending approval (a webhook). Notify must not
+// block: the check is waiting.
+type Notifier interface {
+	Notify(p store.Pending)
+}
+
+// Options tunes a Queue; the zero value takes the defaults.
+type Options struct {
+	// Notifier announces each new pending approval; nil for none.
+	Notifier Notifier
+	// RuleTTL is how long a learned rule lives when the approver does not
+	// say (1h); MaxRuleTTL is the most an approver may give (7 days).
+	RuleTTL, MaxRuleTTL time.Duration
+	// Origin names where a check came from (the local server's host, or
+	// the client), from the check's context; nil gives "".
+	Origin func(ctx context.Context) string
+	// Now is the clock (tests); time.Now when nil.
+	Now func() time.Time
+	// Log receives one line per queued question, answer and learned rule:
+	// the approvals' audit trail. Nil logs nothing.
+	Log *zap.Logger
+}
+
+// Defaults of Options.
+const (
+	DefaultRuleTTL = time.Hour
+	MaxRuleTTL     = 7 * 24 * time.Hour
+	// callMargin is kept of a call's own deadline to answer it before
+	// the caller gives up.
+	callMargin = time.Second
+)
+
+// Queue is the approval queue over a store. It is safe for concurrent use.
+type Queue struct {
+	st   store.Store
+	opts Options
+}
+
+// New returns a queue over st.
+func New(st store.Store, opts Options) *Queue {
+	if opts.RuleTTL <= 0 {
+		opts.RuleTTL = DefaultRuleTTL
+	}
+	if opts.MaxRuleTTL <= 0 {
+		opts.MaxRuleTTL = MaxRuleTTL
+	}
+	opts.RuleTTL = min(opts.RuleTTL, opts.MaxRuleTTL)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if opts.Origin == nil {
+		opts.Origin = func(context.Context) string { return "" }
+	}
+	return &Queue{st: st, opts: opts}
+}
+
+var _ engine.Approver = (*Queue)(nil)
+
+// Approve queues in's question and waits for its answer (engine.Approver).
+// A rule learned from an earlier answer that names this very call allows
+// it at once. The same call asked again (the same request id, session,
+// project, policy and input: a retry after the caller's deadline, or after
+// a restart) waits on the approval already queued rather than queue it
+// twice.
+func (q *Queue) Approve(ctx context.Context, in *engine.ApprovalInput) (engine.ApprovalVerdict, error) {
+	req := in.Request
+	call, err := describe(req)
+	if err != nil {
+		return engine.ApprovalVerdict{}, err
+	}
+	policy := in.Policy
+	if policy == "" {
+		policy = engine.DefaultPolicy
+	}
+	now := q.opts.Now()
+	rules, err := q.st.ListRules(ctx, now, store.MaxLimit)
+	if err != nil {
+		return engine.ApprovalVerdict{}, fmt.Errorf("reading learned rules: %w", err)
+	}
+	for _, r := range rules {
+		if r.Text == call.rule && r.Project == req.WorkingDirectory && r.Policy == policy {
+			return engine.ApprovalVerdict{Decision: engine.Allow, Source: engine.SourceApproval,
+				Reason: fmt.Sprintf("allowed by the rule %s that %s taught, in force until %s", r.Text, r.CreatedBy, r.ExpiresAt.UTC().Format(time.RFC3339)),
+				Info:   engine.ApprovalInfo{ID: r.PendingID, By: r.CreatedBy, How: engine.HowLearned, At: r.CreatedAt, Rule: r.Text}}, nil
+		}
+	}
+
+	p := store.Pending{
+		ID:        call.id(policy, req),
+		Created:   now,
+		Deadline:  now.Add(in.Timeout),
+		Request:   call.key(policy, req),
+		Display:   cut(call.display, store.MaxDisplayBytes),
+		Host:      cut(q.opts.Origin(ctx), store.MaxFieldBytes),
+		Project:   cut(req.WorkingDirectory, store.MaxFieldBytes),
+		Session:   cut(req.SessionID, store.MaxFieldBytes),
+		Tool:      cut(req.Tool.Name, store.MaxFieldBytes),
+		Policy:    cut(policy, store.MaxFieldBytes),
+		Reason:    cut(redact.String(in.Asked.Reason), store.MaxReasonBytes),
+		LastWords: cut(lastWords(req), store.MaxReasonBytes),
+		OnTimeout: store.OutcomeDeny,
+	}
+	if in.OnTimeout == engine.Allow {
+		p.OnTimeout = store.OutcomeAllow
+	}
+	switch err := q.st.CreatePending(ctx, p); {
+	case err == nil:
+		q.opts.Log.Info("approval queued", zap.String("approval_id", p.ID), zap.String("tool", p.Tool),
+			zap.String("host", p.Host), zap.String("project", p.Project), zap.String("session_id", p.Session), zap.Time("deadline", p.Deadline))
+		if q.opts.Notifier != nil {
+			q.opts.Notifier.Notify(p)
+		}
+	case errors.Is(err, store.ErrExists):
+		old, err := q.st.GetPending(ctx, p.ID)
+		if err != nil {
+			return engine.ApprovalVerdict{}, fmt.Errorf("reading approval %s: %w", p.ID, err)
+		}
+		if string(old.Request) != string(p.Request) {
+			// The id is a hash of the key: another call under it is a
+			// collision or a forgery, never something to join.
+			return engine.ApprovalVerdict{}, fmt.Errorf("approval %s is another call's", p.ID)
+		}
+		p = old
+	default:
+		return engine.ApprovalVerdict{}, fmt.Errorf("queueing the approval: %w", err)
+	}
+	return q.wait(ctx, p)
+}
+
+// wait waits for p's answer, or answers Deny before the call's own
+// deadline, leaving p pending for a retry.
+func (q *Queue) wait(ctx context.Context, p store.Pending) (engine.ApprovalVerdict, error) {
+	wctx := ctx
+	callDeadline, bounded := ctx.Deadline()
+	if bounded && callDeadline.Before(p.Deadline) {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, callDeadline.Add(-min(callMargin, time.Until(callDeadline)/10)))
+		defer cancel()
+	}
+	a, err := q.st.WaitAnswered(wctx, p.ID)
+	if err != nil {
+		if ctx.Err() == nil && wctx.Err() != nil {
+			return engine.ApprovalVerdict{Decision: engine.Deny, Source: engine.SourceApprovalTimeout,
+				Reason: fmt.Sprintf("denied: the call's deadline came before an approver answered; approval %s stays pending until %s, and the same call asked again waits on it",
+					p.ID, p.Deadline.UTC().Format(time.RFC3339)),
+				Info: engine.ApprovalInfo{ID: p.ID, How: engine.HowTimeout}}, nil
+		}
+		return engine.ApprovalVerdict{}, fmt.Errorf("waiting for approval %s: %w", p.ID, err)
+	}
+	return verdict(p, a), nil
+}
+
+// verdict is what a settled approval means for the check.
+func verdict(p store.Pending, a store.Answer) engine.ApprovalVerdict {
+	info := engine.ApprovalInfo{ID: p.ID, By: a.By, How: string(a.How), At: a.At}
+	d := engine.Deny
+	if a.Outcome == store.OutcomeAllow {
+		d = engine.Allow
+	}
+	if a.Status == store.StatusExpired {
+		info.How = engine.HowTimeout
+		return engine.ApprovalVerdict{Decision: d, Source: engine.SourceApprovalTimeout, Info: info,
+			Reason: fmt.Sprintf("%s: nobody answered approval %s before its deadline, and the policy's outcome on timeout is %s", pastTense(d), p.ID, a.Outcome)}
+	}
+	if a.How == store.HowRule {
+		info.Rule = ruleOf(p)
+	}
+	return engine.ApprovalVerdict{Decision: d, Source: engine.SourceApproval, Info: info,
+		Reason: fmt.Sprintf("%s by %s (approval %s)", pastTense(d), a.By, p.ID)}
+}
+
+func pastTense(d engine.Decision) string {
+	if d == engine.Allow {
+		return "allowed"
+	}
+	return "denied"
+}
+
+// call is what identifies a call: its learned-rule text, and the digest
+// of its input.
+type call struct {
+	rule    string
+	input   string // sha256 of the canonical input
+	display string
+}
+
+// maxRuleInput is the most of a call's input a learned rule spells out;
+// past it the rule names the input's digest.
+const maxRuleInput = 1024
+
+func describe(req *engine.Request) (call, error) {
+	input, err := json.Marshal(req.Tool.Input) // map keys sorted: canonical
+	if err != nil {
+		return call{}, fmt.Errorf("encoding the call's input: %w", err)
+	}
+	sum := sha256.Sum256(input)
+	c := call{input: hex.EncodeToString(sum[:])}
+	spelled := string(input)
+	if cmd, ok := req.Tool.Input["command"].(string); ok && len(req.Tool.Input) == 1 {
+		spelled = cmd
+	}
+	c.display = redact.String(spelled)
+	if len(spelled) > maxRuleInput || !utf8.ValidString(spelled) {
+		spelled = "input sha256:" + c.input
+	}
+	c.rule = req.Tool.Name + "(" + spelled + ")"
+	return c, nil
+}
+
+// key is the approval's request: what a retry must match to join it.
+func (c call) key(policy string, req *engine.Request) []byte {
+	b, _ := json.Marshal(struct {
+		RequestID   string `json:"request_id"`
+		Session     string `json:"session_id"`
+		Project     string `json:"working_directory"`
+		Policy      string `json:"policy"`
+		Tool        string `json:"tool"`
+		InputSHA256 string `json:"input_sha256"`
+		Rule        string `json:"rule"`
+	}{req.RequestID, req.SessionID, req.WorkingDirectory, policy, req.Tool.Name, c.input, c.rule})
+	return b
+}
+
+func (c call) id(policy string, req *engine.Request) string {
+	sum := sha256.Sum256(c.key(policy, req))
+	return "ap-" + hex.EncodeToString(sum[:16])
+}
+
+// ruleOf is the learned-rule text of a pending approval's call.
+func ruleOf(p store.Pending) string {
+	var k struct {
+		Rule string `json:"rule"`
+	}
+	_ = json.Unmarshal(p.Request, &k)
+	return k.Rule
+}
+
+// lastWords is the user's last message in the transcript, redacted.
+func lastWords(req *engine.Request) string {
+	for i := len(req.Transcript) - 1; i >= 0; i-- {
+		if e := req.Transcript[i]; e.Role == engine.RoleUser && strings.TrimSpace(e.Text) != "" {
+			return cut(redact.String(e.Text), store.MaxReasonBytes)
+		}
+	}
+	return ""
+}
+
+// cut keeps at most n bytes of s, on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}

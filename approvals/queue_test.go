@@ -1,0 +1,284 @@
+package approvals
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/approvals/store"
+	"github.com/toolgate/toolgate/engine"
+)
+
+// testQueue is a queue over a real SQLite store whose clock the test sets;
+// waiting, when set, runs each time a check blocks on its approval.
+type testQueue struct {
+	*Queue
+	st      store.Store
+	mu      sync.Mutex
+	offset  time.Duration // the clock is the real one, moved on by advance
+	waiting func(id string)
+}
+
+func newTestQueue(t *testing.T) *testQueue {
+	t.Helper()
+	tq := &testQueue{}
+	st, err := store.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "approvals.db"), store.Options{
+		Now: tq.clock,
+		Waiting: func(id string) {
+			tq.mu.Lock()
+			w := tq.waiting
+			tq.mu.Unlock()
+			if w != nil {
+				w(id)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tq.st = st
+	tq.Queue = New(st, Options{Now: tq.clock, Origin: func(context.Context) string { return "runner-7" }})
+	return tq
+}
+
+func (tq *testQueue) clock() time.Time {
+	tq.mu.Lock()
+	defer tq.mu.Unlock()
+	return time.Now().Add(tq.offset)
+}
+
+func (tq *testQueue) advance(d time.Duration) {
+	tq.mu.Lock()
+	tq.offset += d
+	tq.mu.Unlock()
+}
+
+// onWait answers the approval with a the first time a check blocks on it.
+func (tq *testQueue) onWait(t *testing.T, a Answer) {
+	var once sync.Once
+	tq.mu.Lock()
+	tq.waiting = func(id string) {
+		once.Do(func() {
+			go func() {
+				if _, err := tq.Answer(context.Background(), id, a); err != nil {
+					t.Errorf("answer: %v", err)
+				}
+			}()
+		})
+	}
+	tq.mu.Unlock()
+}
+
+func askInput(cmd string) *engine.ApprovalInput {
+	return &engine.ApprovalInput{
+		Request: &engine.Request{RequestID: "toolu_1", SessionID: "s-1", WorkingDirectory: "/work/app", Unattended: true,
+			Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd}},
+			Transcript: []engine.TranscriptEntry{{Role: engine.RoleUser, Text: "publish the package, token sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789"},
+				{Role: engine.RoleAssistant, Text: "running npm publish"}}},
+		Kind: engine.KindShell, Policy: "ci",
+		Asked:   engine.Result{Decision: engine.Ask, Source: engine.SourceRule, MatchedRule: "Bash(npm publish:*)", Reason: "matches ask rule Bash(npm publish:*)"},
+		Timeout: time.Hour, OnTimeout: engine.Deny,
+	}
+}
+
+// TestApproveWaitsForTheAnswer: a queued question blocks until an
+// approver answers, and comes back as that answer with the approver's
+// name; the pending approval shows the approver what the call is.
+func TestApproveWaitsForTheAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a    Answer
+		want engine.Decision
+	}{
+		{"allow", Answer{Allow: true, By: "alice"}, engine.Allow},
+		{"deny", Answer{By: "bob"}, engine.Deny},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tq := newTestQueue(t)
+			tq.onWait(t, tc.a)
+			v, err := tq.Approve(t.Context(), askInput("npm publish"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Decision != tc.want || v.Source != engine.SourceApproval || v.Info.By != tc.a.By || v.Info.How != engine.HowOnce || !strings.Contains(v.Reason, tc.a.By) {
+				t.Fatalf("verdict %+v", v)
+			}
+			p, err := tq.Get(t.Context(), v.Info.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Tool != "Bash" || p.Display != "npm publish" || p.Host != "runner-7" || p.Project != "/work/app" || p.Session != "s-1" || p.Policy != "ci" ||
+				!strings.Contains(p.Reason, "Bash(npm publish:*)") {
+				t.Errorf("pending %+v", p)
+			}
+			if !strings.HasPrefix(p.LastWords, "publish the package") || strings.Contains(p.LastWords, "abcdefghijklmnop") {
+				t.Errorf("last words %q: want the user's last message, credentials masked", p.LastWords)
+			}
+		})
+	}
+}
+
+// TestApproveTimeout: nobody answers before the approval's deadline, and
+// the policy's outcome on timeout decides (deny unless it says allow).
+func TestApproveTimeout(t *testing.T) {
+	for _, onTimeout := range []engine.Decision{engine.Deny, engine.Allow} {
+		t.Run(onTimeout.String(), func(t *testing.T) {
+			tq := newTestQueue(t)
+			in := askInput("npm publish")
+			in.Timeout = 200 * time.Millisecond
+			in.OnTimeout = onTimeout
+			v, err := tq.Approve(t.Context(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Decision != onTimeout || v.Source != engine.SourceApprovalTimeout || v.Info.By != "" || v.Info.How != engine.HowTimeout {
+				t.Fatalf("verdict %+v", v)
+			}
+		})
+	}
+}
+
+// TestApproveCallDeadline: a call whose own deadline comes first is
+// denied before it, and its approval stays pending: the same call asked
+// again waits on that approval, and its answer releases it.
+func TestApproveCallDeadline(t *testing.T) {
+	tq := newTestQueue(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	v, err := tq.Approve(ctx, askInput("npm publish"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Decision != engine.Deny || v.Source != engine.SourceApprovalTimeout || ctx.Err() != nil {
+		t.Fatalf("verdict %+v, ctx %v: want a deny before the call's deadline", v, ctx.Err())
+	}
+	pending, err := tq.List(t.Context(), 0)
+	if err != nil || len(pending) != 1 || pending[0].ID != v.Info.ID {
+		t.Fatalf("pending %v, %v: want the one approval left", pending, err)
+	}
+	tq.onWait(t, Answer{Allow: true, By: "alice"})
+	v2, err := tq.Approve(t.Context(), askInput("npm publish"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v2.Decision != engine.Allow || v2.Info.ID != v.Info.ID {
+		t.Fatalf("retry %+v: want the first approval's allow", v2)
+	}
+	if pending, _ := tq.List(t.Context(), 0); len(pending) != 0 {
+		t.Errorf("still pending: %v", pending)
+	}
+}
+
+// TestApproveRefusesAnotherCallsApproval: an approval under the id a call
+// hashes to, but for another call, is never joined.
+func TestApproveRefusesAnotherCallsApproval(t *testing.T) {
+	tq := newTestQueue(t)
+	in := askInput("npm publish")
+	c, _ := describe(in.Request)
+	p := store.Pending{ID: c.id("ci", in.Request), Created: tq.clock(), Deadline: tq.clock().Add(time.Hour), Request: []byte(`{"rule":"Bash(true)"}`)}
+	if err := tq.st.CreatePending(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tq.Answer(t.Context(), p.ID, Answer{Allow: true, By: "mallory"}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := tq.Approve(t.Context(), in); err == nil {
+		t.Fatalf("joined another call's approval: %+v", v)
+	}
+}
+
+// TestLearnedRule: an allow as a rule allows the next identical call, in
+// the same project and policy, without queueing it, until it expires;
+// any other call, project or policy is queued as before.
+func TestLearnedRule(t *testing.T) {
+	tq := newTestQueue(t)
+	tq.onWait(t, Answer{Allow: true, AsRule: true, RuleTTL: 30 * time.Minute, By: "alice"})
+	v, err := tq.Approve(t.Context(), askInput("npm publish"))
+	if err != nil || v.Decision != engine.Allow || v.Info.How != engine.HowRule || v.Info.Rule != "Bash(npm publish)" {
+		t.Fatalf("verdict %+v, %v", v, err)
+	}
+	rules, err := tq.Rules(t.Context())
+	if err != nil || len(rules) != 1 {
+		t.Fatalf("rules %v, %v", rules, err)
+	}
+	if r := rules[0]; r.Text != "Bash(npm publish)" || r.Project != "/work/app" || r.Policy != "ci" || r.CreatedBy != "alice" ||
+		r.PendingID != v.Info.ID || !r.ExpiresAt.Equal(r.CreatedAt.Add(30*time.Minute)) {
+		t.Errorf("rule %+v", r)
+	}
+
+	// Nothing answers from here on: a queued call waits out its deadline.
+	tq.mu.Lock()
+	tq.waiting = nil
+	tq.mu.Unlock()
+	next := askInput("npm publish")
+	next.Request.RequestID = "toolu_2"
+	v, err = tq.Approve(t.Context(), next)
+	if err != nil || v.Decision != engine.Allow || v.Info.How != engine.HowLearned || v.Info.By != "alice" || v.Info.Rule != "Bash(npm publish)" {
+		t.Fatalf("identical call: %+v, %v", v, err)
+	}
+	if pending, _ := tq.List(t.Context(), 0); len(pending) != 0 {
+		t.Fatalf("the learned rule's call was queued: %v", pending)
+	}
+
+	short := func(in *engine.ApprovalInput) engine.ApprovalVerdict {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer cancel()
+		v, err := tq.Approve(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	other := askInput("npm publish --tag next")
+	otherProject := askInput("npm publish")
+	otherProject.Request.WorkingDirectory = "/work/other"
+	otherPolicy := askInput("npm publish")
+	otherPolicy.Policy = "default"
+	for name, in := range map[string]*engine.ApprovalInput{"other command": other, "other project": otherProject, "other policy": otherPolicy} {
+		if v := short(in); v.Decision != engine.Deny || v.Source != engine.SourceApprovalTimeout {
+			t.Errorf("%s: %+v: want it queued, not allowed by the rule", name, v)
+		}
+	}
+
+	tq.advance(31 * time.Minute)
+	later := askInput("npm publish")
+	later.Request.RequestID = "toolu_3"
+	if v := short(later); v.Decision != engine.Deny || v.Source != engine.SourceApprovalTimeout {
+		t.Errorf("after expiry: %+v: want it queued", v)
+	}
+}
+
+// TestAnswerChecks: an answer is given once; an allow as a rule needs an
+// allow and a life within bounds; an approver must be named.
+func TestAnswerChecks(t *testing.T) {
+	tq := newTestQueue(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	v, _ := tq.Approve(ctx, askInput("npm publish"))
+	id := v.Info.ID
+	for name, a := range map[string]Answer{
+		"no approver":     {Allow: true},
+		"deny as a rule":  {AsRule: true, By: "alice"},
+		"rule for a year": {Allow: true, AsRule: true, RuleTTL: 365 * 24 * time.Hour, By: "alice"},
+	} {
+		if _, err := tq.Answer(t.Context(), id, a); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: %v, want invalid", name, err)
+		}
+	}
+	if _, err := tq.Answer(t.Context(), id, Answer{By: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := tq.Answer(t.Context(), id, Answer{Allow: true, By: "alice"})
+	if !errors.Is(err, store.ErrSettled) || p.Answer.By != "bob" || p.Status != store.StatusDenied {
+		t.Errorf("second answer: %+v, %v: want settled by bob", p, err)
+	}
+	if _, err := tq.Answer(t.Context(), "ap-nope", Answer{By: "bob"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown id: %v", err)
+	}
+}

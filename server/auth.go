@@ -51,11 +51,15 @@ const (
 	// RoleUpstream calls toolgate.v1.UpstreamService only: a local
 	// toolgate whose upstream this server is.
 	RoleUpstream = "upstream"
+	// RoleApprover calls toolgate.v1.ApprovalService and signs in to the
+	// approvals page, nothing else: a person who answers unattended
+	// agents' questions. Only a token of this role approves, in any file.
+	RoleApprover = "approver"
 )
 
 // LoadTokens reads a token file: one "NAME TOKEN [ROLE]" per line (ROLE
-// client, the default, or upstream), blank lines and lines starting with
-// # ignored.
+// client, the default, upstream or approver), blank lines and lines
+// starting with # ignored.
 func LoadTokens(path string) (*Tokens, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -83,8 +87,8 @@ func ParseTokens(r io.Reader, name string) (*Tokens, error) {
 		}
 		client, token, role := fields[0], fields[1], RoleClient
 		if len(fields) == 3 {
-			if role = fields[2]; role != RoleClient && role != RoleUpstream {
-				return nil, fmt.Errorf("%s:%d: the role of %q is %q: want %s or %s", name, n, client, role, RoleClient, RoleUpstream)
+			if role = fields[2]; role != RoleClient && role != RoleUpstream && role != RoleApprover {
+				return nil, fmt.Errorf("%s:%d: the role of %q is %q: want %s, %s or %s", name, n, client, role, RoleClient, RoleUpstream, RoleApprover)
 			}
 			t.scoped = true
 		}
@@ -133,9 +137,23 @@ func (t *Tokens) find(token string) (tokenEntry, bool) {
 	return t.entries[found], true
 }
 
+// Approver returns the approver a token belongs to: only a token of role
+// approver is one.
+func (t *Tokens) Approver(token string) (string, bool) {
+	e, ok := t.find(token)
+	if !ok || e.role != RoleApprover {
+		return "", false
+	}
+	return e.name, true
+}
+
 // mayCall reports whether e's role may call service: in a file without
-// roles, any token may call any service.
+// roles, any token may call any service but the approvers'. Approving
+// takes a token of role approver, which calls nothing else.
 func (t *Tokens) mayCall(e tokenEntry, service string) bool {
+	if service == pb.ApprovalService_ServiceDesc.ServiceName || e.role == RoleApprover {
+		return service == pb.ApprovalService_ServiceDesc.ServiceName && e.role == RoleApprover
+	}
 	if !t.scoped {
 		return true
 	}
@@ -146,6 +164,16 @@ func (t *Tokens) mayCall(e tokenEntry, service string) bool {
 }
 
 type clientKey struct{}
+
+type approverKey struct{}
+
+// ApproverFromContext returns the approver a call authenticated as: the
+// name of a token of role approver; "" for anyone else, and on a server
+// without a token file.
+func ApproverFromContext(ctx context.Context) string {
+	name, _ := ctx.Value(approverKey{}).(string)
+	return name
+}
 
 // ClientFromContext returns the authenticated client's name: the token's
 // name, else the verified client certificate's common name, else "".
@@ -184,7 +212,11 @@ func authInterceptors(tokens *Tokens) (grpc.UnaryServerInterceptor, grpc.StreamS
 		if service, _, _ := strings.Cut(strings.TrimPrefix(method, "/"), "/"); !tokens.mayCall(e, service) {
 			return nil, status.Errorf(codes.PermissionDenied, "client %q has role %s, which may not call %s", e.name, e.role, service)
 		}
-		return context.WithValue(ctx, clientKey{}, e.name), nil
+		ctx = context.WithValue(ctx, clientKey{}, e.name)
+		if e.role == RoleApprover {
+			ctx = context.WithValue(ctx, approverKey{}, e.name)
+		}
+		return ctx, nil
 	}
 	notHealth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
 		return c.Service != healthpb.Health_ServiceDesc.ServiceName

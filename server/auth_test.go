@@ -33,7 +33,7 @@ func TestParseTokens(t *testing.T) {
 		name, file, err string
 	}{
 		{"ok", "# clients\n\nci " + secret + "\n  laptop  other-token-0123456789\n", ""},
-		{"unknown role", "ci " + secret + " extra\n", "want client or upstream"},
+		{"unknown role", "ci " + secret + " extra\n", "want client, upstream or approver"},
 		{"four fields", "ci " + secret + " client x\n", "want NAME TOKEN [ROLE]"},
 		{"one field", secret + "\n", "want NAME TOKEN"},
 		{"short token", "ci short\n", "shorter than 16 bytes"},
@@ -316,5 +316,46 @@ func TestTLSConfigErrors(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestApproverRole: only a token of role approver may call the approvers'
+// service or sign in as an approver, and it may call nothing else; in a
+// file without roles no token approves.
+func TestApproverRole(t *testing.T) {
+	approvals, permission, upstream := pb.ApprovalService_ServiceDesc.ServiceName, pb.PermissionService_ServiceDesc.ServiceName, pb.UpstreamService_ServiceDesc.ServiceName
+	tok, err := ParseTokens(strings.NewReader("laptop token-for-laptop-0123456789\nedge-1 token-for-edge1-0123456789 upstream\nalice token-for-alice-0123456789 approver\n"), "tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		token              string
+		approve, perm, ups bool
+	}{
+		{"token-for-laptop-0123456789", false, true, false},
+		{"token-for-edge1-0123456789", false, false, true},
+		{"token-for-alice-0123456789", true, false, false},
+	} {
+		e, _ := tok.find(tc.token)
+		if got := [3]bool{tok.mayCall(e, approvals), tok.mayCall(e, permission), tok.mayCall(e, upstream)}; got != [3]bool{tc.approve, tc.perm, tc.ups} {
+			t.Errorf("%s: may call approvals, permission, upstream = %v", e.name, got)
+		}
+		if name, ok := tok.Approver(tc.token); ok != tc.approve || ok && name != "alice" {
+			t.Errorf("%s: Approver = %q, %v", e.name, name, ok)
+		}
+	}
+	if _, ok := tok.Lookup("token-for-alice-0123456789"); ok {
+		t.Error("an approver token is a client of the permission API")
+	}
+	plain, err := ParseTokens(strings.NewReader("laptop token-for-laptop-0123456789\n"), "tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := plain.find("token-for-laptop-0123456789")
+	if plain.mayCall(e, approvals) {
+		t.Error("a token of a file without roles may approve")
+	}
+	if _, ok := plain.Approver("token-for-laptop-0123456789"); ok {
+		t.Error("a token of a file without roles signs in as an approver")
 	}
 }

@@ -245,6 +245,15 @@ const (
 	// unreachable or failed; the decision fails closed, as for a failing
 	// classifier.
 	DecisionSource_DECISION_SOURCE_UPSTREAM_UNAVAILABLE DecisionSource = 11
+	// An approver answered an unattended check's question (see approval),
+	// or a rule learned from an earlier answer allowed the same call.
+	DecisionSource_DECISION_SOURCE_APPROVAL DecisionSource = 12
+	// Nobody answered an unattended check's question in time: the policy's
+	// outcome on timeout, or DENY when the call's own deadline came first.
+	DecisionSource_DECISION_SOURCE_APPROVAL_TIMEOUT DecisionSource = 13
+	// The question was to be queued for an approver, but there is no
+	// approval queue or it failed: DENY.
+	DecisionSource_DECISION_SOURCE_APPROVAL_UNAVAILABLE DecisionSource = 14
 )
 
 // Enum value maps for DecisionSource.
@@ -262,6 +271,9 @@ var (
 		9:  "DECISION_SOURCE_NO_CLASSIFIER",
 		10: "DECISION_SOURCE_FILE_SYSTEM",
 		11: "DECISION_SOURCE_UPSTREAM_UNAVAILABLE",
+		12: "DECISION_SOURCE_APPROVAL",
+		13: "DECISION_SOURCE_APPROVAL_TIMEOUT",
+		14: "DECISION_SOURCE_APPROVAL_UNAVAILABLE",
 	}
 	DecisionSource_value = map[string]int32{
 		"DECISION_SOURCE_UNSPECIFIED":            0,
@@ -276,6 +288,9 @@ var (
 		"DECISION_SOURCE_NO_CLASSIFIER":          9,
 		"DECISION_SOURCE_FILE_SYSTEM":            10,
 		"DECISION_SOURCE_UPSTREAM_UNAVAILABLE":   11,
+		"DECISION_SOURCE_APPROVAL":               12,
+		"DECISION_SOURCE_APPROVAL_TIMEOUT":       13,
+		"DECISION_SOURCE_APPROVAL_UNAVAILABLE":   14,
 	}
 )
 
@@ -767,6 +782,9 @@ type CheckResponse struct {
 	// Content hash of the policy set that decided, when it came from an
 	// upstream toolgate or a config file ("sha256:...").
 	PolicyVersion string `protobuf:"bytes,11,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
+	// The approval an unattended check's question became, when it was
+	// queued for an approver (sources APPROVAL and APPROVAL_TIMEOUT).
+	Approval      *ApprovalInfo `protobuf:"bytes,12,opt,name=approval,proto3" json:"approval,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -878,6 +896,97 @@ func (x *CheckResponse) GetPolicyVersion() string {
 	return ""
 }
 
+func (x *CheckResponse) GetApproval() *ApprovalInfo {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
+// ApprovalInfo says which approval decided a check, and who answered it.
+type ApprovalInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pending approval's id ("ap-..."); empty when a learned rule
+	// allowed the call without queueing it.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The approver's identity, from their credentials; empty on a timeout.
+	Approver string `protobuf:"bytes,2,opt,name=approver,proto3" json:"approver,omitempty"`
+	// "once", "rule" (the answer also taught a rule), "learned" (a rule an
+	// earlier answer taught allowed the call) or "timeout".
+	How string `protobuf:"bytes,3,opt,name=how,proto3" json:"how,omitempty"`
+	// When it was answered, in microseconds since the Unix epoch.
+	AnsweredUnixMicros int64 `protobuf:"varint,4,opt,name=answered_unix_micros,json=answeredUnixMicros,proto3" json:"answered_unix_micros,omitempty"`
+	// The learned rule, when one was taught or applied.
+	Rule          string `protobuf:"bytes,5,opt,name=rule,proto3" json:"rule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalInfo) Reset() {
+	*x = ApprovalInfo{}
+	mi := &file_toolgate_v1_permission_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalInfo) ProtoMessage() {}
+
+func (x *ApprovalInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_toolgate_v1_permission_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalInfo.ProtoReflect.Descriptor instead.
+func (*ApprovalInfo) Descriptor() ([]byte, []int) {
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ApprovalInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ApprovalInfo) GetApprover() string {
+	if x != nil {
+		return x.Approver
+	}
+	return ""
+}
+
+func (x *ApprovalInfo) GetHow() string {
+	if x != nil {
+		return x.How
+	}
+	return ""
+}
+
+func (x *ApprovalInfo) GetAnsweredUnixMicros() int64 {
+	if x != nil {
+		return x.AnsweredUnixMicros
+	}
+	return 0
+}
+
+func (x *ApprovalInfo) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
 // ClassifierInfo describes the LLM side-query behind a decision.
 type ClassifierInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -902,7 +1011,7 @@ type ClassifierInfo struct {
 
 func (x *ClassifierInfo) Reset() {
 	*x = ClassifierInfo{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[6]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -914,7 +1023,7 @@ func (x *ClassifierInfo) String() string {
 func (*ClassifierInfo) ProtoMessage() {}
 
 func (x *ClassifierInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[6]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -927,7 +1036,7 @@ func (x *ClassifierInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClassifierInfo.ProtoReflect.Descriptor instead.
 func (*ClassifierInfo) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{6}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ClassifierInfo) GetBackend() string {
@@ -1007,7 +1116,7 @@ type SessionContext struct {
 
 func (x *SessionContext) Reset() {
 	*x = SessionContext{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[7]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1128,7 @@ func (x *SessionContext) String() string {
 func (*SessionContext) ProtoMessage() {}
 
 func (x *SessionContext) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[7]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1141,7 @@ func (x *SessionContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionContext.ProtoReflect.Descriptor instead.
 func (*SessionContext) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{7}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SessionContext) GetSessionId() string {
@@ -1103,7 +1212,7 @@ type TranscriptAppend struct {
 
 func (x *TranscriptAppend) Reset() {
 	*x = TranscriptAppend{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[8]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1224,7 @@ func (x *TranscriptAppend) String() string {
 func (*TranscriptAppend) ProtoMessage() {}
 
 func (x *TranscriptAppend) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[8]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1237,7 @@ func (x *TranscriptAppend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscriptAppend.ProtoReflect.Descriptor instead.
 func (*TranscriptAppend) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{8}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TranscriptAppend) GetEntries() []*TranscriptEntry {
@@ -1155,7 +1264,7 @@ type CheckStreamRequest struct {
 
 func (x *CheckStreamRequest) Reset() {
 	*x = CheckStreamRequest{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[9]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1276,7 @@ func (x *CheckStreamRequest) String() string {
 func (*CheckStreamRequest) ProtoMessage() {}
 
 func (x *CheckStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[9]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1289,7 @@ func (x *CheckStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckStreamRequest.ProtoReflect.Descriptor instead.
 func (*CheckStreamRequest) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{9}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CheckStreamRequest) GetKind() isCheckStreamRequest_Kind {
@@ -1257,7 +1366,7 @@ type CheckError struct {
 
 func (x *CheckError) Reset() {
 	*x = CheckError{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[10]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1269,7 +1378,7 @@ func (x *CheckError) String() string {
 func (*CheckError) ProtoMessage() {}
 
 func (x *CheckError) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[10]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1282,7 +1391,7 @@ func (x *CheckError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckError.ProtoReflect.Descriptor instead.
 func (*CheckError) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{10}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CheckError) GetCode() int32 {
@@ -1318,7 +1427,7 @@ type CheckStreamResponse struct {
 
 func (x *CheckStreamResponse) Reset() {
 	*x = CheckStreamResponse{}
-	mi := &file_toolgate_v1_permission_proto_msgTypes[11]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1439,7 @@ func (x *CheckStreamResponse) String() string {
 func (*CheckStreamResponse) ProtoMessage() {}
 
 func (x *CheckStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_permission_proto_msgTypes[11]
+	mi := &file_toolgate_v1_permission_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1452,7 @@ func (x *CheckStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckStreamResponse.ProtoReflect.Descriptor instead.
 func (*CheckStreamResponse) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{11}
+	return file_toolgate_v1_permission_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CheckStreamResponse) GetRequestId() string {
@@ -1439,7 +1548,7 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\vroot_device\x18\x05 \x01(\x04R\n" +
 	"rootDevice\x12\x1d\n" +
 	"\n" +
-	"root_inode\x18\x06 \x01(\x04R\trootInode\"\xb2\x03\n" +
+	"root_inode\x18\x06 \x01(\x04R\trootInode\"\xe9\x03\n" +
 	"\rCheckResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x121\n" +
@@ -1456,7 +1565,14 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"classifier\x18\n" +
 	" \x01(\v2\x1b.toolgate.v1.ClassifierInfoR\n" +
 	"classifier\x12%\n" +
-	"\x0epolicy_version\x18\v \x01(\tR\rpolicyVersion\"\xdd\x01\n" +
+	"\x0epolicy_version\x18\v \x01(\tR\rpolicyVersion\x125\n" +
+	"\bapproval\x18\f \x01(\v2\x19.toolgate.v1.ApprovalInfoR\bapproval\"\x92\x01\n" +
+	"\fApprovalInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\bapprover\x18\x02 \x01(\tR\bapprover\x12\x10\n" +
+	"\x03how\x18\x03 \x01(\tR\x03how\x120\n" +
+	"\x14answered_unix_micros\x18\x04 \x01(\x03R\x12answeredUnixMicros\x12\x12\n" +
+	"\x04rule\x18\x05 \x01(\tR\x04rule\"\xdd\x01\n" +
 	"\x0eClassifierInfo\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x14\n" +
@@ -1513,7 +1629,7 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\x14DECISION_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eDECISION_ALLOW\x10\x01\x12\x11\n" +
 	"\rDECISION_DENY\x10\x02\x12\x10\n" +
-	"\fDECISION_ASK\x10\x03*\xa1\x03\n" +
+	"\fDECISION_ASK\x10\x03*\x8f\x04\n" +
 	"\x0eDecisionSource\x12\x1f\n" +
 	"\x1bDECISION_SOURCE_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19DECISION_SOURCE_SAFE_TOOL\x10\x01\x12 \n" +
@@ -1527,7 +1643,10 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\x1dDECISION_SOURCE_NO_CLASSIFIER\x10\t\x12\x1f\n" +
 	"\x1bDECISION_SOURCE_FILE_SYSTEM\x10\n" +
 	"\x12(\n" +
-	"$DECISION_SOURCE_UPSTREAM_UNAVAILABLE\x10\v2\xa9\x01\n" +
+	"$DECISION_SOURCE_UPSTREAM_UNAVAILABLE\x10\v\x12\x1c\n" +
+	"\x18DECISION_SOURCE_APPROVAL\x10\f\x12$\n" +
+	" DECISION_SOURCE_APPROVAL_TIMEOUT\x10\r\x12(\n" +
+	"$DECISION_SOURCE_APPROVAL_UNAVAILABLE\x10\x0e2\xa9\x01\n" +
 	"\x11PermissionService\x12>\n" +
 	"\x05Check\x12\x19.toolgate.v1.CheckRequest\x1a\x1a.toolgate.v1.CheckResponse\x12T\n" +
 	"\vCheckStream\x12\x1f.toolgate.v1.CheckStreamRequest\x1a .toolgate.v1.CheckStreamResponse(\x010\x01B9Z7github.com/toolgate/toolgate/gen/toolgate/v1;toolgatev1b\x06proto3"
@@ -1545,7 +1664,7 @@ func file_toolgate_v1_permission_proto_rawDescGZIP() []byte {
 }
 
 var file_toolgate_v1_permission_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_toolgate_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_toolgate_v1_permission_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_toolgate_v1_permission_proto_goTypes = []any{
 	(Role)(0),                   // 0: toolgate.v1.Role
 	(PermissionMode)(0),         // 1: toolgate.v1.PermissionMode
@@ -1557,16 +1676,17 @@ var file_toolgate_v1_permission_proto_goTypes = []any{
 	(*CheckRequest)(nil),        // 7: toolgate.v1.CheckRequest
 	(*Attestation)(nil),         // 8: toolgate.v1.Attestation
 	(*CheckResponse)(nil),       // 9: toolgate.v1.CheckResponse
-	(*ClassifierInfo)(nil),      // 10: toolgate.v1.ClassifierInfo
-	(*SessionContext)(nil),      // 11: toolgate.v1.SessionContext
-	(*TranscriptAppend)(nil),    // 12: toolgate.v1.TranscriptAppend
-	(*CheckStreamRequest)(nil),  // 13: toolgate.v1.CheckStreamRequest
-	(*CheckError)(nil),          // 14: toolgate.v1.CheckError
-	(*CheckStreamResponse)(nil), // 15: toolgate.v1.CheckStreamResponse
-	(*structpb.Struct)(nil),     // 16: google.protobuf.Struct
+	(*ApprovalInfo)(nil),        // 10: toolgate.v1.ApprovalInfo
+	(*ClassifierInfo)(nil),      // 11: toolgate.v1.ClassifierInfo
+	(*SessionContext)(nil),      // 12: toolgate.v1.SessionContext
+	(*TranscriptAppend)(nil),    // 13: toolgate.v1.TranscriptAppend
+	(*CheckStreamRequest)(nil),  // 14: toolgate.v1.CheckStreamRequest
+	(*CheckError)(nil),          // 15: toolgate.v1.CheckError
+	(*CheckStreamResponse)(nil), // 16: toolgate.v1.CheckStreamResponse
+	(*structpb.Struct)(nil),     // 17: google.protobuf.Struct
 }
 var file_toolgate_v1_permission_proto_depIdxs = []int32{
-	16, // 0: toolgate.v1.ToolCall.input:type_name -> google.protobuf.Struct
+	17, // 0: toolgate.v1.ToolCall.input:type_name -> google.protobuf.Struct
 	0,  // 1: toolgate.v1.TranscriptEntry.role:type_name -> toolgate.v1.Role
 	4,  // 2: toolgate.v1.TranscriptEntry.tool_call:type_name -> toolgate.v1.ToolCall
 	4,  // 3: toolgate.v1.CheckRequest.tool:type_name -> toolgate.v1.ToolCall
@@ -1576,25 +1696,26 @@ var file_toolgate_v1_permission_proto_depIdxs = []int32{
 	8,  // 7: toolgate.v1.CheckRequest.attestation:type_name -> toolgate.v1.Attestation
 	2,  // 8: toolgate.v1.CheckResponse.decision:type_name -> toolgate.v1.Decision
 	3,  // 9: toolgate.v1.CheckResponse.source:type_name -> toolgate.v1.DecisionSource
-	10, // 10: toolgate.v1.CheckResponse.classifier:type_name -> toolgate.v1.ClassifierInfo
-	1,  // 11: toolgate.v1.SessionContext.mode:type_name -> toolgate.v1.PermissionMode
-	6,  // 12: toolgate.v1.SessionContext.rules:type_name -> toolgate.v1.Rules
-	8,  // 13: toolgate.v1.SessionContext.attestation:type_name -> toolgate.v1.Attestation
-	5,  // 14: toolgate.v1.TranscriptAppend.entries:type_name -> toolgate.v1.TranscriptEntry
-	11, // 15: toolgate.v1.CheckStreamRequest.session:type_name -> toolgate.v1.SessionContext
-	7,  // 16: toolgate.v1.CheckStreamRequest.check:type_name -> toolgate.v1.CheckRequest
-	12, // 17: toolgate.v1.CheckStreamRequest.transcript:type_name -> toolgate.v1.TranscriptAppend
-	9,  // 18: toolgate.v1.CheckStreamResponse.response:type_name -> toolgate.v1.CheckResponse
-	14, // 19: toolgate.v1.CheckStreamResponse.error:type_name -> toolgate.v1.CheckError
-	7,  // 20: toolgate.v1.PermissionService.Check:input_type -> toolgate.v1.CheckRequest
-	13, // 21: toolgate.v1.PermissionService.CheckStream:input_type -> toolgate.v1.CheckStreamRequest
-	9,  // 22: toolgate.v1.PermissionService.Check:output_type -> toolgate.v1.CheckResponse
-	15, // 23: toolgate.v1.PermissionService.CheckStream:output_type -> toolgate.v1.CheckStreamResponse
-	22, // [22:24] is the sub-list for method output_type
-	20, // [20:22] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	11, // 10: toolgate.v1.CheckResponse.classifier:type_name -> toolgate.v1.ClassifierInfo
+	10, // 11: toolgate.v1.CheckResponse.approval:type_name -> toolgate.v1.ApprovalInfo
+	1,  // 12: toolgate.v1.SessionContext.mode:type_name -> toolgate.v1.PermissionMode
+	6,  // 13: toolgate.v1.SessionContext.rules:type_name -> toolgate.v1.Rules
+	8,  // 14: toolgate.v1.SessionContext.attestation:type_name -> toolgate.v1.Attestation
+	5,  // 15: toolgate.v1.TranscriptAppend.entries:type_name -> toolgate.v1.TranscriptEntry
+	12, // 16: toolgate.v1.CheckStreamRequest.session:type_name -> toolgate.v1.SessionContext
+	7,  // 17: toolgate.v1.CheckStreamRequest.check:type_name -> toolgate.v1.CheckRequest
+	13, // 18: toolgate.v1.CheckStreamRequest.transcript:type_name -> toolgate.v1.TranscriptAppend
+	9,  // 19: toolgate.v1.CheckStreamResponse.response:type_name -> toolgate.v1.CheckResponse
+	15, // 20: toolgate.v1.CheckStreamResponse.error:type_name -> toolgate.v1.CheckError
+	7,  // 21: toolgate.v1.PermissionService.Check:input_type -> toolgate.v1.CheckRequest
+	14, // 22: toolgate.v1.PermissionService.CheckStream:input_type -> toolgate.v1.CheckStreamRequest
+	9,  // 23: toolgate.v1.PermissionService.Check:output_type -> toolgate.v1.CheckResponse
+	16, // 24: toolgate.v1.PermissionService.CheckStream:output_type -> toolgate.v1.CheckStreamResponse
+	23, // [23:25] is the sub-list for method output_type
+	21, // [21:23] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_toolgate_v1_permission_proto_init() }
@@ -1602,12 +1723,12 @@ func file_toolgate_v1_permission_proto_init() {
 	if File_toolgate_v1_permission_proto != nil {
 		return
 	}
-	file_toolgate_v1_permission_proto_msgTypes[9].OneofWrappers = []any{
+	file_toolgate_v1_permission_proto_msgTypes[10].OneofWrappers = []any{
 		(*CheckStreamRequest_Session)(nil),
 		(*CheckStreamRequest_Check)(nil),
 		(*CheckStreamRequest_Transcript)(nil),
 	}
-	file_toolgate_v1_permission_proto_msgTypes[11].OneofWrappers = []any{
+	file_toolgate_v1_permission_proto_msgTypes[12].OneofWrappers = []any{
 		(*CheckStreamResponse_Response)(nil),
 		(*CheckStreamResponse_Error)(nil),
 	}
@@ -1617,7 +1738,7 @@ func file_toolgate_v1_permission_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolgate_v1_permission_proto_rawDesc), len(file_toolgate_v1_permission_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,6 +21,167 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ApproveRequest is an unattended check's question, as the local server's
+// stages asked it.
+type ApproveRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The check, with the stream's session defaults filled in; unattended.
+	Check *CheckRequest `protobuf:"bytes,1,opt,name=check,proto3" json:"check,omitempty"`
+	// Canonical kind of the tool ("shell", "edit", ...).
+	ToolKind string `protobuf:"bytes,2,opt,name=tool_kind,json=toolKind,proto3" json:"tool_kind,omitempty"`
+	// Name of the policy the local server applied, and its set's version.
+	Policy        string `protobuf:"bytes,3,opt,name=policy,proto3" json:"policy,omitempty"`
+	PolicyVersion string `protobuf:"bytes,4,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
+	// The local stages' answer: ASK, its source, reason and matched rule.
+	Asked *CheckResponse `protobuf:"bytes,5,opt,name=asked,proto3" json:"asked,omitempty"`
+	// Host name of the local server, shown to approvers.
+	Host          string `protobuf:"bytes,6,opt,name=host,proto3" json:"host,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApproveRequest) Reset() {
+	*x = ApproveRequest{}
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApproveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApproveRequest) ProtoMessage() {}
+
+func (x *ApproveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApproveRequest.ProtoReflect.Descriptor instead.
+func (*ApproveRequest) Descriptor() ([]byte, []int) {
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ApproveRequest) GetCheck() *CheckRequest {
+	if x != nil {
+		return x.Check
+	}
+	return nil
+}
+
+func (x *ApproveRequest) GetToolKind() string {
+	if x != nil {
+		return x.ToolKind
+	}
+	return ""
+}
+
+func (x *ApproveRequest) GetPolicy() string {
+	if x != nil {
+		return x.Policy
+	}
+	return ""
+}
+
+func (x *ApproveRequest) GetPolicyVersion() string {
+	if x != nil {
+		return x.PolicyVersion
+	}
+	return ""
+}
+
+func (x *ApproveRequest) GetAsked() *CheckResponse {
+	if x != nil {
+		return x.Asked
+	}
+	return nil
+}
+
+func (x *ApproveRequest) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+// ApproveResponse is the outcome: ALLOW or DENY, never ASK.
+type ApproveResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Decision Decision               `protobuf:"varint,1,opt,name=decision,proto3,enum=toolgate.v1.Decision" json:"decision,omitempty"`
+	// APPROVAL, APPROVAL_TIMEOUT or APPROVAL_UNAVAILABLE.
+	Source        DecisionSource `protobuf:"varint,2,opt,name=source,proto3,enum=toolgate.v1.DecisionSource" json:"source,omitempty"`
+	Reason        string         `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Approval      *ApprovalInfo  `protobuf:"bytes,4,opt,name=approval,proto3" json:"approval,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApproveResponse) Reset() {
+	*x = ApproveResponse{}
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApproveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApproveResponse) ProtoMessage() {}
+
+func (x *ApproveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApproveResponse.ProtoReflect.Descriptor instead.
+func (*ApproveResponse) Descriptor() ([]byte, []int) {
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ApproveResponse) GetDecision() Decision {
+	if x != nil {
+		return x.Decision
+	}
+	return Decision_DECISION_UNSPECIFIED
+}
+
+func (x *ApproveResponse) GetSource() DecisionSource {
+	if x != nil {
+		return x.Source
+	}
+	return DecisionSource_DECISION_SOURCE_UNSPECIFIED
+}
+
+func (x *ApproveResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ApproveResponse) GetApproval() *ApprovalInfo {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
 // DecisionRecord is what a local server's audit log holds of one decision,
 // shipped to the centre.
 type DecisionRecord struct {
@@ -45,14 +206,19 @@ type DecisionRecord struct {
 	Policy        string `protobuf:"bytes,10,opt,name=policy,proto3" json:"policy,omitempty"`
 	PolicyVersion string `protobuf:"bytes,11,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
 	// The check's request_id.
-	RequestId     string `protobuf:"bytes,12,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,12,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The approval the check's question became, when it was queued for an
+	// approver: the fleet's decisions link to it.
+	ApprovalId string `protobuf:"bytes,13,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	// Who answered it.
+	Approver      string `protobuf:"bytes,14,opt,name=approver,proto3" json:"approver,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DecisionRecord) Reset() {
 	*x = DecisionRecord{}
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[0]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -64,7 +230,7 @@ func (x *DecisionRecord) String() string {
 func (*DecisionRecord) ProtoMessage() {}
 
 func (x *DecisionRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[0]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -77,7 +243,7 @@ func (x *DecisionRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecisionRecord.ProtoReflect.Descriptor instead.
 func (*DecisionRecord) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{0}
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *DecisionRecord) GetId() string {
@@ -164,6 +330,20 @@ func (x *DecisionRecord) GetRequestId() string {
 	return ""
 }
 
+func (x *DecisionRecord) GetApprovalId() string {
+	if x != nil {
+		return x.ApprovalId
+	}
+	return ""
+}
+
+func (x *DecisionRecord) GetApprover() string {
+	if x != nil {
+		return x.Approver
+	}
+	return ""
+}
+
 // ShipRecordsRequest carries a batch of decision records, oldest first.
 type ShipRecordsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -174,7 +354,7 @@ type ShipRecordsRequest struct {
 
 func (x *ShipRecordsRequest) Reset() {
 	*x = ShipRecordsRequest{}
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[1]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -186,7 +366,7 @@ func (x *ShipRecordsRequest) String() string {
 func (*ShipRecordsRequest) ProtoMessage() {}
 
 func (x *ShipRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[1]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -199,7 +379,7 @@ func (x *ShipRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShipRecordsRequest.ProtoReflect.Descriptor instead.
 func (*ShipRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{1}
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ShipRecordsRequest) GetRecords() []*DecisionRecord {
@@ -220,7 +400,7 @@ type ShipRecordsResponse struct {
 
 func (x *ShipRecordsResponse) Reset() {
 	*x = ShipRecordsResponse{}
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[2]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -232,7 +412,7 @@ func (x *ShipRecordsResponse) String() string {
 func (*ShipRecordsResponse) ProtoMessage() {}
 
 func (x *ShipRecordsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[2]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -245,7 +425,7 @@ func (x *ShipRecordsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShipRecordsResponse.ProtoReflect.Descriptor instead.
 func (*ShipRecordsResponse) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{2}
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ShipRecordsResponse) GetAccepted() int32 {
@@ -283,7 +463,7 @@ type ClassifyRequest struct {
 
 func (x *ClassifyRequest) Reset() {
 	*x = ClassifyRequest{}
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[3]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -295,7 +475,7 @@ func (x *ClassifyRequest) String() string {
 func (*ClassifyRequest) ProtoMessage() {}
 
 func (x *ClassifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[3]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -308,7 +488,7 @@ func (x *ClassifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClassifyRequest.ProtoReflect.Descriptor instead.
 func (*ClassifyRequest) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{3}
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ClassifyRequest) GetCheck() *CheckRequest {
@@ -366,7 +546,7 @@ type ClassifyResponse struct {
 
 func (x *ClassifyResponse) Reset() {
 	*x = ClassifyResponse{}
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[4]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -378,7 +558,7 @@ func (x *ClassifyResponse) String() string {
 func (*ClassifyResponse) ProtoMessage() {}
 
 func (x *ClassifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[4]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -391,7 +571,7 @@ func (x *ClassifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClassifyResponse.ProtoReflect.Descriptor instead.
 func (*ClassifyResponse) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{4}
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ClassifyResponse) GetDecision() Decision {
@@ -434,7 +614,7 @@ type WatchPoliciesRequest struct {
 
 func (x *WatchPoliciesRequest) Reset() {
 	*x = WatchPoliciesRequest{}
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[5]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +626,7 @@ func (x *WatchPoliciesRequest) String() string {
 func (*WatchPoliciesRequest) ProtoMessage() {}
 
 func (x *WatchPoliciesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[5]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +639,7 @@ func (x *WatchPoliciesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPoliciesRequest.ProtoReflect.Descriptor instead.
 func (*WatchPoliciesRequest) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{5}
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WatchPoliciesRequest) GetKnownVersion() string {
@@ -480,7 +660,7 @@ type WatchPoliciesResponse struct {
 
 func (x *WatchPoliciesResponse) Reset() {
 	*x = WatchPoliciesResponse{}
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[6]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -492,7 +672,7 @@ func (x *WatchPoliciesResponse) String() string {
 func (*WatchPoliciesResponse) ProtoMessage() {}
 
 func (x *WatchPoliciesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[6]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -505,7 +685,7 @@ func (x *WatchPoliciesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPoliciesResponse.ProtoReflect.Descriptor instead.
 func (*WatchPoliciesResponse) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{6}
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WatchPoliciesResponse) GetPolicySet() *PolicySet {
@@ -534,7 +714,7 @@ type PolicySet struct {
 
 func (x *PolicySet) Reset() {
 	*x = PolicySet{}
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[7]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -546,7 +726,7 @@ func (x *PolicySet) String() string {
 func (*PolicySet) ProtoMessage() {}
 
 func (x *PolicySet) ProtoReflect() protoreflect.Message {
-	mi := &file_toolgate_v1_upstream_proto_msgTypes[7]
+	mi := &file_toolgate_v1_upstream_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -559,7 +739,7 @@ func (x *PolicySet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySet.ProtoReflect.Descriptor instead.
 func (*PolicySet) Descriptor() ([]byte, []int) {
-	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{7}
+	return file_toolgate_v1_upstream_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PolicySet) GetVersion() string {
@@ -580,7 +760,19 @@ var File_toolgate_v1_upstream_proto protoreflect.FileDescriptor
 
 const file_toolgate_v1_upstream_proto_rawDesc = "" +
 	"\n" +
-	"\x1atoolgate/v1/upstream.proto\x12\vtoolgate.v1\x1a\x1ctoolgate/v1/permission.proto\"\x89\x03\n" +
+	"\x1atoolgate/v1/upstream.proto\x12\vtoolgate.v1\x1a\x1ctoolgate/v1/permission.proto\"\xe3\x01\n" +
+	"\x0eApproveRequest\x12/\n" +
+	"\x05check\x18\x01 \x01(\v2\x19.toolgate.v1.CheckRequestR\x05check\x12\x1b\n" +
+	"\ttool_kind\x18\x02 \x01(\tR\btoolKind\x12\x16\n" +
+	"\x06policy\x18\x03 \x01(\tR\x06policy\x12%\n" +
+	"\x0epolicy_version\x18\x04 \x01(\tR\rpolicyVersion\x120\n" +
+	"\x05asked\x18\x05 \x01(\v2\x1a.toolgate.v1.CheckResponseR\x05asked\x12\x12\n" +
+	"\x04host\x18\x06 \x01(\tR\x04host\"\xc8\x01\n" +
+	"\x0fApproveResponse\x121\n" +
+	"\bdecision\x18\x01 \x01(\x0e2\x15.toolgate.v1.DecisionR\bdecision\x123\n" +
+	"\x06source\x18\x02 \x01(\x0e2\x1b.toolgate.v1.DecisionSourceR\x06source\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x125\n" +
+	"\bapproval\x18\x04 \x01(\v2\x19.toolgate.v1.ApprovalInfoR\bapproval\"\xc6\x03\n" +
 	"\x0eDecisionRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
 	"\x10time_unix_micros\x18\x02 \x01(\x03R\x0etimeUnixMicros\x12\x12\n" +
@@ -596,7 +788,10 @@ const file_toolgate_v1_upstream_proto_rawDesc = "" +
 	" \x01(\tR\x06policy\x12%\n" +
 	"\x0epolicy_version\x18\v \x01(\tR\rpolicyVersion\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\f \x01(\tR\trequestId\"K\n" +
+	"request_id\x18\f \x01(\tR\trequestId\x12\x1f\n" +
+	"\vapproval_id\x18\r \x01(\tR\n" +
+	"approvalId\x12\x1a\n" +
+	"\bapprover\x18\x0e \x01(\tR\bapprover\"K\n" +
 	"\x12ShipRecordsRequest\x125\n" +
 	"\arecords\x18\x01 \x03(\v2\x1b.toolgate.v1.DecisionRecordR\arecords\"1\n" +
 	"\x13ShipRecordsResponse\x12\x1a\n" +
@@ -621,11 +816,12 @@ const file_toolgate_v1_upstream_proto_rawDesc = "" +
 	"policy_set\x18\x01 \x01(\v2\x16.toolgate.v1.PolicySetR\tpolicySet\"A\n" +
 	"\tPolicySet\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1a\n" +
-	"\bdocument\x18\x02 \x01(\fR\bdocument2\x86\x02\n" +
+	"\bdocument\x18\x02 \x01(\fR\bdocument2\xcc\x02\n" +
 	"\x0fUpstreamService\x12G\n" +
 	"\bClassify\x12\x1c.toolgate.v1.ClassifyRequest\x1a\x1d.toolgate.v1.ClassifyResponse\x12X\n" +
 	"\rWatchPolicies\x12!.toolgate.v1.WatchPoliciesRequest\x1a\".toolgate.v1.WatchPoliciesResponse0\x01\x12P\n" +
-	"\vShipRecords\x12\x1f.toolgate.v1.ShipRecordsRequest\x1a .toolgate.v1.ShipRecordsResponseB9Z7github.com/toolgate/toolgate/gen/toolgate/v1;toolgatev1b\x06proto3"
+	"\vShipRecords\x12\x1f.toolgate.v1.ShipRecordsRequest\x1a .toolgate.v1.ShipRecordsResponse\x12D\n" +
+	"\aApprove\x12\x1b.toolgate.v1.ApproveRequest\x1a\x1c.toolgate.v1.ApproveResponseB9Z7github.com/toolgate/toolgate/gen/toolgate/v1;toolgatev1b\x06proto3"
 
 var (
 	file_toolgate_v1_upstream_proto_rawDescOnce sync.Once
@@ -639,41 +835,52 @@ func file_toolgate_v1_upstream_proto_rawDescGZIP() []byte {
 	return file_toolgate_v1_upstream_proto_rawDescData
 }
 
-var file_toolgate_v1_upstream_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_toolgate_v1_upstream_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_toolgate_v1_upstream_proto_goTypes = []any{
-	(*DecisionRecord)(nil),        // 0: toolgate.v1.DecisionRecord
-	(*ShipRecordsRequest)(nil),    // 1: toolgate.v1.ShipRecordsRequest
-	(*ShipRecordsResponse)(nil),   // 2: toolgate.v1.ShipRecordsResponse
-	(*ClassifyRequest)(nil),       // 3: toolgate.v1.ClassifyRequest
-	(*ClassifyResponse)(nil),      // 4: toolgate.v1.ClassifyResponse
-	(*WatchPoliciesRequest)(nil),  // 5: toolgate.v1.WatchPoliciesRequest
-	(*WatchPoliciesResponse)(nil), // 6: toolgate.v1.WatchPoliciesResponse
-	(*PolicySet)(nil),             // 7: toolgate.v1.PolicySet
-	(Decision)(0),                 // 8: toolgate.v1.Decision
-	(DecisionSource)(0),           // 9: toolgate.v1.DecisionSource
+	(*ApproveRequest)(nil),        // 0: toolgate.v1.ApproveRequest
+	(*ApproveResponse)(nil),       // 1: toolgate.v1.ApproveResponse
+	(*DecisionRecord)(nil),        // 2: toolgate.v1.DecisionRecord
+	(*ShipRecordsRequest)(nil),    // 3: toolgate.v1.ShipRecordsRequest
+	(*ShipRecordsResponse)(nil),   // 4: toolgate.v1.ShipRecordsResponse
+	(*ClassifyRequest)(nil),       // 5: toolgate.v1.ClassifyRequest
+	(*ClassifyResponse)(nil),      // 6: toolgate.v1.ClassifyResponse
+	(*WatchPoliciesRequest)(nil),  // 7: toolgate.v1.WatchPoliciesRequest
+	(*WatchPoliciesResponse)(nil), // 8: toolgate.v1.WatchPoliciesResponse
+	(*PolicySet)(nil),             // 9: toolgate.v1.PolicySet
 	(*CheckRequest)(nil),          // 10: toolgate.v1.CheckRequest
-	(*ClassifierInfo)(nil),        // 11: toolgate.v1.ClassifierInfo
+	(*CheckResponse)(nil),         // 11: toolgate.v1.CheckResponse
+	(Decision)(0),                 // 12: toolgate.v1.Decision
+	(DecisionSource)(0),           // 13: toolgate.v1.DecisionSource
+	(*ApprovalInfo)(nil),          // 14: toolgate.v1.ApprovalInfo
+	(*ClassifierInfo)(nil),        // 15: toolgate.v1.ClassifierInfo
 }
 var file_toolgate_v1_upstream_proto_depIdxs = []int32{
-	8,  // 0: toolgate.v1.DecisionRecord.decision:type_name -> toolgate.v1.Decision
-	9,  // 1: toolgate.v1.DecisionRecord.source:type_name -> toolgate.v1.DecisionSource
-	0,  // 2: toolgate.v1.ShipRecordsRequest.records:type_name -> toolgate.v1.DecisionRecord
-	10, // 3: toolgate.v1.ClassifyRequest.check:type_name -> toolgate.v1.CheckRequest
-	8,  // 4: toolgate.v1.ClassifyResponse.decision:type_name -> toolgate.v1.Decision
-	9,  // 5: toolgate.v1.ClassifyResponse.source:type_name -> toolgate.v1.DecisionSource
-	11, // 6: toolgate.v1.ClassifyResponse.classifier:type_name -> toolgate.v1.ClassifierInfo
-	7,  // 7: toolgate.v1.WatchPoliciesResponse.policy_set:type_name -> toolgate.v1.PolicySet
-	3,  // 8: toolgate.v1.UpstreamService.Classify:input_type -> toolgate.v1.ClassifyRequest
-	5,  // 9: toolgate.v1.UpstreamService.WatchPolicies:input_type -> toolgate.v1.WatchPoliciesRequest
-	1,  // 10: toolgate.v1.UpstreamService.ShipRecords:input_type -> toolgate.v1.ShipRecordsRequest
-	4,  // 11: toolgate.v1.UpstreamService.Classify:output_type -> toolgate.v1.ClassifyResponse
-	6,  // 12: toolgate.v1.UpstreamService.WatchPolicies:output_type -> toolgate.v1.WatchPoliciesResponse
-	2,  // 13: toolgate.v1.UpstreamService.ShipRecords:output_type -> toolgate.v1.ShipRecordsResponse
-	11, // [11:14] is the sub-list for method output_type
-	8,  // [8:11] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	10, // 0: toolgate.v1.ApproveRequest.check:type_name -> toolgate.v1.CheckRequest
+	11, // 1: toolgate.v1.ApproveRequest.asked:type_name -> toolgate.v1.CheckResponse
+	12, // 2: toolgate.v1.ApproveResponse.decision:type_name -> toolgate.v1.Decision
+	13, // 3: toolgate.v1.ApproveResponse.source:type_name -> toolgate.v1.DecisionSource
+	14, // 4: toolgate.v1.ApproveResponse.approval:type_name -> toolgate.v1.ApprovalInfo
+	12, // 5: toolgate.v1.DecisionRecord.decision:type_name -> toolgate.v1.Decision
+	13, // 6: toolgate.v1.DecisionRecord.source:type_name -> toolgate.v1.DecisionSource
+	2,  // 7: toolgate.v1.ShipRecordsRequest.records:type_name -> toolgate.v1.DecisionRecord
+	10, // 8: toolgate.v1.ClassifyRequest.check:type_name -> toolgate.v1.CheckRequest
+	12, // 9: toolgate.v1.ClassifyResponse.decision:type_name -> toolgate.v1.Decision
+	13, // 10: toolgate.v1.ClassifyResponse.source:type_name -> toolgate.v1.DecisionSource
+	15, // 11: toolgate.v1.ClassifyResponse.classifier:type_name -> toolgate.v1.ClassifierInfo
+	9,  // 12: toolgate.v1.WatchPoliciesResponse.policy_set:type_name -> toolgate.v1.PolicySet
+	5,  // 13: toolgate.v1.UpstreamService.Classify:input_type -> toolgate.v1.ClassifyRequest
+	7,  // 14: toolgate.v1.UpstreamService.WatchPolicies:input_type -> toolgate.v1.WatchPoliciesRequest
+	3,  // 15: toolgate.v1.UpstreamService.ShipRecords:input_type -> toolgate.v1.ShipRecordsRequest
+	0,  // 16: toolgate.v1.UpstreamService.Approve:input_type -> toolgate.v1.ApproveRequest
+	6,  // 17: toolgate.v1.UpstreamService.Classify:output_type -> toolgate.v1.ClassifyResponse
+	8,  // 18: toolgate.v1.UpstreamService.WatchPolicies:output_type -> toolgate.v1.WatchPoliciesResponse
+	4,  // 19: toolgate.v1.UpstreamService.ShipRecords:output_type -> toolgate.v1.ShipRecordsResponse
+	1,  // 20: toolgate.v1.UpstreamService.Approve:output_type -> toolgate.v1.ApproveResponse
+	17, // [17:21] is the sub-list for method output_type
+	13, // [13:17] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_toolgate_v1_upstream_proto_init() }
@@ -688,7 +895,7 @@ func file_toolgate_v1_upstream_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolgate_v1_upstream_proto_rawDesc), len(file_toolgate_v1_upstream_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,6 +22,7 @@ const (
 	UpstreamService_Classify_FullMethodName      = "/toolgate.v1.UpstreamService/Classify"
 	UpstreamService_WatchPolicies_FullMethodName = "/toolgate.v1.UpstreamService/WatchPolicies"
 	UpstreamService_ShipRecords_FullMethodName   = "/toolgate.v1.UpstreamService/ShipRecords"
+	UpstreamService_Approve_FullMethodName       = "/toolgate.v1.UpstreamService/Approve"
 )
 
 // UpstreamServiceClient is the client API for UpstreamService service.
@@ -58,6 +59,16 @@ type UpstreamServiceClient interface {
 	// without a store answers FAILED_PRECONDITION and the local server keeps
 	// the records in its spool. At most 1000 records.
 	ShipRecords(ctx context.Context, in *ShipRecordsRequest, opts ...grpc.CallOption) (*ShipRecordsResponse, error)
+	// Approve queues an unattended check's question, which a local server's
+	// policy sends to an approver (unattended.on_ask: approve), in the
+	// centre's approval queue, and answers once an approver has answered it,
+	// its deadline has passed, or the call's own deadline is near. The
+	// centre applies its own policy of that name (timeout, outcome on
+	// timeout, which questions queue). The same question asked again (a
+	// retry after a lost connection or a restart of either side) waits on
+	// the approval already queued. A centre without an approval queue
+	// answers FAILED_PRECONDITION, and the local server denies.
+	Approve(ctx context.Context, in *ApproveRequest, opts ...grpc.CallOption) (*ApproveResponse, error)
 }
 
 type upstreamServiceClient struct {
@@ -107,6 +118,16 @@ func (c *upstreamServiceClient) ShipRecords(ctx context.Context, in *ShipRecords
 	return out, nil
 }
 
+func (c *upstreamServiceClient) Approve(ctx context.Context, in *ApproveRequest, opts ...grpc.CallOption) (*ApproveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ApproveResponse)
+	err := c.cc.Invoke(ctx, UpstreamService_Approve_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // UpstreamServiceServer is the server API for UpstreamService service.
 // All implementations must embed UnimplementedUpstreamServiceServer
 // for forward compatibility.
@@ -141,6 +162,16 @@ type UpstreamServiceServer interface {
 	// without a store answers FAILED_PRECONDITION and the local server keeps
 	// the records in its spool. At most 1000 records.
 	ShipRecords(context.Context, *ShipRecordsRequest) (*ShipRecordsResponse, error)
+	// Approve queues an unattended check's question, which a local server's
+	// policy sends to an approver (unattended.on_ask: approve), in the
+	// centre's approval queue, and answers once an approver has answered it,
+	// its deadline has passed, or the call's own deadline is near. The
+	// centre applies its own policy of that name (timeout, outcome on
+	// timeout, which questions queue). The same question asked again (a
+	// retry after a lost connection or a restart of either side) waits on
+	// the approval already queued. A centre without an approval queue
+	// answers FAILED_PRECONDITION, and the local server denies.
+	Approve(context.Context, *ApproveRequest) (*ApproveResponse, error)
 	mustEmbedUnimplementedUpstreamServiceServer()
 }
 
@@ -159,6 +190,9 @@ func (UnimplementedUpstreamServiceServer) WatchPolicies(*WatchPoliciesRequest, g
 }
 func (UnimplementedUpstreamServiceServer) ShipRecords(context.Context, *ShipRecordsRequest) (*ShipRecordsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ShipRecords not implemented")
+}
+func (UnimplementedUpstreamServiceServer) Approve(context.Context, *ApproveRequest) (*ApproveResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Approve not implemented")
 }
 func (UnimplementedUpstreamServiceServer) mustEmbedUnimplementedUpstreamServiceServer() {}
 func (UnimplementedUpstreamServiceServer) testEmbeddedByValue()                         {}
@@ -228,6 +262,24 @@ func _UpstreamService_ShipRecords_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _UpstreamService_Approve_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ApproveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(UpstreamServiceServer).Approve(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: UpstreamService_Approve_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(UpstreamServiceServer).Approve(ctx, req.(*ApproveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // UpstreamService_ServiceDesc is the grpc.ServiceDesc for UpstreamService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -242,6 +294,10 @@ var UpstreamService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ShipRecords",
 			Handler:    _UpstreamService_ShipRecords_Handler,
+		},
+		{
+			MethodName: "Approve",
+			Handler:    _UpstreamService_Approve_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

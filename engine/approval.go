@@ -36,8 +36,9 @@ type ApprovalInput struct {
 type ApprovalVerdict struct {
 	// Decision is Allow or Deny; anything else fails closed.
 	Decision Decision
-	// Source is SourceApproval (an answer, or a learned rule) or
-	// SourceApprovalTimeout (nobody answered in time).
+	// Source is SourceApproval (an answer, or a learned rule),
+	// SourceApprovalTimeout (nobody answered in time) or, with Deny only,
+	// SourceApprovalUnavailable (an upstream's queue could not take it).
 	Source Source
 	Reason string
 	Info   ApprovalInfo
@@ -146,7 +147,8 @@ func (e *Engine) approve(ctx context.Context, p *policy, req *Request, asked Res
 		res.Decision, res.Source = Deny, SourceApprovalUnavailable
 		res.Reason = fmt.Sprintf("denied: the approval queue failed, so the call is not allowed: %v; asked: %s", err, asked.Reason)
 		return res
-	case (v.Decision != Allow && v.Decision != Deny) || (v.Source != SourceApproval && v.Source != SourceApprovalTimeout):
+	case !(v.Source == SourceApproval || v.Source == SourceApprovalTimeout) && !(v.Decision == Deny && v.Source == SourceApprovalUnavailable),
+		v.Decision != Allow && v.Decision != Deny:
 		res.Decision, res.Source = Deny, SourceApprovalUnavailable
 		res.Reason = fmt.Sprintf("denied: the approval queue gave no answer it may give (%s from %s); asked: %s", v.Decision, v.Source, asked.Reason)
 		return res

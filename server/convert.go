@@ -192,6 +192,9 @@ var sourceToProto = map[engine.Source]pb.DecisionSource{
 	engine.SourceNoClassifier:          pb.DecisionSource_DECISION_SOURCE_NO_CLASSIFIER,
 	engine.SourceFileSystem:            pb.DecisionSource_DECISION_SOURCE_FILE_SYSTEM,
 	engine.SourceUpstreamUnavailable:   pb.DecisionSource_DECISION_SOURCE_UPSTREAM_UNAVAILABLE,
+	engine.SourceApproval:              pb.DecisionSource_DECISION_SOURCE_APPROVAL,
+	engine.SourceApprovalTimeout:       pb.DecisionSource_DECISION_SOURCE_APPROVAL_TIMEOUT,
+	engine.SourceApprovalUnavailable:   pb.DecisionSource_DECISION_SOURCE_APPROVAL_UNAVAILABLE,
 }
 
 // toProto maps a decision back. An engine result without a decision would
@@ -209,6 +212,7 @@ func toProto(requestID, decisionID string, r engine.Result, latencyMicros int64)
 		}
 	}
 	return &pb.CheckResponse{
+		Approval:      approvalToProto(r.Approval),
 		Classifier:    ci,
 		RequestId:     requestID,
 		Decision:      d,
@@ -220,6 +224,18 @@ func toProto(requestID, decisionID string, r engine.Result, latencyMicros int64)
 		Policy:        validUTF8(r.Policy),
 		LatencyMicros: latencyMicros,
 	}, nil
+}
+
+// approvalToProto maps an approval's details; nil for none.
+func approvalToProto(a *engine.ApprovalInfo) *pb.ApprovalInfo {
+	if a == nil {
+		return nil
+	}
+	out := &pb.ApprovalInfo{Id: validUTF8(a.ID), Approver: validUTF8(a.By), How: validUTF8(a.How), Rule: validUTF8(a.Rule)}
+	if !a.At.IsZero() {
+		out.AnsweredUnixMicros = a.At.UnixMicro()
+	}
+	return out
 }
 
 // validUTF8 makes s sendable: protobuf refuses to encode a string that is

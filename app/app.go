@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/toolgate/toolgate/approvals"
 	"github.com/toolgate/toolgate/classifier"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/engine"
@@ -72,7 +73,9 @@ func WithServerOptions(opts ...server.Option) Option {
 
 // App is a built toolgate: listening, and serving once Run is called.
 type App struct {
-	log         *zap.Logger
+	log *zap.Logger
+	// approvals is a central server's approval queue; nil without one.
+	approvals   *approvals.Queue
 	cfg         *Config
 	rl          *reloader
 	watch       *watcher
@@ -178,6 +181,7 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		srvTracing = append(srvTracing, server.WithTracerProvider(tp))
 	}
 	var fwd engine.Classifier
+	var apr engine.Approver
 	var recordOpts []server.Option
 	origin := policyOrigin{from: "embedded default", kind: originFile}
 	if files := cfg.File.Files(); len(files) > 0 {
@@ -194,6 +198,8 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		if recordOpts, err = a.startShipper(cfg, conn, um, metrics); err != nil {
 			return nil, err
 		}
+		host, _ := os.Hostname()
+		apr = upstream.NewApprover(conn, cfg.Upstream.Address, host)
 		if len(cfg.File.Files()) == 0 {
 			// No config file: the policies are the centre's.
 			a.policyWatch = upstream.NewWatcher(conn, cfg.Upstream.Address, cfg.Upstream.StateDir,
@@ -207,11 +213,11 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		}
 	}
 	if !cfg.Upstream.Enabled() {
-		if recordOpts, err = a.openRecordStore(cfg); err != nil {
+		if recordOpts, apr, err = a.openApprovals(cfg, log); err != nil {
 			return nil, err
 		}
 	}
-	gen, err := buildGenerationWith(cfg, nil, home, log, fwd, clsOpts...)
+	gen, err := buildGenerationWith(cfg, nil, home, log, fwd, apr, clsOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -345,7 +351,7 @@ func (a *App) initialPolicies(cfg *Config, home string) (policyOrigin, error) {
 		if err == nil {
 			next := *cfg
 			next.File = f
-			_, _, err = next.newEngine(home, nil, nil)
+			_, _, err = next.newEngine(home, nil, nil, nil)
 		}
 		if err != nil {
 			return err
@@ -547,6 +553,10 @@ func (a *App) ExposureWarning() string { return a.exposure }
 
 // Classifier is the classifier checks use now; nil without one.
 func (a *App) Classifier() *classifier.Classifier { return a.rl.classifier() }
+
+// Approvals returns the approval queue of a central server with an
+// approvals section; nil otherwise.
+func (a *App) Approvals() *approvals.Queue { return a.approvals }
 
 // exposureWarning is the loud warning for a server reachable from the
 // network without authenticated clients, or with tokens sent in plaintext.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/toolgate/toolgate/approvals/store"
+	"github.com/toolgate/toolgate/approvals"
 
 	"github.com/toolgate/toolgate/classifier"
 	"github.com/toolgate/toolgate/config"
@@ -24,9 +24,8 @@ type Config struct {
 	// Upstream makes this a local server: what its stages leave open is
 	// classified by the central toolgate there.
 	Upstream upstream.Config
-	// Approvals is where approvals are stored; validated here, not yet
-	// used by the server.
-	Approvals store.Config
+	// Approvals is a central server's approval queue and its store.
+	Approvals approvals.Config
 }
 
 // LoadConfig loads the config file at path, or the embedded default when
@@ -49,7 +48,7 @@ func LoadConfig(path string) (*Config, error) {
 // what the file leaves out keeps the owners' defaults. The problems of
 // both sections are reported together.
 func Decode(f *config.Config) (*Config, error) {
-	c := &Config{File: f, Server: server.DefaultConfig(), Classifier: classifier.DefaultConfig(), Upstream: upstream.DefaultConfig(), Approvals: store.DefaultConfig()}
+	c := &Config{File: f, Server: server.DefaultConfig(), Classifier: classifier.DefaultConfig(), Upstream: upstream.DefaultConfig(), Approvals: approvals.DefaultConfig()}
 	err := errors.Join(
 		f.Server.Decode(&c.Server, c.Server.Validate),
 		f.Classifier.Decode(&c.Classifier, c.validateClassifier),
@@ -96,14 +95,14 @@ func (c *Config) validateClassifier() error {
 func (c *Config) NewEngine(home string, cls *classifier.Classifier) (*engine.Engine, []string, error) {
 	if cls == nil {
 		// A nil *Classifier in the interface is not nil.
-		return c.newEngine(home, nil, nil)
+		return c.newEngine(home, nil, nil, nil)
 	}
-	return c.newEngine(home, cls, nil)
+	return c.newEngine(home, cls, nil, nil)
 }
 
 // newEngine is NewEngine with the file-system work run on pool (nil:
 // inline), as a server runs it.
-func (c *Config) newEngine(home string, cls engine.Classifier, pool *engine.Pool) (*engine.Engine, []string, error) {
+func (c *Config) newEngine(home string, cls engine.Classifier, apr engine.Approver, pool *engine.Pool) (*engine.Engine, []string, error) {
 	tls, up := c.Server.TLS, c.Upstream
 	rt := config.Runtime{
 		Home:                    home,
@@ -113,6 +112,7 @@ func (c *Config) newEngine(home string, cls engine.Classifier, pool *engine.Pool
 		OwnPatterns: append(c.Server.Audit.Backups(), c.Classifier.DumpBackups()...),
 		SecretFiles: []string{tls.KeyFile, c.Server.TokenFile, up.TLS.KeyFile, up.TokenFile},
 		Classifier:  cls,
+		Approver:    apr,
 		Pool:        pool,
 	}
 	if up.StateDir != "" {

@@ -22,6 +22,9 @@ type generation struct {
 	// one): made once, with the per-session block counters, and kept by
 	// every later generation.
 	fwd engine.Classifier
+	// apr takes unattended questions to approvers: the centre's queue, or
+	// a local server's upstream (nil: none). Made once, kept likewise.
+	apr engine.Approver
 	sum config.Sum // of the files cfg was read from, as read
 	// pool runs the checks' file-system work. It is made with the first
 	// generation and kept by every later one: its workers are the most
@@ -35,16 +38,18 @@ type generation struct {
 // the verdict cache, the breakers and the per-session block counters.
 func buildGeneration(cfg *Config, prev *generation, home string, log *zap.Logger, clsOpts ...classifier.Option) (*generation, error) {
 	var fwd engine.Classifier
+	var apr engine.Approver
 	if prev != nil {
-		fwd = prev.fwd
+		fwd, apr = prev.fwd, prev.apr
 	}
-	return buildGenerationWith(cfg, prev, home, log, fwd, clsOpts...)
+	return buildGenerationWith(cfg, prev, home, log, fwd, apr, clsOpts...)
 }
 
 // buildGenerationWith is buildGeneration with fwd, a local server's
-// upstream, as its classifier (cfg then has no backends: Validate).
-func buildGenerationWith(cfg *Config, prev *generation, home string, log *zap.Logger, fwd engine.Classifier, clsOpts ...classifier.Option) (*generation, error) {
-	g := &generation{cfg: cfg, sum: cfg.File.Sum(), fwd: fwd}
+// upstream, as its classifier (cfg then has no backends: Validate), and
+// apr as its approver.
+func buildGenerationWith(cfg *Config, prev *generation, home string, log *zap.Logger, fwd engine.Classifier, apr engine.Approver, clsOpts ...classifier.Option) (*generation, error) {
+	g := &generation{cfg: cfg, sum: cfg.File.Sum(), fwd: fwd, apr: apr}
 	if cfg.Classifier.Enabled() {
 		rules := cfg.ClassifierRules()
 		if prev != nil && prev.cls != nil && reflect.DeepEqual(prev.cfg.Classifier, cfg.Classifier) &&
@@ -74,7 +79,7 @@ func buildGenerationWith(cfg *Config, prev *generation, home string, log *zap.Lo
 	case fwd != nil:
 		cls = fwd
 	}
-	eng, warnings, err := cfg.newEngine(home, cls, g.pool)
+	eng, warnings, err := cfg.newEngine(home, cls, apr, g.pool)
 	if err != nil {
 		if g.cls != nil && (prev == nil || g.cls != prev.cls) {
 			_ = g.cls.Close()

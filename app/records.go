@@ -12,7 +12,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/toolgate/toolgate/approvals"
 	"github.com/toolgate/toolgate/approvals/store"
+	"github.com/toolgate/toolgate/approvals/webhook"
+	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 	"github.com/toolgate/toolgate/server"
 	"github.com/toolgate/toolgate/upstream"
@@ -47,20 +50,22 @@ func (a *App) startShipper(cfg *Config, conn *grpc.ClientConn, um *upstream.Metr
 	return []server.Option{server.WithRecorder(sh)}, nil
 }
 
-// openRecordStore opens the approvals store of a central server whose
-// config has an approvals section, where ShipRecords keeps the local
-// servers' decision records. Without the section there is none, and
-// ShipRecords answers FAILED_PRECONDITION (the local servers keep their
-// records spooled).
-func (a *App) openRecordStore(cfg *Config) ([]server.Option, error) {
+// openApprovals opens the approvals store of a central server whose
+// config has an approvals section: the approval queue that unattended
+// questions wait in, and where ShipRecords keeps the local servers'
+// decision records. Without the section there is neither: a policy's
+// queued questions are denied (approval_unavailable), and ShipRecords
+// answers FAILED_PRECONDITION (the local servers keep their records
+// spooled).
+func (a *App) openApprovals(cfg *Config, log *zap.Logger) ([]server.Option, engine.Approver, error) {
 	if cfg.Upstream.Enabled() || cfg.File == nil || !cfg.File.Approvals.Written() {
-		return nil, nil
+		return nil, nil, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	st, err := cfg.Approvals.Open(ctx, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Closed after the gRPC server: no ShipRecords is running then.
 	a.onClose("approvals store", func() {
@@ -68,7 +73,21 @@ func (a *App) openRecordStore(cfg *Config) ([]server.Option, error) {
 			a.log.Error("closing the approvals store", zap.Error(err))
 		}
 	})
-	return []server.Option{server.WithRecordSink(recordSink(st))}, nil
+	opts := approvals.Options{RuleTTL: cfg.Approvals.RuleTTL, MaxRuleTTL: cfg.Approvals.MaxRuleTTL, Origin: server.Origin, Log: log.Named("approvals")}
+	if wh := cfg.Approvals.Webhook; wh.Enabled() {
+		n, err := webhook.New(wh, nil, nil, log.Named("webhook"))
+		if err != nil {
+			_ = st.Close()
+			return nil, nil, err
+		}
+		// Closed before the store (closers run in reverse), after the
+		// server: no new question is queued then.
+		a.onClose("approvals webhook", n.Close)
+		opts.Notifier = n
+	}
+	q := approvals.New(st, opts)
+	a.approvals = q
+	return []server.Option{server.WithRecordSink(recordSink(st))}, q, nil
 }
 
 // recordSink stores shipped records. What exceeds the store's bounds is
@@ -95,7 +114,9 @@ func recordSink(st store.Store) server.RecordSink {
 				Decision: enumWord(r.GetDecision().String(), "DECISION_"),
 				Source:   enumWord(r.GetSource().String(), "DECISION_SOURCE_"),
 				Reason:   cut(r.GetReason(), store.MaxReasonBytes),
-				Data:     data,
+				// Links an ASK that was queued to its approval.
+				ApprovalID: cut(r.GetApprovalId(), store.MaxIDBytes),
+				Data:       data,
 			})
 		}
 		n, err := st.AppendRecords(ctx, out)

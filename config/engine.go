@@ -17,6 +17,8 @@ type Runtime struct {
 	Home string
 	// Classifier decides what the local stages leave open; nil means none.
 	Classifier engine.Classifier
+	// Approver takes unattended questions to approvers (nil: none).
+	Approver engine.Approver
 	// OnClassifierUnavailable is the decision when the classifier fails.
 	OnClassifierUnavailable engine.Decision
 	// OwnFiles are toolgate's files besides the config and the files it
@@ -57,6 +59,7 @@ func (c *Config) NewEngine(rt Runtime) (*engine.Engine, []string, error) {
 		Version:                 version,
 		Policies:                policies,
 		Classifier:              rt.Classifier,
+		Approver:                rt.Approver,
 		OnClassifierUnavailable: rt.OnClassifierUnavailable,
 		Home:                    rt.Home,
 		Guarded:                 absPaths(own),

@@ -62,6 +62,8 @@ func (s *Service) record(req *pb.CheckRequest, resp *pb.CheckResponse, res engin
 		Policy:         res.Policy,
 		PolicyVersion:  res.PolicyVersion,
 		RequestId:      req.GetRequestId(),
+		ApprovalId:     resp.GetApproval().GetId(),
+		Approver:       resp.GetApproval().GetApprover(),
 	})
 }
 

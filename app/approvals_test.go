@@ -1,0 +1,128 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/toolgate/toolgate/approvals"
+	"github.com/toolgate/toolgate/approvals/store"
+	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+)
+
+// policyApprove asks about npm publish, and queues an unattended check's
+// question for an approver.
+const policyApprove = "policies:\n  default:\n    permissions:\n      ask: [\"Bash(npm publish:*)\"]\n    unattended: {on_ask: approve, approval_timeout: 2m}\n"
+
+func unattendedCheck(t *testing.T, r *running, requestID, cmd, cwd string) (*pb.CheckResponse, error) {
+	t.Helper()
+	in, err := structpb.NewStruct(map[string]any{"command": cmd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.client.Check(t.Context(), &pb.CheckRequest{RequestId: requestID, SessionId: "ci-42", Tool: &pb.ToolCall{Name: "Bash", Input: in},
+		WorkingDirectory: cwd, Unattended: true})
+}
+
+// waitPending waits until q has n pending approvals, and returns them.
+func waitPending(t *testing.T, q *approvals.Queue, n int) []store.Pending {
+	t.Helper()
+	var got []store.Pending
+	waitFor(t, "pending approvals", func() bool {
+		var err error
+		got, err = q.List(t.Context(), 0)
+		return err == nil && len(got) == n
+	})
+	return got
+}
+
+// TestApprovalThroughUpstream: a local server's unattended question that
+// its policy queues waits in the centre's queue; the approver's answer
+// releases it as ALLOW with the approval's source and the approver's
+// name; allow as a rule lets the next identical call through at once;
+// a deny is a deny; the local server's records carry the approval.
+func TestApprovalThroughUpstream(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "approvals.db")
+	centre := start(t, loadConfig(t, configFile(t, t.TempDir(), "server:\n  listen: 127.0.0.1:0\n  metrics_listen: \"\"\napprovals:\n  sqlite_path: "+db+"\n"+policyApprove)))
+	q := centre.app.Approvals()
+	if q == nil {
+		t.Fatal("a centre with an approvals section has no queue")
+	}
+	local := start(t, loadConfig(t, configFile(t, t.TempDir(), "server:\n  listen: 127.0.0.1:0\n  metrics_listen: \"\"\nupstream:\n  address: "+centre.app.Addr().String()+"\n"+policyApprove)))
+	dir := t.TempDir()
+
+	type result struct {
+		resp *pb.CheckResponse
+		err  error
+	}
+	ask := func(id, cmd string) chan result {
+		ch := make(chan result, 1)
+		go func() {
+			resp, err := unattendedCheck(t, local, id, cmd, dir)
+			ch <- result{resp, err}
+		}()
+		return ch
+	}
+	first := ask("toolu_1", "npm publish")
+	p := waitPending(t, q, 1)[0]
+	host, _ := os.Hostname()
+	if p.Tool != "Bash" || p.Display != "npm publish" || p.Project != dir || p.Session != "ci-42" || !strings.HasPrefix(p.Host, host) {
+		t.Errorf("pending approval %+v", p)
+	}
+	select {
+	case r := <-first:
+		t.Fatalf("answered before the approver: %v, %v", r.resp, r.err)
+	default:
+	}
+	if _, err := q.Answer(t.Context(), p.ID, approvals.Answer{Allow: true, AsRule: true, RuleTTL: time.Hour, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-first
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.resp.GetDecision() != pb.Decision_DECISION_ALLOW || r.resp.GetSource() != pb.DecisionSource_DECISION_SOURCE_APPROVAL ||
+		r.resp.GetApproval().GetApprover() != "alice" || r.resp.GetApproval().GetId() != p.ID || r.resp.GetApproval().GetHow() != "rule" {
+		t.Fatalf("approved check: %v", r.resp)
+	}
+
+	// The same call again, a new request: the learned rule allows it.
+	resp, err := unattendedCheck(t, local, "toolu_2", "npm publish", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetDecision() != pb.Decision_DECISION_ALLOW || resp.GetApproval().GetHow() != "learned" || resp.GetMatchedRule() != "Bash(npm publish)" {
+		t.Fatalf("identical call after allow as a rule: %v", resp)
+	}
+
+	// Another call is queued, and a deny denies it.
+	second := ask("toolu_3", "npm publish --tag beta")
+	p = waitPending(t, q, 1)[0]
+	if _, err := q.Answer(t.Context(), p.ID, approvals.Answer{By: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-second; r.err != nil || r.resp.GetDecision() != pb.Decision_DECISION_DENY || r.resp.GetSource() != pb.DecisionSource_DECISION_SOURCE_APPROVAL || r.resp.GetApproval().GetApprover() != "bob" {
+		t.Fatalf("denied check: %v, %v", r.resp, r.err)
+	}
+}
+
+// TestApprovalWithoutQueue: a policy that queues questions on a server
+// with no approval queue, or a local server whose centre has none,
+// denies them, saying so; nothing waits.
+func TestApprovalWithoutQueue(t *testing.T) {
+	centre := start(t, loadConfig(t, configFile(t, t.TempDir(), "server:\n  listen: 127.0.0.1:0\n  metrics_listen: \"\"\n"+policyApprove)))
+	local := start(t, loadConfig(t, configFile(t, t.TempDir(), "server:\n  listen: 127.0.0.1:0\n  metrics_listen: \"\"\nupstream:\n  address: "+centre.app.Addr().String()+"\n"+policyApprove)))
+	for name, r := range map[string]*running{"centre": centre, "local": local} {
+		resp, err := unattendedCheck(t, r, "toolu_1", "npm publish", t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.GetDecision() != pb.Decision_DECISION_DENY || resp.GetSource() != pb.DecisionSource_DECISION_SOURCE_APPROVAL_UNAVAILABLE {
+			t.Errorf("%s: %v", name, resp)
+		}
+	}
+}

@@ -259,6 +259,11 @@ func (c call) id(policy string, req *engine.Request) string {
 	return "ap-" + hex.EncodeToString(sum[:16])
 }
 
+// RuleOf is the rule an allow as a rule of p teaches: the exact call, as
+// the rules syntax writes it ("" when no rule can name it). Front ends
+// show it to the approver before they answer.
+func RuleOf(p store.Pending) string { return ruleOf(p) }
+
 // ruleOf is the learned-rule text of a pending approval's call.
 func ruleOf(p store.Pending) string {
 	var k struct {

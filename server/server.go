@@ -33,6 +33,7 @@ type options struct {
 	noUpstream bool
 	recorder   Recorder
 	sink       RecordSink
+	approvals  ApprovalQueue
 }
 
 // WithoutUpstreamService leaves toolgate.v1.UpstreamService out: for a
@@ -164,6 +165,11 @@ func New(cfg Config, eng *engine.Engine, log *zap.Logger, opts ...Option) (*Serv
 		// servers are clients like any other.
 		s.upstream = &Upstream{svc: s.svc, watchers: make(chan struct{}, maxWatchers), resendEvery: watchResendEvery, sink: o.sink}
 		pb.RegisterUpstreamServiceServer(s.grpc, s.upstream)
+	}
+	if o.approvals != nil {
+		// Behind the same interceptors: the auth one admits only
+		// approver tokens, and the service checks for one again.
+		pb.RegisterApprovalServiceServer(s.grpc, NewApprovalService(o.approvals, log))
 	}
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	if cfg.Reflection {

@@ -83,9 +83,31 @@ $(PG_BIN)/pg_ctl:
 	test -x $@ || { echo "postgresql: $@ is missing after the install (not PostgreSQL 15?)" >&2; exit 1; }
 
 .PHONY: test-e2e
-test-e2e: e2e-agents monitoring-test ## The real agent CLIs through the hooks, the alert rules (promtool), then the binary: resilience/ (faults and load), deploy/, the documentation's hook snippets and quickstart, with -race
-	PATH="$(dir $(PROMTOOL)):$$PATH" go test -race -count=1 ./resilience/... ./deploy/...
+test-e2e: e2e-agents monitoring-test postgres chromium ## The real agent CLIs through the hooks, the alert rules (promtool), then the binary: resilience/ (faults, load, approvals over both stores and in a browser), deploy/, the documentation's hook snippets and quickstart, with -race
+	PATH="$(dir $(PROMTOOL)):$$PATH" TOOLGATE_PG_BIN=$(PG_BIN) TOOLGATE_POSTGRES_REQUIRED=1 TOOLGATE_CHROMIUM_REQUIRED=1 \
+	  go test -race -count=1 ./resilience/... ./deploy/...
 	TOOLGATE_E2E=1 go test -race -count=1 -run 'TestHookReadmeSnippets|TestQuickstart' ./cmd/toolgate
+
+# The approvals page's end-to-end test drives a headless Chromium: Debian's
+# chromium package, installed when missing (as root, or through sudo).
+# Nothing downloads a browser of its own.
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: chromium
+chromium: $(CHROMIUM) ## Install Chromium (Debian's chromium package) for the approvals page's browser tests, when missing
+
+$(CHROMIUM):
+	@set -e; sudo=(); \
+	if ((EUID != 0)); then \
+	  if ! command -v sudo >/dev/null; then echo "chromium: need root or sudo to install Debian's chromium package" >&2; exit 1; fi; \
+	  sudo=(sudo); \
+	fi; \
+	tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	echo "chromium: installing Debian's chromium package"; \
+	if ! { "$${sudo[@]}" apt-get update -qq && "$${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >"$$tmp/log" 2>&1; then \
+	  cat "$$tmp/log" >&2; exit 1; \
+	fi; \
+	test -x $@ || { echo "chromium: $@ is missing after the install" >&2; exit 1; }
 
 # promtool comes from Debian's prometheus package, extracted into bin/
 # rather than installed: installing would also set up (and, under an init

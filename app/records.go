@@ -87,7 +87,39 @@ func (a *App) openApprovals(cfg *Config, log *zap.Logger) ([]server.Option, engi
 	}
 	q := approvals.New(st, opts)
 	a.approvals = q
+	stop := maintain(q, cfg.Approvals.Retention, approvalsMaintainEvery, log)
+	a.onClose("approvals maintenance", stop)
 	return []server.Option{server.WithRecordSink(recordSink(st))}, q, nil
+}
+
+// approvalsMaintainEvery is how often a centre expires the approvals
+// nobody waits on and prunes what is past retention.
+const approvalsMaintainEvery = time.Minute
+
+// maintain runs q's maintenance now and every period until stop, which
+// waits for a run in progress.
+func maintain(q *approvals.Queue, retention, period time.Duration, log *zap.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			expired, pruned, err := q.Maintain(ctx, retention)
+			if err != nil && ctx.Err() == nil {
+				log.Warn("approvals maintenance", zap.Error(err))
+			} else if expired+pruned > 0 {
+				log.Info("approvals maintenance", zap.Int("expired", expired), zap.Int("pruned", pruned))
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // recordSink stores shipped records. What exceeds the store's bounds is

@@ -66,32 +66,43 @@ func (q *Queue) Answer(ctx context.Context, id string, a Answer) (store.Pending,
 	if a.Allow {
 		ans.Status = store.StatusAllowed
 	}
+	var rule *store.Rule
 	if a.AsRule {
 		ans.How = store.HowRule
 		p, err := q.st.GetPending(ctx, id)
 		if err != nil {
 			return store.Pending{}, err
 		}
-		if ruleOf(p) == "" {
+		if p.Status != store.StatusPending {
+			return p, store.ErrSettled
+		}
+		text := ruleOf(p)
+		if text == "" {
 			return store.Pending{}, ErrRuleNotPossible
+		}
+		// Stored before the answer: the check the answer releases may
+		// be followed at once by the same call, which the rule must
+		// meet. Withdrawn if the answer does not stand.
+		rule = &store.Rule{ID: "rule-" + rand.Text(), Text: text, Project: p.Project, Policy: p.Policy,
+			CreatedBy: a.By, CreatedAt: ans.At, ExpiresAt: ans.At.Add(ttl), PendingID: p.ID}
+		if err := q.st.AddRule(ctx, *rule); err != nil {
+			return store.Pending{}, fmt.Errorf("storing the rule: %w", err)
 		}
 	}
 	p, err := q.st.AnswerPending(ctx, id, ans)
 	if err != nil {
+		if rule != nil {
+			if derr := q.st.DeleteRule(context.WithoutCancel(ctx), rule.ID); derr != nil {
+				q.opts.Log.Error("withdrawing the rule of an answer that did not stand", zap.String("rule_id", rule.ID), zap.Error(derr))
+			}
+		}
 		return p, err
 	}
 	q.opts.Log.Info("approval answered", zap.String("approval_id", p.ID), zap.String("approver", a.By),
 		zap.String("status", string(ans.Status)), zap.String("how", string(ans.How)), zap.String("tool", p.Tool), zap.String("project", p.Project))
-	if a.AsRule {
-		// The answer stands even if the rule cannot be stored: the
-		// waiting check has it; the approver is told the rule failed.
-		r := store.Rule{ID: "rule-" + rand.Text(), Text: ruleOf(p), Project: p.Project, Policy: p.Policy,
-			CreatedBy: a.By, CreatedAt: ans.At, ExpiresAt: ans.At.Add(ttl), PendingID: p.ID}
-		if err := q.st.AddRule(ctx, r); err != nil {
-			return p, fmt.Errorf("the answer is given, but its rule could not be stored: %w", err)
-		}
-		q.opts.Log.Info("rule learned", zap.String("rule_id", r.ID), zap.String("rule", r.Text), zap.String("project", r.Project),
-			zap.String("policy", r.Policy), zap.String("approver", a.By), zap.Time("expires", r.ExpiresAt), zap.String("approval_id", p.ID))
+	if rule != nil {
+		q.opts.Log.Info("rule learned", zap.String("rule_id", rule.ID), zap.String("rule", rule.Text), zap.String("project", rule.Project),
+			zap.String("policy", rule.Policy), zap.String("approver", a.By), zap.Time("expires", rule.ExpiresAt), zap.String("approval_id", p.ID))
 	}
 	return p, nil
 }
@@ -116,4 +127,28 @@ func (q *Queue) DeleteRule(ctx context.Context, id, by string) error {
 // Records returns the fleet's decision records, newest first.
 func (q *Queue) Records(ctx context.Context, f store.RecordFilter) ([]store.Record, error) {
 	return q.st.QueryRecords(ctx, f)
+}
+
+// Maintain settles the approvals whose deadline passed with nobody
+// waiting on them (a waiting check settles its own), so that approvers
+// see them as expired, and deletes what is older than retention: decision
+// records, settled approvals and expired rules. The centre runs it on a
+// schedule; several replicas may run it at once.
+func (q *Queue) Maintain(ctx context.Context, retention time.Duration) (expired, pruned int, err error) {
+	now := q.opts.Now()
+	for {
+		ps, err := q.st.ExpireDue(ctx, now, store.MaxLimit)
+		expired += len(ps)
+		for _, p := range ps {
+			q.opts.Log.Info("approval expired", zap.String("approval_id", p.ID), zap.String("outcome", string(p.Answer.Outcome)))
+		}
+		if err != nil {
+			return expired, pruned, err
+		}
+		if len(ps) < store.MaxLimit {
+			break
+		}
+	}
+	pruned, err = q.st.Prune(ctx, now.Add(-retention), 10*store.MaxLimit)
+	return expired, pruned, err
 }

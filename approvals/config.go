@@ -18,13 +18,16 @@ type Config struct {
 	// MaxRuleTTL is the most an approver may give.
 	RuleTTL    time.Duration `yaml:"rule_ttl"`
 	MaxRuleTTL time.Duration `yaml:"max_rule_ttl"`
+	// Retention is how long decision records, settled approvals and
+	// expired rules are kept.
+	Retention time.Duration `yaml:"retention"`
 	// Webhook announces each new pending approval (Slack-compatible).
 	Webhook webhook.Config `yaml:"webhook"`
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Config: store.DefaultConfig(), RuleTTL: DefaultRuleTTL, MaxRuleTTL: MaxRuleTTL, Webhook: webhook.DefaultConfig()}
+	return Config{Config: store.DefaultConfig(), RuleTTL: DefaultRuleTTL, MaxRuleTTL: MaxRuleTTL, Retention: 30 * 24 * time.Hour, Webhook: webhook.DefaultConfig()}
 }
 
 // Validate reports every bad field, named by its path.
@@ -35,6 +38,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RuleTTL < time.Minute || c.RuleTTL > c.MaxRuleTTL {
 		errs = append(errs, fmt.Errorf("approvals.rule_ttl: must be between 1m and max_rule_ttl (%s), got %s", c.MaxRuleTTL, c.RuleTTL))
+	}
+	if c.Retention < time.Hour {
+		errs = append(errs, fmt.Errorf("approvals.retention: must be at least 1h, got %s", c.Retention))
 	}
 	return errors.Join(errs...)
 }

@@ -278,7 +278,44 @@ func TestAnswerChecks(t *testing.T) {
 	if !errors.Is(err, store.ErrSettled) || p.Answer.By != "bob" || p.Status != store.StatusDenied {
 		t.Errorf("second answer: %+v, %v: want settled by bob", p, err)
 	}
+	if _, err := tq.Answer(t.Context(), id, Answer{Allow: true, AsRule: true, By: "alice"}); !errors.Is(err, store.ErrSettled) {
+		t.Errorf("allow as a rule after bob's deny: %v", err)
+	}
+	if rules, _ := tq.Rules(t.Context()); len(rules) != 0 {
+		t.Errorf("an answer that did not stand left a rule: %v", rules)
+	}
 	if _, err := tq.Answer(t.Context(), "ap-nope", Answer{By: "bob"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown id: %v", err)
+	}
+}
+
+// TestMaintain: an approval nobody waits on any more is settled as
+// expired once its deadline passed, with the policy's outcome; what is
+// past retention is deleted.
+func TestMaintain(t *testing.T) {
+	tq := newTestQueue(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	v, _ := tq.Approve(ctx, askInput("npm publish")) // the caller gives up; the approval stays
+	if exp, _, err := tq.Maintain(t.Context(), 24*time.Hour); err != nil || exp != 0 {
+		t.Fatalf("before the deadline: expired %d, %v", exp, err)
+	}
+	old := store.Record{ID: "r-old", Time: tq.clock().Add(-48 * time.Hour), Decision: "allow"}
+	recent := store.Record{ID: "r-new", Time: tq.clock(), Decision: "allow"}
+	if _, err := tq.st.AppendRecords(t.Context(), []store.Record{old, recent}); err != nil {
+		t.Fatal(err)
+	}
+	tq.advance(2 * time.Hour)
+	exp, pruned, err := tq.Maintain(t.Context(), 24*time.Hour)
+	if err != nil || exp != 1 || pruned < 1 {
+		t.Fatalf("expired %d, pruned %d, %v", exp, pruned, err)
+	}
+	p, err := tq.Get(t.Context(), v.Info.ID)
+	if err != nil || p.Status != store.StatusExpired || p.Answer.Outcome != store.OutcomeDeny {
+		t.Errorf("approval after its deadline: %+v, %v", p, err)
+	}
+	recs, err := tq.Records(t.Context(), store.RecordFilter{})
+	if err != nil || len(recs) != 1 || recs[0].ID != "r-new" {
+		t.Errorf("records after pruning: %v, %v", recs, err)
 	}
 }

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/toolgate/toolgate/app"
+	"github.com/toolgate/toolgate/approvals"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -71,6 +77,9 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "# policy version %s, from %s\n", version, from)
 		_, _ = stdout.Write(out)
+		if stateDir == "" {
+			showLearnedRules(path, stdout, stderr)
+		}
 		return 0
 	}
 	fmt.Fprintf(stderr, "toolgate config: unknown subcommand %q\nusage: %s\n", args[0], usage)
@@ -90,6 +99,47 @@ func configShowCommand(path, stateDir *string) *command {
 	fs.StringVar(path, "config", "", "config file (default: the embedded default)")
 	fs.StringVar(stateDir, "state-dir", "", "show the policy set a local toolgate keeps in this state directory (serve --state-dir), received from its upstream")
 	return fs
+}
+
+// showLearnedRules lists, as comments after the config, the rules learned
+// from approvers' answers that are in force in the approvals store of a
+// config with an approvals section: they add to the policies shown. A
+// store that cannot be read is said on stderr; a SQLite file that does
+// not exist yet holds none and is not created.
+func showLearnedRules(path string, stdout, stderr io.Writer) {
+	cfg, err := app.LoadConfig(path)
+	if err != nil || cfg.File == nil || !cfg.File.Approvals.Written() {
+		return
+	}
+	ac := cfg.Approvals
+	where := "PostgreSQL ($" + ac.PostgresURLEnv + ")"
+	if ac.Store == "sqlite" {
+		where = "SQLite " + ac.SQLitePath
+		if _, err := os.Stat(ac.SQLitePath); errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(stdout, "# learned rules (approvals store %s): none, the store does not exist yet\n", where)
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	st, err := ac.Open(ctx, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgate config show: learned rules not listed: %v\n", err)
+		return
+	}
+	defer st.Close()
+	rules, err := approvals.New(st, approvals.Options{}).Rules(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgate config show: learned rules not listed: %v\n", err)
+		return
+	}
+	fmt.Fprintf(stdout, "# learned rules in force (approvals store %s): %d\n", where, len(rules))
+	for _, r := range rules {
+		// One line each, as comments: the text is the agent's call, and
+		// a newline in it must not end the comment.
+		fmt.Fprintf(stdout, "#   allow %s in project %s, policy %s, taught by %s, until %s (%s, from %s)\n",
+			strconv.Quote(r.Text), strconv.Quote(r.Project), r.Policy, strconv.Quote(r.CreatedBy), r.ExpiresAt.UTC().Format(time.RFC3339), r.ID, r.PendingID)
+	}
 }
 
 // showSource loads what config show prints, and says where it came from:

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/toolgate/toolgate/approvals"
+	"github.com/toolgate/toolgate/approvals/store"
 )
 
 // pageNames are the templates in templates/, each a "content" block
@@ -21,8 +24,8 @@ func parsePages(now func() time.Time) map[string]*template.Template {
 	funcs := template.FuncMap{
 		"when":       when,
 		"pathEscape": url.PathEscape,
-		"answerForm": func(id, csrf string, ttls []ttlChoice) answerForm {
-			return answerForm{ID: id, CSRF: csrf, TTLs: ttls}
+		"answerForm": func(p store.Pending, csrf string, ttls []ttlChoice) answerForm {
+			return answerForm{ID: p.ID, CSRF: csrf, TTLs: ttls, Rule: cut(approvals.RuleOf(p), listCut)}
 		},
 		// until says how long remains before t, from the page's clock.
 		"until": func(t time.Time) string {
@@ -45,6 +48,9 @@ func parsePages(now func() time.Time) map[string]*template.Template {
 type answerForm struct {
 	ID, CSRF string
 	TTLs     []ttlChoice
+	// Rule is what an allow as a rule teaches, shown before the approver
+	// answers; "" when no rule can name the call (no such button).
+	Rule string
 }
 
 // layoutData is what layout.html sees: the page's title, the approver (no

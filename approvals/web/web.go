@@ -27,17 +27,14 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/approvals"
 	"github.com/toolgate/toolgate/approvals/store"
 )
 
-// Answer is an approver's answer to a pending approval, as the queue
-// takes it.
-type Answer struct {
-	Allow   bool
-	AsRule  bool          // allow only: also learn a scoped, expiring rule from the call
-	RuleTTL time.Duration // with AsRule; 0 means the queue's default
-	By      string        // the approver's identity, required
-}
+var _ Queue = (*approvals.Queue)(nil)
+
+// Answer is an approver's answer, as the queue takes it.
+type Answer = approvals.Answer
 
 // Queue is what the page needs of the approvals queue.
 type Queue interface {
@@ -46,7 +43,9 @@ type Queue interface {
 	// Get returns one approval, settled or not (store.ErrNotFound).
 	Get(ctx context.Context, id string) (store.Pending, error)
 	// Answer settles a pending approval: store.ErrSettled (with the
-	// approval as settled), store.ErrNotFound, store.ErrInvalid.
+	// approval as settled), store.ErrNotFound, store.ErrInvalid,
+	// approvals.ErrRuleNotPossible; another error with the approval
+	// settled is an answer given whose rule was not stored.
 	Answer(ctx context.Context, id string, a Answer) (store.Pending, error)
 	// Rules returns the learned rules in force.
 	Rules(ctx context.Context) ([]store.Rule, error)
@@ -505,10 +504,18 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, v visitor) {
 		h.render(w, http.StatusConflict, "result", "Already settled", v, resultData{Heading: "Already settled", Message: settledBy(p), Link: link, LinkTo: "the approval"})
 	case errors.Is(err, store.ErrNotFound):
 		h.fail(w, http.StatusNotFound, "Not found", "There is no approval with that id.")
+	case errors.Is(err, approvals.ErrRuleNotPossible):
+		h.fail(w, http.StatusBadRequest, "No rule for this call", "No rule can name this call exactly; allow it once or deny it.")
 	case errors.Is(err, store.ErrInvalid):
 		h.fail(w, http.StatusBadRequest, "Invalid answer", cut(err.Error(), reasonCut))
+	case p.ID != "" && p.Status != store.StatusPending:
+		// The answer stands; only the rule it teaches was not stored.
+		h.log.Error("approval answered but its rule was not stored", zap.String("approval_id", id), zap.String("approver", v.approver), zap.Error(err))
+		h.render(w, http.StatusServiceUnavailable, "result", "Answered without the rule", v, resultData{Heading: "Answered without the rule",
+			Message: fmt.Sprintf("The call is %s, but the rule could not be stored: the next identical call will be asked again.", p.Status), Link: link, LinkTo: "the approval"})
 	default:
-		h.storeFailed(w, "answer the approval (it is still pending)", err)
+		h.log.Error("approvals page could not answer", zap.String("approval_id", id), zap.Error(err))
+		h.fail(w, http.StatusServiceUnavailable, "Unavailable", "Could not answer: the approvals store did not answer. Open the approval again to see whether it is settled.")
 	}
 }
 

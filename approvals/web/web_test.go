@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -133,7 +134,12 @@ func (e *env) pend(p store.Pending) store.Pending {
 	}
 	if p.Tool == "" {
 		p.Tool = "Bash"
-		p.Display = `{"command":"make deploy"}`
+		p.Display = `make deploy`
+	}
+	if p.Request == nil {
+		// What the queue keeps of the call: the rule an allow as a rule
+		// teaches.
+		p.Request = []byte(`{"rule":"Bash(make deploy)"}`)
 	}
 	if err := e.st.CreatePending(e.t.Context(), p); err != nil {
 		e.t.Fatal(err)
@@ -436,6 +442,28 @@ func TestAnswerOutcomes(t *testing.T) {
 	}
 }
 
+func TestRuleShownBeforeAnswer(t *testing.T) {
+	e := newEnv(t)
+	e.pend(store.Pending{ID: "ap-1", Request: []byte(`{"rule":"Bash(make <deploy>)"}`)})
+	e.pend(store.Pending{ID: "ap-2", Request: []byte(`{}`)})
+	c, csrf := e.login(approverToken)
+	_, body := do(t, e.h, get("/approvals/ap-1", c))
+	if !strings.Contains(body, "teaches <code>Bash(make &lt;deploy&gt;)</code>") {
+		t.Errorf("the page does not show the rule an allow as a rule teaches:\n%s", body)
+	}
+	_, body = do(t, e.h, get("/approvals/ap-2", c))
+	if strings.Contains(body, `value="rule"`) || !strings.Contains(body, `value="allow"`) {
+		t.Errorf("a call no rule can name offers a rule:\n%s", body)
+	}
+	resp, body := do(t, e.h, post("/approvals/ap-2/answer", c, url.Values{"csrf": {csrf}, "decision": {"rule"}, "ttl": {"1h0m0s"}}))
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "No rule can name this call") {
+		t.Errorf("a rule for a call no rule can name: %s\n%s", resp.Status, body)
+	}
+	if p := e.status("ap-2"); p.Status != store.StatusPending {
+		t.Fatalf("it was settled: %+v", p.Answer)
+	}
+}
+
 func TestRules(t *testing.T) {
 	e := newEnv(t)
 	e.pend(store.Pending{ID: "ap-1"})
@@ -444,19 +472,24 @@ func TestRules(t *testing.T) {
 		t.Fatalf("answer: %s", resp.Status)
 	}
 	_, body := do(t, e.h, get("/rules", c))
-	if !strings.Contains(body, "Bash(exact)") || !strings.Contains(body, `action="/rules/r-ap-1/delete"`) {
+	m := regexp.MustCompile(`action="(/rules/[^"/]+/delete)"`).FindStringSubmatch(body)
+	if !strings.Contains(body, "Bash(make deploy)") || m == nil {
 		t.Fatalf("the rules page does not list the rule:\n%s", body)
 	}
-	if resp, _ := do(t, e.h, post("/rules/r-ap-1/delete", c, url.Values{})); resp.StatusCode != http.StatusForbidden {
+	del := m[1]
+	if resp, _ := do(t, e.h, post(del, c, url.Values{})); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("delete without the CSRF token: %s, want 403", resp.Status)
 	}
-	if resp, _ := do(t, e.h, post("/rules/r-ap-1/delete", c, url.Values{"csrf": {csrf}})); resp.StatusCode != http.StatusOK {
+	if rs, _ := e.q.Rules(t.Context()); len(rs) != 1 || rs[0].CreatedBy != "alice" || rs[0].PendingID != "ap-1" {
+		t.Fatalf("rules: %+v", rs)
+	}
+	if resp, _ := do(t, e.h, post(del, c, url.Values{"csrf": {csrf}})); resp.StatusCode != http.StatusOK {
 		t.Fatalf("delete: %s", resp.Status)
 	}
 	if rs, _ := e.q.Rules(t.Context()); len(rs) != 0 {
 		t.Fatalf("rules left: %+v", rs)
 	}
-	if resp, _ := do(t, e.h, post("/rules/r-ap-1/delete", c, url.Values{"csrf": {csrf}})); resp.StatusCode != http.StatusNotFound {
+	if resp, _ := do(t, e.h, post(del, c, url.Values{"csrf": {csrf}})); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("delete again: %s, want 404", resp.Status)
 	}
 }
@@ -586,7 +619,11 @@ func (storeDown) List(context.Context, int) ([]store.Pending, error) {
 
 func (storeDown) Rules(context.Context) ([]store.Rule, error) { return nil, nil }
 
-func (storeDown) Answer(context.Context, string, web.Answer) (store.Pending, error) {
+func (storeDown) Answer(_ context.Context, id string, _ web.Answer) (store.Pending, error) {
+	if id == "ruleless" {
+		// The answer was stored, the rule it teaches was not.
+		return store.Pending{ID: id, Status: store.StatusAllowed}, errors.New("the answer is given, but its rule could not be stored")
+	}
 	return store.Pending{}, context.DeadlineExceeded
 }
 
@@ -596,8 +633,12 @@ func TestStoreFailure(t *testing.T) {
 	e := &env{t: t, h: h}
 	c, csrf := e.loginStatus(http.StatusServiceUnavailable)
 	resp, body := do(t, h, post("/approvals/ap-1/answer", c, url.Values{"csrf": {csrf}, "decision": {"allow"}}))
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "still pending") {
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "whether it is settled") || strings.Contains(body, "deadline exceeded") {
 		t.Errorf("answer with the store down: %s\n%s", resp.Status, body)
+	}
+	resp, body = do(t, h, post("/approvals/ruleless/answer", c, url.Values{"csrf": {csrf}, "decision": {"rule"}, "ttl": {"1h0m0s"}}))
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "The call is allowed, but the rule could not be stored") {
+		t.Errorf("an answer whose rule was not stored: %s\n%s", resp.Status, body)
 	}
 }
 

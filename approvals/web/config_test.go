@@ -6,6 +6,8 @@ import (
 	"crypto/x509"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -86,6 +88,27 @@ func TestServeTLS(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `name="token"`) {
 		t.Fatalf("login page over TLS: %s", resp.Status)
+	}
+	// An approver logs in over TLS: the session is a __Host- cookie, sent
+	// back over TLS.
+	jar, _ := cookiejar.New(nil)
+	client.Jar = jar
+	base := "https://" + lis.Addr().String()
+	req, _ := http.NewRequest(http.MethodPost, base+"/login", strings.NewReader(url.Values{"token": {approverToken}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/approvals" || !strings.Contains(string(body), "Nothing is waiting") {
+		t.Fatalf("login over TLS ended at %s: %s\n%s", resp.Request.URL, resp.Status, body)
+	}
+	u, _ := url.Parse(base)
+	if cs := jar.Cookies(u); len(cs) != 1 || cs[0].Name != "__Host-toolgate_approver" {
+		t.Fatalf("cookies %v", cs)
 	}
 	// Plain HTTP to the TLS listener gets no page.
 	if resp, err := http.Get("http://" + lis.Addr().String() + "/login"); err == nil {

@@ -85,3 +85,30 @@ func TestLoginAttemptsBounded(t *testing.T) {
 		}
 	})
 }
+
+func TestSessionsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tk := newTokens()
+		h := web.New(web.Options{Queue: emptyQueue{}, Authenticate: tk.authenticate})
+		login := func() *http.Cookie {
+			resp, _ := do(t, h, post("/login", nil, url.Values{"token": {approverToken}}))
+			if resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("login: %s", resp.Status)
+			}
+			return resp.Cookies()[0]
+		}
+		first := login()
+		time.Sleep(time.Second)
+		var last *http.Cookie
+		for range web.MaxSessions {
+			last = login()
+		}
+		// The table is full: the session closest to its end made room.
+		if resp, _ := do(t, h, get("/approvals", first)); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("the oldest session past the cap: %s, want 303", resp.Status)
+		}
+		if resp, _ := do(t, h, get("/approvals", last)); resp.StatusCode != http.StatusOK {
+			t.Errorf("the newest session: %s", resp.Status)
+		}
+	})
+}

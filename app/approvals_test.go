@@ -126,3 +126,43 @@ func TestApprovalWithoutQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestCentreRecordsItsOwnDecisions: a centre with an approvals store
+// keeps its own decisions there too, beside its local servers', and an
+// approved check's record names its approval.
+func TestCentreRecordsItsOwnDecisions(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "approvals.db")
+	centre := start(t, loadConfig(t, configFile(t, t.TempDir(), "server:\n  listen: 127.0.0.1:0\n  metrics_listen: \"\"\napprovals:\n  sqlite_path: "+db+"\n"+policyApprove)))
+	q := centre.app.Approvals()
+	dir := t.TempDir()
+	centre.check(t, t.Context(), "Read", map[string]any{"file_path": filepath.Join(dir, "x.go")}, dir, pb.PermissionMode_PERMISSION_MODE_AUTO)
+	done := make(chan *pb.CheckResponse, 1)
+	go func() {
+		resp, err := unattendedCheck(t, centre, "toolu_9", "npm publish", dir)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- resp
+	}()
+	p := waitPending(t, q, 1)[0]
+	if _, err := q.Answer(t.Context(), p.ID, approvals.Answer{Allow: true, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := <-done; resp.GetDecision() != pb.Decision_DECISION_ALLOW || resp.GetApproval().GetApprover() != "alice" {
+		t.Fatalf("approved check: %v", resp)
+	}
+	var recs []store.Record
+	waitFor(t, "the centre's two records", func() bool {
+		recs, _ = q.Records(t.Context(), store.RecordFilter{Project: dir})
+		return len(recs) == 2
+	})
+	host, _ := os.Hostname()
+	for _, r := range recs {
+		if r.Host != host {
+			t.Errorf("record %s: host %q, want %q", r.ID, r.Host, host)
+		}
+		if r.Tool == "Bash" && (r.ApprovalID != p.ID || r.Source != "approval" || r.Decision != "allow") {
+			t.Errorf("the approved check's record: %+v", r)
+		}
+	}
+}

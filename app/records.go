@@ -89,7 +89,12 @@ func (a *App) openApprovals(cfg *Config, log *zap.Logger) ([]server.Option, engi
 	a.approvals = q
 	stop := maintain(q, cfg.Approvals.Retention, approvalsMaintainEvery, log)
 	a.onClose("approvals maintenance", stop)
-	return []server.Option{server.WithRecordSink(recordSink(st))}, q, nil
+	sink := recordSink(st)
+	rec := newCentreRecorder(sink, log)
+	// Closed after the server (no check is decided then), before the
+	// store.
+	a.onClose("centre decision records", rec.Close)
+	return []server.Option{server.WithRecordSink(sink), server.WithRecorder(rec)}, q, nil
 }
 
 // approvalsMaintainEvery is how often a centre expires the approvals

@@ -213,7 +213,7 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		}
 	}
 	if !cfg.Upstream.Enabled() {
-		if recordOpts, apr, err = a.openApprovals(cfg, log); err != nil {
+		if recordOpts, apr, err = a.openApprovals(cfg, log, metrics.reg); err != nil {
 			return nil, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -57,7 +58,7 @@ func (a *App) startShipper(cfg *Config, conn *grpc.ClientConn, um *upstream.Metr
 // queued questions are denied (approval_unavailable), and ShipRecords
 // answers FAILED_PRECONDITION (the local servers keep their records
 // spooled).
-func (a *App) openApprovals(cfg *Config, log *zap.Logger) ([]server.Option, engine.Approver, error) {
+func (a *App) openApprovals(cfg *Config, log *zap.Logger, reg *prometheus.Registry) ([]server.Option, engine.Approver, error) {
 	if cfg.Upstream.Enabled() || cfg.File == nil || !cfg.File.Approvals.Written() {
 		return nil, nil, nil
 	}
@@ -74,6 +75,7 @@ func (a *App) openApprovals(cfg *Config, log *zap.Logger) ([]server.Option, engi
 		}
 	})
 	opts := approvals.Options{RuleTTL: cfg.Approvals.RuleTTL, MaxRuleTTL: cfg.Approvals.MaxRuleTTL, Origin: server.Origin, Log: log.Named("approvals")}
+	var wn *webhook.Notifier
 	if wh := cfg.Approvals.Webhook; wh.Enabled() {
 		n, err := webhook.New(wh, nil, nil, log.Named("webhook"))
 		if err != nil {
@@ -83,10 +85,13 @@ func (a *App) openApprovals(cfg *Config, log *zap.Logger) ([]server.Option, engi
 		// Closed before the store (closers run in reverse), after the
 		// server: no new question is queued then.
 		a.onClose("approvals webhook", n.Close)
-		opts.Notifier = n
+		opts.Notifier, wn = n, n
 	}
 	q := approvals.New(st, opts)
 	a.approvals = q
+	if err := reg.Register(newApprovalMetrics(q, wn)); err != nil {
+		return nil, nil, err
+	}
 	stop := maintain(q, cfg.Approvals.Retention, approvalsMaintainEvery, log)
 	a.onClose("approvals maintenance", stop)
 	sink := recordSink(st)

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -64,6 +65,30 @@ const (
 type Queue struct {
 	st   store.Store
 	opts Options
+	// Counted on this replica: what its waiting checks saw.
+	queued, learned, allowed, denied, timedOut, callDeadline, failed atomic.Int64
+}
+
+// Stats are a queue's counters since it started, on this replica.
+type Stats struct {
+	// Queued questions; Learned ones a learned rule allowed at once.
+	Queued, Learned int64
+	// Outcomes of the checks that waited here: an approver's allow or
+	// deny, the approval's deadline, the call's own deadline, a failure.
+	Allowed, Denied, TimedOut, CallDeadline, Failed int64
+}
+
+// Stats returns the queue's counters.
+func (q *Queue) Stats() Stats {
+	return Stats{Queued: q.queued.Load(), Learned: q.learned.Load(), Allowed: q.allowed.Load(), Denied: q.denied.Load(),
+		TimedOut: q.timedOut.Load(), CallDeadline: q.callDeadline.Load(), Failed: q.failed.Load()}
+}
+
+// Pending counts the approvals waiting for an answer, up to the store's
+// list limit.
+func (q *Queue) Pending(ctx context.Context) (int, error) {
+	ps, err := q.st.ListPending(ctx, store.MaxLimit)
+	return len(ps), err
 }
 
 // New returns a queue over st.
@@ -96,6 +121,23 @@ var _ engine.Approver = (*Queue)(nil)
 // a restart) waits on the approval already queued rather than queue it
 // twice.
 func (q *Queue) Approve(ctx context.Context, in *engine.ApprovalInput) (engine.ApprovalVerdict, error) {
+	v, err := q.approve(ctx, in)
+	switch {
+	case err != nil:
+		q.failed.Add(1)
+	case v.Info.How == engine.HowLearned:
+		q.learned.Add(1)
+	case v.Source == engine.SourceApprovalTimeout:
+		// Counted where it is told apart: wait.
+	case v.Decision == engine.Allow:
+		q.allowed.Add(1)
+	default:
+		q.denied.Add(1)
+	}
+	return v, err
+}
+
+func (q *Queue) approve(ctx context.Context, in *engine.ApprovalInput) (engine.ApprovalVerdict, error) {
 	req := in.Request
 	call, err := describe(req)
 	if err != nil {
@@ -138,6 +180,7 @@ func (q *Queue) Approve(ctx context.Context, in *engine.ApprovalInput) (engine.A
 	}
 	switch err := q.st.CreatePending(ctx, p); {
 	case err == nil:
+		q.queued.Add(1)
 		q.opts.Log.Info("approval queued", zap.String("approval_id", p.ID), zap.String("tool", p.Tool),
 			zap.String("host", p.Host), zap.String("project", p.Project), zap.String("session_id", p.Session), zap.Time("deadline", p.Deadline))
 		if q.opts.Notifier != nil {
@@ -173,12 +216,16 @@ func (q *Queue) wait(ctx context.Context, p store.Pending) (engine.ApprovalVerdi
 	a, err := q.st.WaitAnswered(wctx, p.ID)
 	if err != nil {
 		if ctx.Err() == nil && wctx.Err() != nil {
+			q.callDeadline.Add(1)
 			return engine.ApprovalVerdict{Decision: engine.Deny, Source: engine.SourceApprovalTimeout,
 				Reason: fmt.Sprintf("denied: the call's deadline came before an approver answered; approval %s stays pending until %s, and the same call asked again waits on it",
 					p.ID, p.Deadline.UTC().Format(time.RFC3339)),
 				Info: engine.ApprovalInfo{ID: p.ID, How: engine.HowTimeout}}, nil
 		}
 		return engine.ApprovalVerdict{}, fmt.Errorf("waiting for approval %s: %w", p.ID, err)
+	}
+	if a.Status == store.StatusExpired {
+		q.timedOut.Add(1)
 	}
 	return verdict(p, a), nil
 }

@@ -319,3 +319,41 @@ func TestMaintain(t *testing.T) {
 		t.Errorf("records after pruning: %v, %v", recs, err)
 	}
 }
+
+// TestStats: each way a waiting check ends is counted once.
+func TestStats(t *testing.T) {
+	tq := newTestQueue(t)
+	tq.onWait(t, Answer{Allow: true, AsRule: true, By: "alice"})
+	if _, err := tq.Approve(t.Context(), askInput("npm publish")); err != nil {
+		t.Fatal(err)
+	}
+	again := askInput("npm publish")
+	again.Request.RequestID = "toolu_2"
+	if _, err := tq.Approve(t.Context(), again); err != nil {
+		t.Fatal(err)
+	}
+	tq.onWait(t, Answer{By: "bob"})
+	if _, err := tq.Approve(t.Context(), askInput("npm publish --dry-run")); err != nil {
+		t.Fatal(err)
+	}
+	tq.mu.Lock()
+	tq.waiting = nil
+	tq.mu.Unlock()
+	short := askInput("make deploy")
+	short.Timeout = 100 * time.Millisecond
+	if _, err := tq.Approve(t.Context(), short); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
+	defer cancel()
+	if _, err := tq.Approve(ctx, askInput("make release")); err != nil {
+		t.Fatal(err)
+	}
+	want := Stats{Queued: 4, Learned: 1, Allowed: 1, Denied: 1, TimedOut: 1, CallDeadline: 1}
+	if got := tq.Stats(); got != want {
+		t.Errorf("stats %+v, want %+v", got, want)
+	}
+	if n, err := tq.Pending(t.Context()); err != nil || n != 1 {
+		t.Errorf("pending %d, %v: want the call whose caller gave up", n, err)
+	}
+}

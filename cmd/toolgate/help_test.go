@@ -24,6 +24,10 @@ func TestSubcommandHelp(t *testing.T) {
 		{[]string{"config", "show", "-h"}, "Usage: toolgate config show ", []string{"-config", "-state-dir"}},
 		{[]string{"config", "defaults", "-h"}, "Usage: toolgate config defaults", []string{"Flags: none"}},
 		{[]string{"version", "-h"}, "Usage: toolgate version", []string{"Flags: none"}},
+		{[]string{"approvals", "-h"}, "Usage: toolgate approvals list ", []string{"Usage: toolgate approvals allow ID", "Usage: toolgate approvals delete-rule ID", "-as-rule", "-rule-ttl", "-token-file", "-json"}},
+		{[]string{"approvals", "allow", "-h"}, "Usage: toolgate approvals allow ID ", []string{"-as-rule", "-rule-ttl", "-addr", "-tls-ca", "-token-file", "-json", "-timeout"}},
+		{[]string{"approvals", "list", "--help"}, "Usage: toolgate approvals list ", []string{"-limit", "-json", "-addr", "-token-file"}},
+		{[]string{"approvals", "delete-rule", "-h"}, "Usage: toolgate approvals delete-rule ID", []string{"-addr", "-token-file"}},
 		{[]string{"explain", "-h"}, "Usage: toolgate explain ", []string{"-tool", "-input", "-config", "-policy", "-json", "-home"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -54,6 +58,8 @@ func TestBadFlag(t *testing.T) {
 		{[]string{"serve", "--bogus"}, 2},
 		{[]string{"config", "show", "--bogus"}, 2},
 		{[]string{"version", "--bogus"}, 2},
+		{[]string{"approvals", "list", "--bogus"}, 2},
+		{[]string{"approvals", "allow", "--bogus"}, 2},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(t.Context(), tc.args, &out, &errOut)

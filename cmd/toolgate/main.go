@@ -23,6 +23,7 @@ Usage:
   toolgate validate FILE...
   toolgate config  defaults | show [--config FILE]
   toolgate hook    claude-code|gemini-cli|codex [--addr ADDR] [--timeout 5s] [--on-error deny|ask]
+  toolgate approvals list | show ID | allow ID [--as-rule] | deny ID | rules | delete-rule ID [--addr ADDR] [--token-file FILE]
   toolgate version
 
 Run "toolgate COMMAND -h" for the flags of a command.
@@ -68,6 +69,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return configCmd(args[1:], stdout, stderr)
 	case "hook":
 		return hookCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "approvals":
+		return approvalsCmd(ctx, args[1:], stdout, stderr)
 	case "version":
 		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":

@@ -142,11 +142,6 @@ func (a *ApprovalService) AnswerApproval(ctx context.Context, req *pb.AnswerAppr
 	switch {
 	case errors.Is(err, store.ErrSettled):
 		return nil, status.Errorf(codes.FailedPrecondition, "approval %s is settled already: %s", p.ID, settledHow(p))
-	case err != nil && p.ID != "" && p.Status != store.StatusPending && p.Answer.By == by:
-		// The answer stands (the waiting check has it); the rule it
-		// teaches was not stored.
-		a.log.Error("storing a learned rule", zap.String("approval_id", p.ID), zap.String("approver", by), zap.Error(err))
-		return nil, status.Errorf(codes.Internal, "approval %s is answered (%s), but the rule it teaches could not be stored", p.ID, p.Status)
 	case err != nil:
 		return nil, a.status(ctx, "approval "+req.GetId(), err)
 	}

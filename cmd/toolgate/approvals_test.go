@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,8 @@ type approvalsServer struct {
 	addr    string
 	q       *approvals.Queue
 	waiting chan string
+	// offset moves the queue's clock (the time approvals are queued).
+	offset atomic.Int64
 	// alice, bob and laptop are files holding those tokens.
 	alice, bob, laptop string
 }
@@ -47,7 +50,10 @@ func startApprovals(t *testing.T, tokens bool) *approvalsServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.q = approvals.New(st, approvals.Options{Origin: func(ctx context.Context) string { o, _ := ctx.Value(originKey{}).(string); return o }})
+	s.q = approvals.New(st, approvals.Options{
+		Origin: func(ctx context.Context) string { o, _ := ctx.Value(originKey{}).(string); return o },
+		Now:    func() time.Time { return time.Now().Add(time.Duration(s.offset.Load())) },
+	})
 	cfg := server.DefaultConfig()
 	cfg.ShutdownTimeout = 5 * time.Second
 	files := map[string]string{

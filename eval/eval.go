@@ -216,7 +216,9 @@ func isLocal(s engine.Source) bool {
 	switch s {
 	case engine.SourceClassifier, engine.SourceCache, engine.SourceClassifierUnavailable, engine.SourceNoClassifier,
 		engine.SourceUpstreamUnavailable, // a local server's classifier is its upstream
-		engine.SourceFileSystem:          // asked because the local stages did not finish
+		engine.SourceFileSystem,          // asked because the local stages did not finish
+		// an approver's answer, or its absence, on an unattended check
+		engine.SourceApproval, engine.SourceApprovalTimeout, engine.SourceApprovalUnavailable:
 		return false
 	}
 	return true

@@ -162,6 +162,7 @@ func TestEverySourceHasAStage(t *testing.T) {
 		"safe_tool": "local", "accept_edits": "local", "rule": "local", "command_analysis": "local", "mode": "local",
 		"classifier": "classifier", "cache": "cache", "classifier_unavailable": "unavailable", "no_classifier": "none",
 		"file_system": "file_system", "upstream_unavailable": "unavailable",
+		"approval": "approval", "approval_timeout": "approval", "approval_unavailable": "approval",
 	}
 	n := 0
 	for s := engine.SourceUnspecified + 1; !strings.HasPrefix(s.String(), "source("); s++ {

@@ -233,6 +233,8 @@ func stageOf(s engine.Source) string {
 		return "none"
 	case engine.SourceFileSystem:
 		return "file_system"
+	case engine.SourceApproval, engine.SourceApprovalTimeout, engine.SourceApprovalUnavailable:
+		return "approval"
 	}
 	return "local"
 }

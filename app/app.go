@@ -75,18 +75,20 @@ func WithServerOptions(opts ...server.Option) Option {
 type App struct {
 	log *zap.Logger
 	// approvals is a central server's approval queue; nil without one.
-	approvals   *approvals.Queue
-	cfg         *Config
-	rl          *reloader
-	watch       *watcher
-	srv         *server.Server
-	serving     atomic.Pointer[server.Server] // srv, for the metrics listener's /readyz
-	lis         net.Listener
-	unixLis     *unixListener // nil unless server.unix_socket is set
-	hookLis     net.Listener  // nil unless server.hook.listen is set
-	hookUnix    *unixListener // nil unless server.hook.unix_socket is set
-	metricsAddr net.Addr
-	exposure    string
+	approvals *approvals.Queue
+	// approvalsWeb is the approvers' page's address; nil without one.
+	approvalsWeb net.Addr
+	cfg          *Config
+	rl           *reloader
+	watch        *watcher
+	srv          *server.Server
+	serving      atomic.Pointer[server.Server] // srv, for the metrics listener's /readyz
+	lis          net.Listener
+	unixLis      *unixListener // nil unless server.unix_socket is set
+	hookLis      net.Listener  // nil unless server.hook.listen is set
+	hookUnix     *unixListener // nil unless server.hook.unix_socket is set
+	metricsAddr  net.Addr
+	exposure     string
 
 	// closers undo what New built, in the order built; close runs them
 	// in reverse, once.
@@ -557,6 +559,9 @@ func (a *App) Classifier() *classifier.Classifier { return a.rl.classifier() }
 // Approvals returns the approval queue of a central server with an
 // approvals section; nil otherwise.
 func (a *App) Approvals() *approvals.Queue { return a.approvals }
+
+// ApprovalsWebAddr returns the approvers' page's address; nil without one.
+func (a *App) ApprovalsWebAddr() net.Addr { return a.approvalsWeb }
 
 // exposureWarning is the loud warning for a server reachable from the
 // network without authenticated clients, or with tokens sent in plaintext.

@@ -1,12 +1,18 @@
 package app
 
 import (
+	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/toolgate/toolgate/approvals"
@@ -164,5 +170,70 @@ func TestCentreRecordsItsOwnDecisions(t *testing.T) {
 		if r.Tool == "Bash" && (r.ApprovalID != p.ID || r.Source != "approval" || r.Decision != "allow") {
 			t.Errorf("the approved check's record: %+v", r)
 		}
+	}
+}
+
+// TestApprovalsFrontEnds: a centre with approvals serves the approvers'
+// gRPC service and page; both take an approver's token, and refuse a
+// client's.
+func TestApprovalsFrontEnds(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	writeAtomically(t, tokens, "ci token-for-ci-runner-0123456789\nalice token-for-alice-0123456789 approver\n")
+	centre := start(t, loadConfig(t, configFile(t, dir, "server:\n  listen: 127.0.0.1:0\n  metrics_listen: \"\"\n  token_file: "+tokens+"\n"+
+		"approvals:\n  sqlite_path: "+filepath.Join(dir, "a.db")+"\n  web: {listen: 127.0.0.1:0}\n"+policyApprove)))
+	q := centre.app.Approvals()
+	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer token-for-ci-runner-0123456789"), 500*time.Millisecond)
+	defer cancel()
+	in, _ := structpb.NewStruct(map[string]any{"command": "npm publish"})
+	// The client's call waits, and gives up: its approval stays pending.
+	if resp, err := centre.client.Check(ctx, &pb.CheckRequest{RequestId: "r1", Tool: &pb.ToolCall{Name: "Bash", Input: in}, WorkingDirectory: dir, Unattended: true}); err != nil ||
+		resp.GetSource() != pb.DecisionSource_DECISION_SOURCE_APPROVAL_TIMEOUT {
+		t.Fatalf("check: %v, %v", resp, err)
+	}
+	p := waitPending(t, q, 1)[0]
+	if p.Host != "ci" {
+		t.Errorf("origin %q, want the client's token name", p.Host)
+	}
+
+	svc := pb.NewApprovalServiceClient(centre.conn)
+	as := func(tok string) context.Context {
+		return metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+tok)
+	}
+	if _, err := svc.ListApprovals(as("token-for-ci-runner-0123456789"), &pb.ListApprovalsRequest{}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("a client token listed approvals: %v", err)
+	}
+	list, err := svc.ListApprovals(as("token-for-alice-0123456789"), &pb.ListApprovalsRequest{})
+	if err != nil || len(list.GetApprovals()) != 1 || list.GetApprovals()[0].GetId() != p.ID {
+		t.Fatalf("approver's list: %v, %v", list, err)
+	}
+
+	page := "http://" + centre.app.ApprovalsWebAddr().String() + "/approvals"
+	get := func(tok string) (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, page, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, _ := get("token-for-ci-runner-0123456789"); code == http.StatusOK {
+		t.Error("a client token opened the approvers' page")
+	}
+	if code, body := get("token-for-alice-0123456789"); code != http.StatusOK || !strings.Contains(body, p.ID) {
+		t.Errorf("the approver's page: %d, lists the approval: %v", code, strings.Contains(body, p.ID))
+	}
+}
+
+// TestApprovalsPageNeedsTokens: a page with no token file to sign in
+// with is refused at load.
+func TestApprovalsPageNeedsTokens(t *testing.T) {
+	dir := t.TempDir()
+	_, err := LoadConfig(configFile(t, dir, "server:\n  listen: 127.0.0.1:0\napprovals:\n  sqlite_path: "+filepath.Join(dir, "a.db")+"\n  web: {listen: 127.0.0.1:0}\n"+policyApprove))
+	if err == nil || !strings.Contains(err.Error(), "approvals.web.listen: approvers sign in with tokens of role approver in server.token_file") {
+		t.Errorf("got %v", err)
 	}
 }

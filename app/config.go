@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/toolgate/toolgate/approvals"
+	"github.com/toolgate/toolgate/approvals/web"
 
 	"github.com/toolgate/toolgate/classifier"
 	"github.com/toolgate/toolgate/config"
@@ -24,8 +25,9 @@ type Config struct {
 	// Upstream makes this a local server: what its stages leave open is
 	// classified by the central toolgate there.
 	Upstream upstream.Config
-	// Approvals is a central server's approval queue and its store.
-	Approvals approvals.Config
+	// Approvals is a central server's approval queue, its store and the
+	// approvers' page.
+	Approvals ApprovalsConfig
 }
 
 // LoadConfig loads the config file at path, or the embedded default when
@@ -48,7 +50,7 @@ func LoadConfig(path string) (*Config, error) {
 // what the file leaves out keeps the owners' defaults. The problems of
 // both sections are reported together.
 func Decode(f *config.Config) (*Config, error) {
-	c := &Config{File: f, Server: server.DefaultConfig(), Classifier: classifier.DefaultConfig(), Upstream: upstream.DefaultConfig(), Approvals: approvals.DefaultConfig()}
+	c := &Config{File: f, Server: server.DefaultConfig(), Classifier: classifier.DefaultConfig(), Upstream: upstream.DefaultConfig(), Approvals: ApprovalsConfig{Config: approvals.DefaultConfig(), Web: web.DefaultConfig()}}
 	err := errors.Join(
 		f.Server.Decode(&c.Server, c.Server.Validate),
 		f.Classifier.Decode(&c.Classifier, c.validateClassifier),
@@ -70,12 +72,28 @@ func (c *Config) Validate() error {
 	return errors.Join(c.Server.Validate(), c.validateClassifier(), c.Upstream.Validate(), c.Approvals.Validate(), c.validateRoles())
 }
 
+// ApprovalsConfig is the approvals section: the queue's and store's
+// fields (package approvals), and the page's (approvals.web), which
+// imports the queue and so cannot be a field of its config.
+type ApprovalsConfig struct {
+	approvals.Config `yaml:",inline"`
+	Web              web.Config `yaml:"web"`
+}
+
+// Validate reports every bad field of the section.
+func (c *ApprovalsConfig) Validate() error {
+	return errors.Join(c.Config.Validate(), c.Web.Validate())
+}
+
 // validateRoles refuses a server that would be both: a local server
 // classifies through its upstream, and a backend of its own would leave
 // unclear which answers.
 func (c *Config) validateRoles() error {
 	if c.Upstream.Enabled() && c.Classifier.Enabled() {
 		return fmt.Errorf("upstream.address: a server with an upstream classifies through it; remove classifier.backends (%d configured, --classifier-url included) or the upstream", len(c.Classifier.Backends))
+	}
+	if c.Approvals.Web.Listen != "" && c.Server.TokenFile == "" {
+		return fmt.Errorf("approvals.web.listen: approvers sign in with tokens of role approver in server.token_file, and there is no token file")
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/approvals"
 	"github.com/toolgate/toolgate/approvals/store"
+	"github.com/toolgate/toolgate/approvals/web"
 	"github.com/toolgate/toolgate/approvals/webhook"
 	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
@@ -99,7 +100,41 @@ func (a *App) openApprovals(cfg *Config, log *zap.Logger, reg *prometheus.Regist
 	// Closed after the server (no check is decided then), before the
 	// store.
 	a.onClose("centre decision records", rec.Close)
-	return []server.Option{server.WithRecordSink(sink), server.WithRecorder(rec)}, q, nil
+	if err := a.startApprovalsPage(cfg, q, log); err != nil {
+		return nil, nil, err
+	}
+	return []server.Option{server.WithRecordSink(sink), server.WithRecorder(rec), server.WithApprovals(q)}, q, nil
+}
+
+// startApprovalsPage serves the approvers' page on approvals.web.listen,
+// when set. Approvers sign in with a token of role approver from the
+// server's token file, read once at start as the server reads it.
+func (a *App) startApprovalsPage(cfg *Config, q *approvals.Queue, log *zap.Logger) error {
+	wc := cfg.Approvals.Web
+	if wc.Listen == "" {
+		return nil
+	}
+	tokens, err := server.LoadTokens(cfg.Server.TokenFile)
+	if err != nil {
+		return err
+	}
+	lis, err := web.Listen(wc)
+	if err != nil {
+		return fmt.Errorf("approvals.web: %w", err)
+	}
+	a.approvalsWeb = lis.Addr()
+	h := web.New(web.Options{Queue: q, Authenticate: tokens.Approver, Secure: wc.TLSEnabled(), SessionTTL: wc.SessionTTL, Log: log.Named("approvals_web")})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := web.Serve(ctx, lis, h, log.Named("approvals_web")); err != nil {
+			log.Error("the approvers' page stopped", zap.Error(err))
+		}
+	}()
+	a.onClose("approvals page", func() { cancel(); <-done })
+	log.Info("approvers' page", zap.String("addr", lis.Addr().String()), zap.Bool("tls", wc.TLSEnabled()))
+	return nil
 }
 
 // approvalsMaintainEvery is how often a centre expires the approvals

@@ -21,6 +21,9 @@ type testQueue struct {
 	mu      sync.Mutex
 	offset  time.Duration // the clock is the real one, moved on by advance
 	waiting func(id string)
+	// answering counts the answers onWait gives: the store is closed only
+	// after they are done.
+	answering sync.WaitGroup
 }
 
 func newTestQueue(t *testing.T) *testQueue {
@@ -41,6 +44,7 @@ func newTestQueue(t *testing.T) *testQueue {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	t.Cleanup(tq.answering.Wait) // runs first
 	tq.st = st
 	tq.Queue = New(st, Options{Now: tq.clock, Origin: func(context.Context) string { return "runner-7" }})
 	return tq
@@ -64,7 +68,9 @@ func (tq *testQueue) onWait(t *testing.T, a Answer) {
 	tq.mu.Lock()
 	tq.waiting = func(id string) {
 		once.Do(func() {
+			tq.answering.Add(1)
 			go func() {
+				defer tq.answering.Done()
 				if _, err := tq.Answer(context.Background(), id, a); err != nil {
 					t.Errorf("answer: %v", err)
 				}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -585,7 +586,17 @@ func TestPromQLMetricNames(t *testing.T) {
 func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	fake := fakellm.Start(t, nil)
-	cfg, err := app.LoadConfig("")
+	// The centre has an approvals store and a webhook, whose metrics it
+	// exports only then.
+	hook := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(hook.Close)
+	t.Setenv("TOOLGATE_DEPLOY_TEST_WEBHOOK", hook.URL)
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "toolgate.yaml")
+	if err := os.WriteFile(cfgFile, []byte("approvals:\n  sqlite_path: "+filepath.Join(dir, "approvals.db")+"\n  webhook: {url_env: TOOLGATE_DEPLOY_TEST_WEBHOOK}\npolicies:\n  default: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := app.LoadConfig(cfgFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -732,6 +743,7 @@ func TestMonitoringNamesExportedMetrics(t *testing.T) {
 		"toolgate_decisions_total", "toolgate_classifier_requests_total", "toolgate_classifier_duration_seconds_bucket",
 		"toolgate_classifier_tokens_total", "toolgate_classifier_breaker_state", "grpc_server_handled_total",
 		"toolgate_upstream_requests_total", "toolgate_upstream_policy_updates_total",
+		"toolgate_approvals_pending", "toolgate_approvals_outcomes_total", "toolgate_approvals_webhook_messages_total",
 	} {
 		if !exported[want] {
 			t.Fatalf("the scrape lacks %s: the server did not reach the classifier? got %q", want, slices.Sorted(maps.Keys(exported)))

@@ -39,11 +39,13 @@ func TestMain(m *testing.M) {
 	)
 }
 
-// cleanupM removes the toolgate binary the tests built once they ran.
+// cleanupM removes the toolgate binary the tests built, and stops the
+// PostgreSQL cluster they started, once they ran.
 type cleanupM struct{ m *testing.M }
 
 func (c cleanupM) Run() int {
 	defer removeSharedToolgate()
+	defer stopPostgres()
 	return c.m.Run()
 }
 

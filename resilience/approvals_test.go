@@ -380,8 +380,9 @@ func TestApprovalDenyFromCLI(t *testing.T) {
 	// A client's token (and an upstream's) is not an approver's.
 	for _, who := range []string{"agent", "ci-runner"} {
 		out, err := r.cli("approvals", "deny", p.ID, "--addr", centre.addr, "--token-file", r.token[who])
-		if err == nil {
-			t.Fatalf("toolgate approvals deny with %s's token succeeded:\n%s", who, out)
+		// Exit status 1 is a refusal (2 a usage error, 3 no server).
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Fatalf("toolgate approvals deny with %s's token: %v, want exit status 1 (refused)\n%s", who, err, out)
 		}
 		t.Logf("with %s's token: %v: %s", who, err, strings.TrimSpace(out))
 	}

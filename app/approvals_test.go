@@ -183,7 +183,7 @@ func TestApprovalsFrontEnds(t *testing.T) {
 	centre := start(t, loadConfig(t, configFile(t, dir, "server:\n  listen: 127.0.0.1:0\n  metrics_listen: \"\"\n  token_file: "+tokens+"\n"+
 		"approvals:\n  sqlite_path: "+filepath.Join(dir, "a.db")+"\n  web: {listen: 127.0.0.1:0}\n"+policyApprove)))
 	q := centre.app.Approvals()
-	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer token-for-ci-runner-0123456789"), 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer token-for-ci-runner-0123456789"), 2*time.Second)
 	defer cancel()
 	in, _ := structpb.NewStruct(map[string]any{"command": "npm publish"})
 	// The client's call waits, and gives up: its approval stays pending.

@@ -18,6 +18,11 @@ type Config struct {
 	// MaxRuleTTL is the most an approver may give.
 	RuleTTL    time.Duration `yaml:"rule_ttl"`
 	MaxRuleTTL time.Duration `yaml:"max_rule_ttl"`
+	// MaxPending caps the approvals pending at once, and
+	// MaxPendingPerOrigin those from one local server or client: a
+	// question past either is denied (approval_unavailable).
+	MaxPending          int `yaml:"max_pending"`
+	MaxPendingPerOrigin int `yaml:"max_pending_per_origin"`
 	// Retention is how long decision records, settled approvals and
 	// expired rules are kept.
 	Retention time.Duration `yaml:"retention"`
@@ -27,7 +32,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Config: store.DefaultConfig(), RuleTTL: DefaultRuleTTL, MaxRuleTTL: MaxRuleTTL, Retention: 30 * 24 * time.Hour, Webhook: webhook.DefaultConfig()}
+	return Config{Config: store.DefaultConfig(), RuleTTL: DefaultRuleTTL, MaxRuleTTL: MaxRuleTTL, Retention: 30 * 24 * time.Hour, MaxPending: DefaultMaxPending, MaxPendingPerOrigin: DefaultMaxPendingPerOrigin, Webhook: webhook.DefaultConfig()}
 }
 
 // Validate reports every bad field, named by its path.
@@ -38,6 +43,12 @@ func (c *Config) Validate() error {
 	}
 	if c.RuleTTL < time.Minute || c.RuleTTL > c.MaxRuleTTL {
 		errs = append(errs, fmt.Errorf("approvals.rule_ttl: must be between 1m and max_rule_ttl (%s), got %s", c.MaxRuleTTL, c.RuleTTL))
+	}
+	if c.MaxPending < 1 || c.MaxPending > 1_000_000 {
+		errs = append(errs, fmt.Errorf("approvals.max_pending: must be between 1 and 1000000, got %d", c.MaxPending))
+	}
+	if c.MaxPendingPerOrigin < 1 || c.MaxPendingPerOrigin > c.MaxPending {
+		errs = append(errs, fmt.Errorf("approvals.max_pending_per_origin: must be between 1 and max_pending (%d), got %d", c.MaxPending, c.MaxPendingPerOrigin))
 	}
 	if c.Retention < time.Hour {
 		errs = append(errs, fmt.Errorf("approvals.retention: must be at least 1h, got %s", c.Retention))

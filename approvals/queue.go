@@ -47,6 +47,12 @@ type Options struct {
 	Origin func(ctx context.Context) string
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
+	// MaxPending caps the approvals pending in the store, and
+	// MaxPendingPerOrigin those from one origin (a local server's host, a
+	// client): a question past either is denied rather than queued, so
+	// that no client can fill the store or the approvers' list. Defaults
+	// 10000 and 200.
+	MaxPending, MaxPendingPerOrigin int
 	// Log receives one line per queued question, answer and learned rule:
 	// the approvals' audit trail. Nil logs nothing.
 	Log *zap.Logger
@@ -56,6 +62,8 @@ type Options struct {
 const (
 	DefaultRuleTTL = time.Hour
 	MaxRuleTTL     = 7 * 24 * time.Hour
+	DefaultMaxPending          = 10000
+	DefaultMaxPendingPerOrigin = 200
 	// callMargin is kept of a call's own deadline to answer it before
 	// the caller gives up.
 	callMargin = time.Second
@@ -66,7 +74,7 @@ type Queue struct {
 	st   store.Store
 	opts Options
 	// Counted on this replica: what its waiting checks saw.
-	queued, learned, allowed, denied, timedOut, callDeadline, failed atomic.Int64
+	queued, learned, allowed, denied, timedOut, callDeadline, failed, full atomic.Int64
 }
 
 // Stats are a queue's counters since it started, on this replica.
@@ -74,14 +82,15 @@ type Stats struct {
 	// Queued questions; Learned ones a learned rule allowed at once.
 	Queued, Learned int64
 	// Outcomes of the checks that waited here: an approver's allow or
-	// deny, the approval's deadline, the call's own deadline, a failure.
-	Allowed, Denied, TimedOut, CallDeadline, Failed int64
+	// deny, the approval's deadline, the call's own deadline, a failure,
+	// a queue at its cap.
+	Allowed, Denied, TimedOut, CallDeadline, Failed, Full int64
 }
 
 // Stats returns the queue's counters.
 func (q *Queue) Stats() Stats {
 	return Stats{Queued: q.queued.Load(), Learned: q.learned.Load(), Allowed: q.allowed.Load(), Denied: q.denied.Load(),
-		TimedOut: q.timedOut.Load(), CallDeadline: q.callDeadline.Load(), Failed: q.failed.Load()}
+		TimedOut: q.timedOut.Load(), CallDeadline: q.callDeadline.Load(), Failed: q.failed.Load(), Full: q.full.Load()}
 }
 
 // Pending counts the approvals waiting for an answer, up to the store's
@@ -106,6 +115,12 @@ func New(st store.Store, opts Options) *Queue {
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
 	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = DefaultMaxPending
+	}
+	if opts.MaxPendingPerOrigin <= 0 {
+		opts.MaxPendingPerOrigin = DefaultMaxPendingPerOrigin
+	}
 	if opts.Origin == nil {
 		opts.Origin = func(context.Context) string { return "" }
 	}
@@ -127,8 +142,8 @@ func (q *Queue) Approve(ctx context.Context, in *engine.ApprovalInput) (engine.A
 		q.failed.Add(1)
 	case v.Info.How == engine.HowLearned:
 		q.learned.Add(1)
-	case v.Source == engine.SourceApprovalTimeout:
-		// Counted where it is told apart: wait.
+	case v.Source != engine.SourceApproval:
+		// Counted where they are told apart: wait, the caps.
 	case v.Decision == engine.Allow:
 		q.allowed.Add(1)
 	default:
@@ -178,6 +193,24 @@ func (q *Queue) approve(ctx context.Context, in *engine.ApprovalInput) (engine.A
 	if in.OnTimeout == engine.Allow {
 		p.OnTimeout = store.OutcomeAllow
 	}
+	// A question queued already (a retry) is joined whatever the caps.
+	old, err := q.st.GetPending(ctx, p.ID)
+	switch {
+	case err == nil:
+		return q.join(ctx, p, old)
+	case !errors.Is(err, store.ErrNotFound):
+		return engine.ApprovalVerdict{}, fmt.Errorf("reading approval %s: %w", p.ID, err)
+	}
+	total, fromOrigin, err := q.st.CountPending(ctx, p.Host)
+	if err != nil {
+		return engine.ApprovalVerdict{}, fmt.Errorf("counting pending approvals: %w", err)
+	}
+	if total >= q.opts.MaxPending || fromOrigin >= q.opts.MaxPendingPerOrigin {
+		q.full.Add(1)
+		return engine.ApprovalVerdict{Decision: engine.Deny, Source: engine.SourceApprovalUnavailable,
+			Reason: fmt.Sprintf("denied: the approval queue is full (%d pending, %d from %s; at most %d and %d), so the question was not queued",
+				total, fromOrigin, p.Host, q.opts.MaxPending, q.opts.MaxPendingPerOrigin)}, nil
+	}
 	switch err := q.st.CreatePending(ctx, p); {
 	case err == nil:
 		q.queued.Add(1)
@@ -186,21 +219,27 @@ func (q *Queue) approve(ctx context.Context, in *engine.ApprovalInput) (engine.A
 		if q.opts.Notifier != nil {
 			q.opts.Notifier.Notify(p)
 		}
-	case errors.Is(err, store.ErrExists):
+	case errors.Is(err, store.ErrExists): // queued meanwhile, on this replica or another
 		old, err := q.st.GetPending(ctx, p.ID)
 		if err != nil {
 			return engine.ApprovalVerdict{}, fmt.Errorf("reading approval %s: %w", p.ID, err)
 		}
-		if string(old.Request) != string(p.Request) {
-			// The id is a hash of the key: another call under it is a
-			// collision or a forgery, never something to join.
-			return engine.ApprovalVerdict{}, fmt.Errorf("approval %s is another call's", p.ID)
-		}
-		p = old
+		return q.join(ctx, p, old)
 	default:
 		return engine.ApprovalVerdict{}, fmt.Errorf("queueing the approval: %w", err)
 	}
 	return q.wait(ctx, p)
+}
+
+// join waits on old, the approval queued already under p's id, if it is
+// p's call.
+func (q *Queue) join(ctx context.Context, p, old store.Pending) (engine.ApprovalVerdict, error) {
+	if string(old.Request) != string(p.Request) {
+		// The id is a hash of the key: another call under it is a
+		// collision or a forgery, never something to join.
+		return engine.ApprovalVerdict{}, fmt.Errorf("approval %s is another call's", p.ID)
+	}
+	return q.wait(ctx, old)
 }
 
 // wait waits for p's answer, or answers Deny before the call's own

@@ -80,6 +80,11 @@ func (tq *testQueue) onWait(t *testing.T, a Answer) {
 	tq.mu.Unlock()
 }
 
+// callerDeadline is a caller's deadline in tests where it gives up: long
+// enough for the queueing to finish under a loaded -race run, which a
+// shorter one would cut short with a context error.
+const callerDeadline = time.Second
+
 func askInput(cmd string) *engine.ApprovalInput {
 	return &engine.ApprovalInput{
 		Request: &engine.Request{RequestID: "toolu_1", SessionID: "s-1", WorkingDirectory: "/work/app", Unattended: true,
@@ -154,7 +159,7 @@ func TestApproveTimeout(t *testing.T) {
 // again waits on that approval, and its answer releases it.
 func TestApproveCallDeadline(t *testing.T) {
 	tq := newTestQueue(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), callerDeadline)
 	defer cancel()
 	v, err := tq.Approve(ctx, askInput("npm publish"))
 	if err != nil {
@@ -233,7 +238,7 @@ func TestLearnedRule(t *testing.T) {
 
 	short := func(in *engine.ApprovalInput) engine.ApprovalVerdict {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), callerDeadline)
 		defer cancel()
 		v, err := tq.Approve(ctx, in)
 		if err != nil {
@@ -264,7 +269,7 @@ func TestLearnedRule(t *testing.T) {
 // allow and a life within bounds; an approver must be named.
 func TestAnswerChecks(t *testing.T) {
 	tq := newTestQueue(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), callerDeadline)
 	defer cancel()
 	v, _ := tq.Approve(ctx, askInput("npm publish"))
 	id := v.Info.ID
@@ -300,7 +305,7 @@ func TestAnswerChecks(t *testing.T) {
 // past retention is deleted.
 func TestMaintain(t *testing.T) {
 	tq := newTestQueue(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), callerDeadline)
 	defer cancel()
 	v, _ := tq.Approve(ctx, askInput("npm publish")) // the caller gives up; the approval stays
 	if exp, _, err := tq.Maintain(t.Context(), 24*time.Hour); err != nil || exp != 0 {
@@ -350,7 +355,7 @@ func TestStats(t *testing.T) {
 	if _, err := tq.Approve(t.Context(), short); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), callerDeadline)
 	defer cancel()
 	if _, err := tq.Approve(ctx, askInput("make release")); err != nil {
 		t.Fatal(err)
@@ -361,5 +366,45 @@ func TestStats(t *testing.T) {
 	}
 	if n, err := tq.Pending(t.Context()); err != nil || n != 1 {
 		t.Errorf("pending %d, %v: want the call whose caller gave up", n, err)
+	}
+}
+
+// TestPendingCaps: past the cap of pending approvals from one origin, or
+// in all, a new question is denied, not queued; a retry of one queued
+// already still joins it; another origin is queued.
+func TestPendingCaps(t *testing.T) {
+	tq := newTestQueue(t)
+	origin := "runner-7"
+	tq.Queue = New(tq.st, Options{Now: tq.clock, Origin: func(context.Context) string { return origin }, MaxPending: 3, MaxPendingPerOrigin: 2})
+	giveUp := func(cmd string) engine.ApprovalVerdict {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), callerDeadline)
+		defer cancel()
+		v, err := tq.Approve(ctx, askInput(cmd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	first := giveUp("make a")
+	giveUp("make b")
+	if v := giveUp("make c"); v.Decision != engine.Deny || v.Source != engine.SourceApprovalUnavailable || !strings.Contains(v.Reason, "queue is full") {
+		t.Fatalf("third from one origin: %+v", v)
+	}
+	if v := giveUp("make a"); v.Source != engine.SourceApprovalTimeout || v.Info.ID != first.Info.ID {
+		t.Errorf("a retry was refused: %+v", v)
+	}
+	origin = "runner-8"
+	if v := giveUp("make d"); v.Source != engine.SourceApprovalTimeout {
+		t.Errorf("another origin: %+v", v)
+	}
+	if v := giveUp("make e"); v.Source != engine.SourceApprovalUnavailable {
+		t.Errorf("past the total cap: %+v", v)
+	}
+	if n, _ := tq.Pending(t.Context()); n != 3 {
+		t.Errorf("%d pending, want 3", n)
+	}
+	if s := tq.Stats(); s.Full != 2 {
+		t.Errorf("full counted %d, want 2", s.Full)
 	}
 }

@@ -209,6 +209,15 @@ func (s *sqlStore) ListPending(ctx context.Context, limit int) ([]Pending, error
 	return out, s.wrap("list pending", rows.Err())
 }
 
+func (s *sqlStore) CountPending(ctx context.Context, host string) (int, int, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var total, fromHost int64
+	err := s.db.QueryRowContext(ctx, s.query(`SELECT COUNT(*), COALESCE(SUM(CASE WHEN host = ? THEN 1 ELSE 0 END), 0)
+		FROM approvals_pending WHERE status = 'pending'`), host).Scan(&total, &fromHost)
+	return int(total), int(fromHost), s.wrap("count pending", err)
+}
+
 // settle moves one approval from pending to a, in one transaction with
 // the dialect's notification. The WHERE status = 'pending' makes it
 // exactly once: of two concurrent settlers, on any replica, the database

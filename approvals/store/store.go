@@ -138,6 +138,9 @@ type Store interface {
 	GetPending(ctx context.Context, id string) (Pending, error)
 	// ListPending returns approvals still pending, oldest first.
 	ListPending(ctx context.Context, limit int) ([]Pending, error)
+	// CountPending counts the approvals still pending, in all and those
+	// whose Host is host.
+	CountPending(ctx context.Context, host string) (total, fromHost int, err error)
 	// AnswerPending settles a pending approval with an approver's answer,
 	// exactly once: when it is already settled (a concurrent answer, on
 	// this store or another, or its expiry won) it returns ErrSettled and

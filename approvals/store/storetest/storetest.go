@@ -68,6 +68,7 @@ func pending(id string, created time.Time) store.Pending {
 // Run runs the suite against b.
 func Run(t *testing.T, b Backend) {
 	t.Run("Pending", func(t *testing.T) { testPending(t, b) })
+	t.Run("CountPending", func(t *testing.T) { testCountPending(t, b) })
 	t.Run("Answer", func(t *testing.T) { testAnswer(t, b) })
 	t.Run("AnswerExactlyOnce", func(t *testing.T) { testExactlyOnce(t, b) })
 	t.Run("Expire", func(t *testing.T) { testExpire(t, b) })
@@ -719,5 +720,31 @@ func testPrune(t *testing.T, b Backend) {
 	}
 	if rs, err := s.ListRules(ctx, t0, 0); err != nil || len(rs) != 1 || rs[0].ID != "live" {
 		t.Fatalf("rules after prune: %+v, %v", rs, err)
+	}
+}
+
+// testCountPending: the pending approvals are counted in all and by host;
+// settled ones are not.
+func testCountPending(t *testing.T, b Backend) {
+	ctx := ctxFor(t)
+	s := open(t, b.NewDB(t), store.Options{})
+	if total, from, err := s.CountPending(ctx, "ci-1"); err != nil || total != 0 || from != 0 {
+		t.Fatalf("empty store: %d, %d, %v", total, from, err)
+	}
+	for i, host := range []string{"ci-1", "ci-1", "ci-2", "ci-1"} {
+		p := pending(fmt.Sprintf("c%d", i), t0)
+		p.Host = host
+		if err := s.CreatePending(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.AnswerPending(ctx, "c3", store.Answer{Status: store.StatusDenied, By: "bob", At: t0, How: store.HowOnce}); err != nil {
+		t.Fatal(err)
+	}
+	if total, from, err := s.CountPending(ctx, "ci-1"); err != nil || total != 3 || from != 2 {
+		t.Errorf("counted %d in all, %d from ci-1 (%v); want 3 and 2", total, from, err)
+	}
+	if _, from, err := s.CountPending(ctx, "ci-9"); err != nil || from != 0 {
+		t.Errorf("an unknown host: %d, %v", from, err)
 	}
 }

@@ -309,6 +309,9 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 		return nil, err
 	}
 	a.serving.Store(a.srv)
+	if a.approvals != nil {
+		a.approvals.SetAudit(a.srv.AuditLog())
+	}
 	a.rl.svc = a.srv.Service()
 	a.rl.reopenAudit = a.srv.ReopenAudit
 	a.rl.publish = a.srv.PublishPolicies

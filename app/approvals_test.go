@@ -237,3 +237,32 @@ func TestApprovalsPageNeedsTokens(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestApprovalsInTheAuditLog: who allowed what, and the rule it taught,
+// is in the audit log beside the decisions.
+func TestApprovalsInTheAuditLog(t *testing.T) {
+	dir := t.TempDir()
+	audit := filepath.Join(dir, "audit.jsonl")
+	centre := start(t, loadConfig(t, configFile(t, dir, "server:\n  listen: 127.0.0.1:0\n  metrics_listen: \"\"\n  audit: {file: "+audit+"}\n"+
+		"approvals:\n  sqlite_path: "+filepath.Join(dir, "a.db")+"\n"+policyApprove)))
+	q := centre.app.Approvals()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := unattendedCheck(t, centre, "toolu_1", "npm publish", dir); err != nil {
+			t.Error(err)
+		}
+	}()
+	p := waitPending(t, q, 1)[0]
+	if _, err := q.Answer(t.Context(), p.ID, approvals.Answer{Allow: true, AsRule: true, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	waitFor(t, "the audit log's approval lines", func() bool {
+		b, _ := os.ReadFile(audit)
+		s := string(b)
+		return strings.Contains(s, `"msg":"approval queued"`) && strings.Contains(s, `"msg":"approval answered"`) &&
+			strings.Contains(s, `"approver":"alice"`) && strings.Contains(s, `"msg":"rule learned"`) && strings.Contains(s, `"rule":"Bash(npm publish)"`) &&
+			strings.Contains(s, `"approval_id":"`+p.ID+`"`)
+	})
+}

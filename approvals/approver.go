@@ -98,10 +98,10 @@ func (q *Queue) Answer(ctx context.Context, id string, a Answer) (store.Pending,
 		}
 		return p, err
 	}
-	q.opts.Log.Info("approval answered", zap.String("approval_id", p.ID), zap.String("approver", a.By),
+	q.event("approval answered", zap.String("approval_id", p.ID), zap.String("approver", a.By),
 		zap.String("status", string(ans.Status)), zap.String("how", string(ans.How)), zap.String("tool", p.Tool), zap.String("project", p.Project))
 	if rule != nil {
-		q.opts.Log.Info("rule learned", zap.String("rule_id", rule.ID), zap.String("rule", rule.Text), zap.String("project", rule.Project),
+		q.event("rule learned", zap.String("rule_id", rule.ID), zap.String("rule", rule.Text), zap.String("project", rule.Project),
 			zap.String("policy", rule.Policy), zap.String("approver", a.By), zap.Time("expires", rule.ExpiresAt), zap.String("approval_id", p.ID))
 	}
 	return p, nil
@@ -120,7 +120,7 @@ func (q *Queue) DeleteRule(ctx context.Context, id, by string) error {
 	if err := q.st.DeleteRule(ctx, id); err != nil {
 		return err
 	}
-	q.opts.Log.Info("rule deleted", zap.String("rule_id", id), zap.String("approver", by))
+	q.event("rule deleted", zap.String("rule_id", id), zap.String("approver", by))
 	return nil
 }
 
@@ -140,7 +140,7 @@ func (q *Queue) Maintain(ctx context.Context, retention time.Duration) (expired,
 		ps, err := q.st.ExpireDue(ctx, now, store.MaxLimit)
 		expired += len(ps)
 		for _, p := range ps {
-			q.opts.Log.Info("approval expired", zap.String("approval_id", p.ID), zap.String("outcome", string(p.Answer.Outcome)))
+			q.event("approval expired", zap.String("approval_id", p.ID), zap.String("outcome", string(p.Answer.Outcome)))
 		}
 		if err != nil {
 			return expired, pruned, err

@@ -75,6 +75,21 @@ type Queue struct {
 	opts Options
 	// Counted on this replica: what its waiting checks saw.
 	queued, learned, allowed, denied, timedOut, callDeadline, failed, full atomic.Int64
+	// audit is the server's audit log, once it has one (SetAudit).
+	audit atomic.Pointer[zap.Logger]
+}
+
+// SetAudit sends the queue's events (questions queued, answers, rules
+// learned and deleted, expiries) to the server's audit log as well as to
+// its log: who allowed what is part of the audit trail. nil stops it.
+func (q *Queue) SetAudit(l *zap.Logger) { q.audit.Store(l) }
+
+// event records one of the queue's events.
+func (q *Queue) event(msg string, fields ...zap.Field) {
+	q.opts.Log.Info(msg, fields...)
+	if a := q.audit.Load(); a != nil {
+		a.Info(msg, fields...)
+	}
 }
 
 // Stats are a queue's counters since it started, on this replica.
@@ -214,7 +229,7 @@ func (q *Queue) approve(ctx context.Context, in *engine.ApprovalInput) (engine.A
 	switch err := q.st.CreatePending(ctx, p); {
 	case err == nil:
 		q.queued.Add(1)
-		q.opts.Log.Info("approval queued", zap.String("approval_id", p.ID), zap.String("tool", p.Tool),
+		q.event("approval queued", zap.String("approval_id", p.ID), zap.String("tool", p.Tool),
 			zap.String("host", p.Host), zap.String("project", p.Project), zap.String("session_id", p.Session), zap.Time("deadline", p.Deadline))
 		if q.opts.Notifier != nil {
 			q.opts.Notifier.Notify(p)

@@ -196,6 +196,10 @@ func (s *Server) Serving() bool {
 	return err == nil && r.GetStatus() == healthpb.HealthCheckResponse_SERVING
 }
 
+// AuditLog returns the audit log, for the other records that belong in
+// it (approvers' answers); nil without one.
+func (s *Server) AuditLog() *zap.Logger { return s.svc.audit }
+
 // ReopenAudit closes the audit file and opens the one at its path again
 // (SIGHUP: an admin's log rotation). Without an audit log it does nothing.
 func (s *Server) ReopenAudit() error {

@@ -60,8 +60,8 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultRuleTTL = time.Hour
-	MaxRuleTTL     = 7 * 24 * time.Hour
+	DefaultRuleTTL             = time.Hour
+	MaxRuleTTL                 = 7 * 24 * time.Hour
 	DefaultMaxPending          = 10000
 	DefaultMaxPendingPerOrigin = 200
 	// callMargin is kept of a call's own deadline to answer it before

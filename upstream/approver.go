@@ -66,7 +66,9 @@ func (a *Approver) Approve(ctx context.Context, in *engine.ApprovalInput) (engin
 			return engine.ApprovalVerdict{}, ctx.Err()
 		}
 		switch status.Code(err) {
-		case codes.Unavailable, codes.ResourceExhausted, codes.Aborted:
+		// DeadlineExceeded with ctx alive is a proxy's route timeout
+		// cutting the wait: asked again, the centre joins the approval.
+		case codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.DeadlineExceeded:
 		default:
 			st, _ := status.FromError(err)
 			return engine.ApprovalVerdict{}, fmt.Errorf("upstream %s: %s: %s", a.addr, st.Code(), reasontext.Sanitize(st.Message(), maxReasonChars))

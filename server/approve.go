@@ -68,7 +68,7 @@ func (u *Upstream) approve(ctx context.Context, req *pb.ApproveRequest) (*pb.App
 		return nil, invalid("asked.reason and asked.matched_rule are limited to %d bytes", maxNoteBytes)
 	}
 	src, ok := sourceFromProto[asked.GetSource()]
-	if !ok {
+	if !ok || src >= engine.SourceApproval {
 		return nil, invalid("asked.source: %s is not a source that asks", asked.GetSource())
 	}
 	ereq, err := s.toEngine(check)

@@ -283,6 +283,44 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// refuseConnections listens on addr, closing each connection as it comes,
+// until n came or 20 s passed, and returns how many came.
+func refuseConnections(t *testing.T, addr string, n int) int {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("holding the stopped centre's address: %v", err)
+	}
+	defer l.Close()
+	came, done := make(chan struct{}), make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+			select {
+			case came <- struct{}{}:
+			case <-done:
+				return
+			}
+		}
+	}()
+	timeout := time.After(20 * time.Second)
+	for got := 0; ; got++ {
+		if got == n {
+			return got
+		}
+		select {
+		case <-came:
+		case <-timeout:
+			return got
+		}
+	}
+}
+
 // The PostgreSQL cluster, started once by the first test that needs it
 // and stopped by TestMain; each test makes its own database in it.
 var pg struct {
@@ -450,6 +488,13 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 				} else {
 					stopServed(t, centre)
 				}
+				// The centre stays down until the local server has tried
+				// to reach it twice at its address (held here, each
+				// connection refused at once): the check must outlive
+				// attempts that fail, and the back-off they leave.
+				if n := refuseConnections(t, centre.addr, 2); n < 2 {
+					t.Fatalf("the local server tried the stopped centre %d times in 20 s\n%s", n, logsOf(local))
+				}
 				stillWaiting(t, ch, "with the centre stopped", centre, local)
 
 				again := r.startCentre(cfg, url)
@@ -480,8 +525,8 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 // approver answers through replica B, and the check on A is released
 // with ALLOW and B's approver's name.
 func TestApprovalTwoReplicas(t *testing.T) {
-	r := newApprovalRig(t)
 	url := pgDatabase(t)
+	r := newApprovalRig(t)
 	st := openPostgres(t, url)
 	a := r.startCentre(r.centreConfig("a", "127.0.0.1:0", postgresSection(), approvalPolicies("1m")), url)
 	defer stopServed(t, a)

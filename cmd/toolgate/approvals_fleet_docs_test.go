@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/approvals/store"
 	"github.com/toolgate/toolgate/approvals/store/pgtest"
 	"github.com/toolgate/toolgate/config"
 	"github.com/toolgate/toolgate/internal/testpki"
@@ -273,6 +274,7 @@ func TestApprovalsFleetDocs(t *testing.T) {
 		return b
 	}
 	t.Setenv("TOOLGATE_ADDR", local)
+	t.Setenv("CLAUDE_PROJECT_DIR", proj) // as Claude Code sets it for its hooks
 	type hookResult struct {
 		code        int
 		out, stderr string
@@ -307,6 +309,11 @@ func TestApprovalsFleetDocs(t *testing.T) {
 	if code, _, errOut := approver(botFile, "list"); code != 1 {
 		t.Errorf("a client's token listed the approvals: exit %d %s", code, errOut)
 	}
+	// The rule an allow as a rule would teach names the whole input, the
+	// description Claude Code adds included, as "Learned rules" says.
+	if _, out, _ := approver(aliceFile, "show", id); !strings.Contains(out, `Bash({"command":"npm publish","description":"Publish the package"})`) {
+		t.Errorf("approvals show %s: the rule is not the whole input:\n%s", id, out)
+	}
 	if code, out, errOut := approver(aliceFile, "allow", id); code != 0 {
 		t.Fatalf("approvals allow %s: exit %d %s%s", id, code, out, errOut)
 	}
@@ -328,6 +335,19 @@ func TestApprovalsFleetDocs(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("the webhook announced nothing")
 	}
+
+	// The runner's decision record reached the centre's store, linked to
+	// its approval, as "The fleet's decisions" says.
+	st, err := store.OpenPostgres(t.Context(), dbURL, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	host, _ := os.Hostname()
+	waitFor(t, "the runner's decision record at the centre", func() bool {
+		recs, err := st.QueryRecords(t.Context(), store.RecordFilter{Project: proj, Source: "approval"})
+		return err == nil && len(recs) == 1 && recs[0].ApprovalID == id && recs[0].Decision == "allow" && recs[0].Host == host
+	})
 
 	// Without --timeout (5s), the check is denied before the hook's
 	// deadline, as the page shows.

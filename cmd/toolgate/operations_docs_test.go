@@ -94,3 +94,67 @@ func runConfigConsoles(t *testing.T, section string) string {
 	}
 	return all.String()
 }
+
+// TestCommandListDocs: every command the synopsis in docs/operations.md's
+// "Running it" lists exists and takes -h, and every flag it shows is
+// one that command's help lists (toolgate approvals: each subcommand's).
+func TestCommandListDocs(t *testing.T) {
+	t.Setenv("TOOLGATE_UNATTENDED", "")
+	section := markdownSection(t, readOperations(t), "## Running it")
+	blocks := regexp.MustCompile("(?ms)^```\n(.*?)^```").FindStringSubmatch(section)
+	if blocks == nil {
+		t.Fatal("no synopsis block")
+	}
+	flagRE := regexp.MustCompile(`--[a-z][a-z-]*`)
+	help := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		code := run(t.Context(), append(args, "-h"), &out, &errOut)
+		if want := 0; args[0] == "hook" {
+			want = 2 // a hook's help blocks, as its every failure
+			if code != want {
+				t.Errorf("toolgate %s -h: exit %d, want %d", strings.Join(args, " "), code, want)
+			}
+		} else if code != want {
+			t.Errorf("toolgate %s -h: exit %d, want %d: %s", strings.Join(args, " "), code, want, errOut.String())
+		}
+		return out.String() + errOut.String()
+	}
+	seen := map[string]bool{}
+	var cmd string
+	for _, line := range strings.Split(blocks[1], "\n") {
+		words := strings.Fields(line)
+		if len(words) >= 2 && words[0] == "toolgate" {
+			cmd = words[1]
+			seen[cmd] = true
+		}
+		if cmd == "" || len(words) == 0 {
+			continue
+		}
+		if cmd == "approvals" && words[0] == "toolgate" {
+			// Each alternative is a subcommand with its own flags.
+			for _, alt := range strings.Split(strings.Join(words[2:], " "), " | ") {
+				sub := strings.Fields(alt)
+				h := help("approvals", sub[0])
+				for _, f := range flagRE.FindAllString(alt, -1) {
+					if !strings.Contains(h, "-"+strings.TrimPrefix(f, "--")+" ") && !strings.Contains(h, "-"+strings.TrimPrefix(f, "--")+"\n") {
+						t.Errorf("toolgate approvals %s: the synopsis shows %s, which its help does not list:\n%s", sub[0], f, h)
+					}
+				}
+			}
+			continue
+		}
+		h := help(cmd)
+		for _, f := range flagRE.FindAllString(strings.SplitN(line, "(", 2)[0], -1) {
+			name := strings.TrimPrefix(f, "--")
+			if !strings.Contains(h, "-"+name+" ") && !strings.Contains(h, "-"+name+"\n") && !strings.Contains(h, "-"+name+"=") {
+				t.Errorf("toolgate %s: the synopsis shows %s, which its help does not list", cmd, f)
+			}
+		}
+	}
+	for _, c := range []string{"serve", "check", "eval", "validate", "config", "hook", "approvals", "version"} {
+		if !seen[c] {
+			t.Errorf("the synopsis lists no toolgate %s", c)
+		}
+	}
+}

@@ -386,9 +386,17 @@ func TestApprovalsFleetDocs(t *testing.T) {
 		}
 	}
 	for _, row := range regexp.MustCompile("(?m)^ *\\| `(toolgate_approvals_[a-z_]+)`[^|]*\\| `([a-z]+)`: (.*)\\|$").FindAllStringSubmatch(running, -1) {
+		listed := map[string]bool{}
 		for _, v := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(row[3], -1) {
+			listed[v[1]] = true
 			if !strings.Contains(string(scraped), row[1]+`{`+row[2]+`="`+v[1]+`"}`) {
 				t.Errorf("the centre exports no %s{%s=%q}", row[1], row[2], v[1])
+			}
+		}
+		// And the page lists every value the centre exports.
+		for _, v := range regexp.MustCompile(`(?m)^`+row[1]+`\{`+row[2]+`="([a-z_]+)"\}`).FindAllStringSubmatch(string(scraped), -1) {
+			if !listed[v[1]] {
+				t.Errorf("the centre exports %s{%s=%q}, which Running it does not list", row[1], row[2], v[1])
 			}
 		}
 	}

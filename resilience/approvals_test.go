@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -614,6 +615,20 @@ func TestLearnedRuleEndToEnd(t *testing.T) {
 	wantApproval(t, "the other command", await(t, other, 20*time.Second, centre, local), pb.Decision_DECISION_DENY, pb.DecisionSource_DECISION_SOURCE_APPROVAL, "alice", "once")
 }
 
+// loggedAddr is the address in s's first log line with message msg, which
+// comes before serving.
+func loggedAddr(t *testing.T, s *served, msg string) string {
+	t.Helper()
+	for line := range strings.SplitSeq(s.log(), "\n") {
+		var l struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == msg && l.Addr != "" {
+			return l.Addr
+		}
+	}
+	t.Fatalf("no %q line with an address in the log\n%s", msg, tail(s.log(), 3000))
+	return ""
+}
+
 // chromiumPath is the Debian package chromium's browser (make test-e2e
 // installs it). Nothing here downloads a browser.
 const chromiumPath = "/usr/bin/chromium"
@@ -662,9 +677,9 @@ func TestApprovalInBrowser(t *testing.T) {
 	browser := headlessChromium(t)
 	r := newApprovalRig(t)
 	db := filepath.Join(r.dir, "approvals.db")
-	page := freeAddr(t)
-	centre := r.startCentre(r.centreConfig("centre", "127.0.0.1:0", sqliteSection(db)+"  web:\n    listen: "+page+"\n", approvalPolicies("1m")), "")
+	centre := r.startCentre(r.centreConfig("centre", "127.0.0.1:0", sqliteSection(db)+"  web:\n    listen: 127.0.0.1:0\n", approvalPolicies("1m")), "")
 	defer stopServed(t, centre)
+	page := loggedAddr(t, centre, "approvers' page")
 	local, client := r.startLocal(centre.addr)
 	defer stopServed(t, local)
 	st := openSQLite(t, db)

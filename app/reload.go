@@ -153,6 +153,10 @@ func (r *reloader) swap(ctx context.Context, trigger string, files []string) err
 		// files are the ones to keep from the agents.
 		cfg.Server = r.cur.cfg.Server
 	}
+	if !reflect.DeepEqual(cfg.Approvals, r.cur.cfg.Approvals) {
+		r.log.Warn("approvals settings changed; they apply after a restart", zap.String("file", r.path))
+		cfg.Approvals = r.cur.cfg.Approvals
+	}
 	if !reflect.DeepEqual(cfg.Upstream, r.cur.cfg.Upstream) {
 		r.log.Warn("upstream settings changed; they apply after a restart", zap.String("file", r.path))
 		cfg.Upstream = r.cur.cfg.Upstream

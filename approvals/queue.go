@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -169,7 +170,7 @@ func (q *Queue) Approve(ctx context.Context, in *engine.ApprovalInput) (engine.A
 
 func (q *Queue) approve(ctx context.Context, in *engine.ApprovalInput) (engine.ApprovalVerdict, error) {
 	req := in.Request
-	call, err := describe(req)
+	call, err := describe(req, in.Kind)
 	if err != nil {
 		return engine.ApprovalVerdict{}, err
 	}
@@ -272,7 +273,7 @@ func (q *Queue) wait(ctx context.Context, p store.Pending) (engine.ApprovalVerdi
 		if ctx.Err() == nil && wctx.Err() != nil {
 			q.callDeadline.Add(1)
 			return engine.ApprovalVerdict{Decision: engine.Deny, Source: engine.SourceApprovalTimeout,
-				Reason: fmt.Sprintf("denied: the call's deadline came before an approver answered; approval %s stays pending until %s, and the same call asked again waits on it",
+				Reason: fmt.Sprintf("denied: the call's deadline came before an approver answered; approval %s stays pending until %s (the same request retried waits on it; an answer given as a rule lets the same call through next time)",
 					p.ID, p.Deadline.UTC().Format(time.RFC3339)),
 				Info: engine.ApprovalInfo{ID: p.ID, How: engine.HowTimeout}}, nil
 		}
@@ -322,23 +323,48 @@ type call struct {
 // past it the rule names the input's digest.
 const maxRuleInput = 1024
 
-func describe(req *engine.Request) (call, error) {
+// notes are the input fields, by tool kind, that describe a call without
+// changing what it does: a learned rule leaves them out, so that the same
+// command with another description (which agents write afresh for every
+// call) is the same call. Everything else counts, a shell's working
+// directory included.
+var notes = map[engine.Kind][]string{
+	engine.KindShell: {"description", "timeout"},
+}
+
+func describe(req *engine.Request, kind engine.Kind) (call, error) {
 	input, err := json.Marshal(req.Tool.Input) // map keys sorted: canonical
 	if err != nil {
 		return call{}, fmt.Errorf("encoding the call's input: %w", err)
 	}
 	sum := sha256.Sum256(input)
-	c := call{input: hex.EncodeToString(sum[:])}
-	spelled := string(input)
-	if cmd, ok := req.Tool.Input["command"].(string); ok && len(req.Tool.Input) == 1 {
-		spelled = cmd
+	c := call{input: hex.EncodeToString(sum[:]), display: redact.String(spell(req.Tool.Input, input))}
+	what := req.Tool.Input
+	if drop := notes[kind]; len(drop) > 0 {
+		what = maps.Clone(what)
+		for _, k := range drop {
+			delete(what, k)
+		}
+		if input, err = json.Marshal(what); err != nil {
+			return call{}, fmt.Errorf("encoding the call's input: %w", err)
+		}
 	}
-	c.display = redact.String(spelled)
+	spelled := spell(what, input)
 	if len(spelled) > maxRuleInput || !utf8.ValidString(spelled) {
-		spelled = "input sha256:" + c.input
+		sum := sha256.Sum256([]byte(spelled))
+		spelled = "input sha256:" + hex.EncodeToString(sum[:])
 	}
 	c.rule = req.Tool.Name + "(" + spelled + ")"
 	return c, nil
+}
+
+// spell is an input as a rule or a page shows it: a lone command as it
+// is, anything else as its canonical JSON.
+func spell(in map[string]any, canonical []byte) string {
+	if cmd, ok := in["command"].(string); ok && len(in) == 1 {
+		return cmd
+	}
+	return string(canonical)
 }
 
 // key is the approval's request: what a retry must match to join it.

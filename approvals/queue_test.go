@@ -190,7 +190,7 @@ func TestApproveCallDeadline(t *testing.T) {
 func TestApproveRefusesAnotherCallsApproval(t *testing.T) {
 	tq := newTestQueue(t)
 	in := askInput("npm publish")
-	c, _ := describe(in.Request)
+	c, _ := describe(in.Request, in.Kind)
 	p := store.Pending{ID: c.id("ci", in.Request), Created: tq.clock(), Deadline: tq.clock().Add(time.Hour), Request: []byte(`{"rule":"Bash(true)"}`)}
 	if err := tq.st.CreatePending(t.Context(), p); err != nil {
 		t.Fatal(err)
@@ -406,5 +406,39 @@ func TestPendingCaps(t *testing.T) {
 	}
 	if s := tq.Stats(); s.Full != 2 {
 		t.Errorf("full counted %d, want 2", s.Full)
+	}
+}
+
+// TestLearnedRuleIgnoresDescriptions: a shell call's description and
+// timeout (agents write a new description for every call) do not make it
+// another call; its working directory, or any other field, does; and a
+// tool of another kind is matched on its whole input.
+func TestLearnedRuleIgnoresDescriptions(t *testing.T) {
+	tq := newTestQueue(t)
+	with := func(id string, kind engine.Kind, input map[string]any) *engine.ApprovalInput {
+		in := askInput("")
+		in.Request.RequestID, in.Kind, in.Request.Tool.Input = id, kind, input
+		return in
+	}
+	tq.onWait(t, Answer{Allow: true, AsRule: true, By: "alice"})
+	v, err := tq.Approve(t.Context(), with("t1", engine.KindShell, map[string]any{"command": "npm publish", "description": "Publish the package", "timeout": 60000.0}))
+	if err != nil || v.Info.Rule != "Bash(npm publish)" {
+		t.Fatalf("first: %+v, %v", v, err)
+	}
+	tq.mu.Lock()
+	tq.waiting = nil
+	tq.mu.Unlock()
+	if v, err := tq.Approve(t.Context(), with("t2", engine.KindShell, map[string]any{"command": "npm publish", "description": "Publish it again"})); err != nil || v.Info.How != engine.HowLearned {
+		t.Errorf("another description: %+v, %v: want the learned rule", v, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), callerDeadline)
+	defer cancel()
+	if v, _ := tq.Approve(ctx, with("t3", engine.KindShell, map[string]any{"command": "npm publish", "workdir": "/elsewhere"})); v.Info.How == engine.HowLearned {
+		t.Errorf("another working directory was allowed by the rule: %+v", v)
+	}
+	ctx2, cancel2 := context.WithTimeout(t.Context(), callerDeadline)
+	defer cancel2()
+	if v, _ := tq.Approve(ctx2, with("t4", engine.KindUnknown, map[string]any{"command": "npm publish", "description": "x"})); v.Info.How == engine.HowLearned {
+		t.Errorf("a tool of another kind dropped its description: %+v", v)
 	}
 }

@@ -22,8 +22,9 @@ const (
 )
 
 // session is one approver's login. It keeps the token so that every
-// request checks it again: a token taken out of the token file ends its
-// sessions at once, not when they expire.
+// request checks it again with Authenticate: a token Authenticate stops
+// accepting ends its sessions at once, not when they expire. (toolgate
+// serve reads its token file at start, so there that is a restart.)
 type session struct {
 	token   string
 	csrf    string

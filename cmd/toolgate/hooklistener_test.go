@@ -199,3 +199,13 @@ func TestHookBinaryNotAListener(t *testing.T) {
 		})
 	}
 }
+
+// TestServeHookTimeoutFlag: --hook-timeout sets server.hook.timeout (a
+// value the config refuses is refused, naming the setting).
+func TestServeHookTimeoutFlag(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"serve", "--hook-timeout", "-1s", "--listen", "127.0.0.1:0", "--metrics-listen", "off"}, &stdout, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "server.hook.timeout: must be positive, got -1s") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}

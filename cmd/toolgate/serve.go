@@ -26,6 +26,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 	unixSocket := fs.String("unix-socket", "", "also listen on a Unix socket at this absolute path (clients use --addr unix:PATH); mode from server.unix_socket_mode (0600)")
 	unattested := fs.String("unattested-files", "", "what a check whose client sends no attestation counts as: local_peers (from loopback or the Unix socket, with a working directory this server sees, it shares this server's disk) or unseen (never); default from config: local_peers")
 	hookListen := fs.String("hook-listen", "", "also serve agents' hooks over HTTP at this address (server.hook.listen; loopback unless --token-file): Claude Code's HTTP hooks and toolgate-hook post here")
+	hookTimeout := fs.Duration("hook-timeout", 0, "bound one hook request on the hook listener (server.hook.timeout, 30s by default): longer than an unattended call's wait for an approver")
 	hookUnixSocket := fs.String("hook-unix-socket", "", "also serve agents' hooks over HTTP on a Unix socket at this absolute path (server.hook.unix_socket)")
 	metricsListen := fs.String("metrics-listen", "", `address of the Prometheus /metrics listener (default from config: 127.0.0.1:9464; "off" turns it off)`)
 	cfgPath := fs.String("config", "", "YAML config file (default: the embedded default policy)")
@@ -71,6 +72,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, ready c
 		}
 		if *hookListen != "" {
 			cfg.Server.Hook.Listen = *hookListen
+		}
+		if *hookTimeout != 0 {
+			cfg.Server.Hook.Timeout = *hookTimeout
 		}
 		if *hookUnixSocket != "" {
 			cfg.Server.Hook.UnixSocket = *hookUnixSocket

@@ -66,8 +66,9 @@ type UpstreamServiceClient interface {
 	// centre applies its own policy of that name (timeout, outcome on
 	// timeout, which questions queue). The same question asked again (a
 	// retry after a lost connection or a restart of either side) waits on
-	// the approval already queued. A centre without an approval queue
-	// answers FAILED_PRECONDITION, and the local server denies.
+	// the approval already queued. A centre without an approval queue, or
+	// whose policy does not queue the question, answers DENY with the source
+	// APPROVAL_UNAVAILABLE or the asking stage's, and the local server denies.
 	Approve(ctx context.Context, in *ApproveRequest, opts ...grpc.CallOption) (*ApproveResponse, error)
 }
 
@@ -169,8 +170,9 @@ type UpstreamServiceServer interface {
 	// centre applies its own policy of that name (timeout, outcome on
 	// timeout, which questions queue). The same question asked again (a
 	// retry after a lost connection or a restart of either side) waits on
-	// the approval already queued. A centre without an approval queue
-	// answers FAILED_PRECONDITION, and the local server denies.
+	// the approval already queued. A centre without an approval queue, or
+	// whose policy does not queue the question, answers DENY with the source
+	// APPROVAL_UNAVAILABLE or the asking stage's, and the local server denies.
 	Approve(context.Context, *ApproveRequest) (*ApproveResponse, error)
 	mustEmbedUnimplementedUpstreamServiceServer()
 }

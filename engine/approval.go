@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -84,6 +85,12 @@ type ApprovalSpec struct {
 	Sources []Source
 }
 
+// ErrApprovalInterrupted is an approver's error for a wait cut short
+// without an outcome (the server is shutting down): the check is not
+// answered, so that the caller asks again, where the question is still
+// queued, rather than take a deny.
+var ErrApprovalInterrupted = errors.New("the wait for an approver was interrupted")
+
 // Bounds of an approval's wait.
 const (
 	DefaultApprovalTimeout = 10 * time.Minute
@@ -133,25 +140,31 @@ func (p *policy) queuesForApproval(req *Request, res Result) bool {
 
 // approve takes an unattended Ask to the approver. The result is Allow or
 // Deny, never Ask: nobody is at the terminal to answer one.
-func (e *Engine) approve(ctx context.Context, p *policy, req *Request, asked Result) Result {
+// It returns an error, and no result, only when the wait ended without
+// an outcome: ctx ended, or the approver was interrupted.
+func (e *Engine) approve(ctx context.Context, p *policy, req *Request, asked Result) (Result, error) {
 	res := asked
 	if e.approver == nil {
 		res.Decision, res.Source = Deny, SourceApprovalUnavailable
 		res.Reason = fmt.Sprintf("denied: policy %s queues this unattended question for an approver, but this server has no approval queue (approvals, or an upstream with one); asked: %s", p.name, asked.Reason)
-		return res
+		return res, nil
 	}
 	v, err := e.approver.Approve(ctx, &ApprovalInput{Request: req, Kind: asked.Kind, Policy: p.name, PolicyVersion: e.version,
 		Asked: asked, Timeout: p.approval.Timeout, OnTimeout: p.approval.OnTimeout})
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return Result{}, ctx.Err()
+	case errors.Is(err, ErrApprovalInterrupted):
+		return Result{}, err
 	case err != nil:
 		res.Decision, res.Source = Deny, SourceApprovalUnavailable
 		res.Reason = fmt.Sprintf("denied: the approval queue failed, so the call is not allowed: %v; asked: %s", err, asked.Reason)
-		return res
+		return res, nil
 	case !(v.Source == SourceApproval || v.Source == SourceApprovalTimeout) && !(v.Decision == Deny && v.Source == SourceApprovalUnavailable),
 		v.Decision != Allow && v.Decision != Deny:
 		res.Decision, res.Source = Deny, SourceApprovalUnavailable
 		res.Reason = fmt.Sprintf("denied: the approval queue gave no answer it may give (%s from %s); asked: %s", v.Decision, v.Source, asked.Reason)
-		return res
+		return res, nil
 	}
 	res.Decision, res.Source, res.Reason, res.MatchedRule = v.Decision, v.Source, v.Reason, ""
 	if v.Info.How == HowLearned {
@@ -159,7 +172,7 @@ func (e *Engine) approve(ctx context.Context, p *policy, req *Request, asked Res
 	}
 	info := v.Info
 	res.Approval = &info
-	return res
+	return res, nil
 }
 
 // Approve queues a question another toolgate's stages asked about an
@@ -183,7 +196,10 @@ func (e *Engine) Approve(ctx context.Context, in *ApprovalInput) (Result, error)
 	if !ok {
 		return Result{}, fmt.Errorf("%w %q", ErrUnknownPolicy, name)
 	}
-	res, _ := e.unattended(ctx, p, in.Request, in.Asked, false)
+	res, _, err := e.unattended(ctx, p, in.Request, in.Asked, false)
+	if err != nil {
+		return Result{}, err
+	}
 	res.Kind, res.Policy, res.PolicyVersion = in.Kind, name, e.version
 	return res, nil
 }

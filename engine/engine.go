@@ -205,7 +205,10 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool, tr *Tr
 			// caller's that answers local checks at once.
 			return Result{}, false, nil
 		}
-		res, step := e.unattended(ctx, p, req, unfinished, tr != nil)
+		res, step, err := e.unattended(ctx, p, req, unfinished, tr != nil)
+		if err != nil {
+			return Result{}, false, err
+		}
 		if tr != nil {
 			tr.Unfinished = unfinished.Reason
 			tr.finish(unfinished, false)
@@ -247,7 +250,10 @@ func (e *Engine) check(ctx context.Context, req *Request, localOnly bool, tr *Tr
 	// The stages' decision is the trace's last stage; the unattended step
 	// comes after it.
 	staged := res
-	res, step := e.unattended(ctx, p, req, res, tr != nil)
+	res, step, err := e.unattended(ctx, p, req, res, tr != nil)
+	if err != nil {
+		return Result{}, false, err
+	}
 	if tr != nil {
 		tr.finish(staged, !decided)
 		tr.last(req, step)

@@ -21,14 +21,14 @@ const UnattendedStep = "unattended"
 // The source stays the stage that asked, so that clients and metrics see
 // who asked; the reason says nobody could answer, and who asked.
 // step is the trace's record of it.
-func (e *Engine) unattended(ctx context.Context, p *policy, req *Request, res Result, traced bool) (_ Result, step StageTrace) {
+func (e *Engine) unattended(ctx context.Context, p *policy, req *Request, res Result, traced bool) (_ Result, step StageTrace, err error) {
 	step = StageTrace{Name: UnattendedStep, Verdict: StagePassed}
 	if !req.Unattended {
-		return res, step
+		return res, step, nil
 	}
 	if res.Decision != Ask {
 		step.Why = fmt.Sprintf("the call was not asked about (%s): only an ask changes", res.Decision)
-		return res, step
+		return res, step, nil
 	}
 	// Named as the API names it: the source, or the rule.
 	asker := "source " + res.Source.String()
@@ -39,26 +39,28 @@ func (e *Engine) unattended(ctx context.Context, p *policy, req *Request, res Re
 		if traced {
 			// explain is a dry run: it queues nothing and waits for no one.
 			step.Why = fmt.Sprintf("policy %s queues this question for an approver (unattended.on_ask: approve), for at most %s, then %s; explain queues nothing", p.name, p.approval.Timeout, p.approval.OnTimeout)
-			return res, step
+			return res, step, nil
 		}
-		res = e.approve(ctx, p, req, res)
+		if res, err = e.approve(ctx, p, req, res); err != nil {
+			return Result{}, step, err
+		}
 		step.Verdict, step.Decision, step.Why = StageDecided, res.Decision.String(), res.Reason
-		return res, step
+		return res, step, nil
 	}
 	if p.unattendedOnAsk != Deny {
 		res.Reason += fmt.Sprintf(" (the check is unattended; policy %s leaves the question to the client, see unattended.on_ask)", p.name)
 		step.Why = fmt.Sprintf("policy %s leaves an unattended question to the client (unattended.on_ask: ask)", p.name)
-		return res, step
+		return res, step, nil
 	}
 	res.Decision = Deny
 	if p.approval != nil {
 		res.Reason = fmt.Sprintf("denied because nobody can answer: the check is unattended and policy %s queues for an approver only the questions of unattended.approve_sources, which %s is not; asked by %s: %s",
 			p.name, res.Source, asker, res.Reason)
 		step.Verdict, step.Decision, step.Why = StageDecided, Deny.String(), res.Reason
-		return res, step
+		return res, step, nil
 	}
 	res.Reason = fmt.Sprintf("denied because nobody can answer: the check is unattended and policy %s denies what would be asked (unattended.on_ask: deny); asked by %s: %s",
 		p.name, asker, res.Reason)
 	step.Verdict, step.Decision, step.Why = StageDecided, Deny.String(), res.Reason
-	return res, step
+	return res, step, nil
 }

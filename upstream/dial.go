@@ -3,8 +3,10 @@ package upstream
 import (
 	"crypto/tls"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -32,7 +34,13 @@ func Dial(c Config) (*grpc.ClientConn, error) {
 	}
 	// Said explicitly: the biggest answer is a policy set (at most
 	// MaxDocumentBytes); anything much bigger is a broken centre's.
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxRecvMsgBytes))}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxRecvMsgBytes)),
+		// Reconnecting at most maxBackoff apart, as the policy watch
+		// does: gRPC's default grows to two minutes, which a check
+		// waiting for an approver across a restart of the centre would
+		// wait out after the answer.
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: minBackoff, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxBackoff},
+			MinConnectTimeout: 5 * time.Second})}
 	if c.TokenFile != "" {
 		token, err := clientflags.ReadToken(c.TokenFile, "upstream.token_file")
 		if err != nil {

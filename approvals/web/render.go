@@ -2,16 +2,21 @@ package web
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/approvals"
 	"github.com/toolgate/toolgate/approvals/store"
+	"github.com/toolgate/toolgate/redact"
 )
 
 // pageNames are the templates in templates/, each a "content" block
@@ -25,8 +30,11 @@ func parsePages(now func() time.Time) map[string]*template.Template {
 		"when":       when,
 		"pathEscape": url.PathEscape,
 		"answerForm": func(p store.Pending, csrf string, ttls []ttlChoice) answerForm {
-			return answerForm{ID: p.ID, CSRF: csrf, TTLs: ttls, Rule: cut(approvals.RuleOf(p), listCut)}
+			// Redacted like Display: the exact call can carry a credential.
+			return answerForm{ID: p.ID, CSRF: csrf, TTLs: ttls, Rule: cut(redact.String(approvals.RuleOf(p)), listCut)}
 		},
+		"shown":      func(s string) template.HTML { return shown(s, false) },
+		"shownLines": func(s string) template.HTML { return shown(s, true) },
 		// until says how long remains before t, from the page's clock.
 		"until": func(t time.Time) string {
 			d := t.Sub(now()).Round(time.Second)
@@ -77,4 +85,47 @@ func (h *handler) render(w http.ResponseWriter, code int, page, title string, v 
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// shown is agent text ready for an element's content: HTML-escaped, and
+// every character that could make what the approver reads differ from
+// what the call holds written as a visible escape in an "esc" span (the
+// style sets it apart from the same text typed literally): control
+// characters, format characters (bidirectional overrides and isolates,
+// zero-width characters: Trojan Source), line and paragraph separators,
+// bytes that are not UTF-8. With lines (a <pre>), newlines are kept.
+// Like the CLI's safeText.
+func shown(s string, lines bool) template.HTML {
+	var b strings.Builder
+	plain := 0 // start of the run not yet written
+	flush := func(i int) {
+		b.WriteString(template.HTMLEscapeString(s[plain:i]))
+	}
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		var esc string
+		switch {
+		case r == utf8.RuneError && n == 1:
+			esc = fmt.Sprintf(`\x%02x`, s[i])
+		case r == '\n' && lines:
+		case unicode.IsControl(r):
+			esc = fmt.Sprintf(`\x%02x`, r)
+		case unicode.Is(unicode.Cf, r), unicode.In(r, unicode.Zl, unicode.Zp):
+			if r > 0xffff {
+				esc = fmt.Sprintf(`\U%08x`, r)
+			} else {
+				esc = fmt.Sprintf(`\u%04x`, r)
+			}
+		}
+		if esc != "" {
+			flush(i)
+			b.WriteString(`<span class="esc">`)
+			b.WriteString(esc)
+			b.WriteString(`</span>`)
+			plain = i + n
+		}
+		i += n
+	}
+	flush(len(s))
+	return template.HTML(b.String())
 }

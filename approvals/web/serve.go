@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"net"
 	"net/http"
 	"time"
@@ -53,7 +54,7 @@ func Serve(ctx context.Context, lis net.Listener, h http.Handler, log *zap.Logge
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    32 << 10,
-		ErrorLog:          zap.NewStdLog(log.Named("approvals_web")),
+		ErrorLog:          stdlog.New(throttledWriter{t: newThrottle(time.Now), log: log.Named("approvals_web")}, "", 0),
 	}
 	done := make(chan struct{})
 	stopped := make(chan struct{})

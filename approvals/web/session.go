@@ -1,6 +1,7 @@
 package web
 
 import (
+	"container/list"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -109,62 +110,68 @@ func (s *sessions) sweepLocked() {
 	}
 }
 
-// limiter counts failed logins per address in fixed windows.
+// limiter counts failed tokens per address in fixed windows. It never
+// stands between a valid token and the page (the token is checked first,
+// in constant time): it only answers an address's further wrong guesses
+// with "try later", and what it counts is the connection's own address,
+// never a header a client can write (X-Forwarded-For). Guessing itself is
+// made hopeless by the tokens' length, not by this.
 type limiter struct {
-	mu  sync.Mutex
-	m   map[string]window
-	now func() time.Time
+	mu sync.Mutex
+	m  map[string]*list.Element // of *window
+	// order holds the windows oldest first: a full table evicts the front.
+	order *list.List
+	max   int
+	now   func() time.Time
 }
 
 type window struct {
+	addr     string
 	start    time.Time
 	failures int
 }
 
-func newLimiter(now func() time.Time) *limiter {
-	return &limiter{m: make(map[string]window), now: now}
+func newLimiter(max int, now func() time.Time) *limiter {
+	return &limiter{m: make(map[string]*list.Element), order: list.New(), max: max, now: now}
 }
 
-// allowed reports whether addr may try a token now. When the table is
-// full of live windows it refuses: failing closed costs a login, not an
-// approval.
-func (l *limiter) allowed(addr string) bool {
+// limited reports whether addr has used up its wrong guesses for now.
+func (l *limiter) limited(addr string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w, ok := l.m[addr]
+	e, ok := l.m[addr]
 	if !ok {
-		return len(l.m) < maxLimited || l.sweepLocked()
+		return false
 	}
+	w := e.Value.(*window)
 	if l.now().Sub(w.start) >= loginWindow {
+		l.order.Remove(e)
 		delete(l.m, addr)
-		return true
+		return false
 	}
-	return w.failures < maxLoginFailures
+	return w.failures >= maxLoginFailures
 }
 
-// failed counts a failure from addr.
+// failed counts a wrong token from addr. A full table forgets its oldest
+// window to make room: refusing the newcomer instead would let one
+// failure from each of many addresses lock every other address out.
 func (l *limiter) failed(addr string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	w, ok := l.m[addr]
-	if !ok || now.Sub(w.start) >= loginWindow {
-		if !ok && len(l.m) >= maxLimited && !l.sweepLocked() {
+	if e, ok := l.m[addr]; ok {
+		w := e.Value.(*window)
+		if now.Sub(w.start) < loginWindow {
+			w.failures++
 			return
 		}
-		w = window{start: now}
+		l.order.Remove(e)
+		delete(l.m, addr)
 	}
-	w.failures++
-	l.m[addr] = w
-}
-
-// sweepLocked drops ended windows and reports whether there is room.
-func (l *limiter) sweepLocked() bool {
-	now := l.now()
-	for k, w := range l.m {
-		if now.Sub(w.start) >= loginWindow {
-			delete(l.m, k)
-		}
+	for len(l.m) >= l.max {
+		oldest := l.order.Front()
+		l.order.Remove(oldest)
+		delete(l.m, oldest.Value.(*window).addr)
 	}
-	return len(l.m) < maxLimited
+	l.m[addr] = l.order.PushBack(&window{addr: addr, start: now, failures: 1})
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/toolgate/toolgate/approvals"
 	"github.com/toolgate/toolgate/approvals/store"
+	"github.com/toolgate/toolgate/redact"
 )
 
 var _ Queue = (*approvals.Queue)(nil)
@@ -58,7 +59,10 @@ type Queue interface {
 type Options struct {
 	Queue Queue
 	// Authenticate maps a token to its approver; ok is false for any
-	// token that is not an approver's (a client's token included).
+	// token that is not an approver's (a client's token included). It
+	// must take the same time whichever token it is given (compare
+	// digests in constant time): the page asks it before the login
+	// limiter, so that a valid token is never refused.
 	Authenticate func(token string) (approver string, ok bool)
 	// Secure is true when the page is served over TLS: cookies are then
 	// Secure and __Host- prefixed.
@@ -107,6 +111,7 @@ type handler struct {
 	now      func() time.Time
 	sessions *sessions
 	limiter  *limiter
+	refusals *throttle
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 }
@@ -125,7 +130,8 @@ func New(opts Options) http.Handler {
 		ttl = DefaultConfig().SessionTTL
 	}
 	h.sessions = newSessions(ttl, MaxSessions, h.now)
-	h.limiter = newLimiter(h.now)
+	h.limiter = newLimiter(maxLimited, h.now)
+	h.refusals = newThrottle(h.now)
 	h.pages = parsePages(h.now)
 
 	mux := http.NewServeMux()
@@ -177,16 +183,19 @@ func (h *handler) authenticate(r *http.Request) (visitor, error) {
 		if !strings.EqualFold(scheme, "Bearer") || token == "" {
 			return visitor{}, errors.New("the Authorization header is not a bearer token")
 		}
+		// The token first: the limiter slows down wrong guesses and never
+		// stands between an approver and the page (behind a proxy every
+		// approver shares one address).
+		if who, ok := h.opts.Authenticate(token); ok {
+			return visitor{approver: who, bearer: true}, nil
+		}
 		addr := remoteHost(r)
-		if !h.limiter.allowed(addr) {
+		if h.limiter.limited(addr) {
 			return visitor{}, errors.New("too many failed tokens from this address; try again later")
 		}
-		who, ok := h.opts.Authenticate(token)
-		if !ok {
-			h.limiter.failed(addr)
-			return visitor{}, errors.New("the bearer token is not an approver's")
-		}
-		return visitor{approver: who, bearer: true}, nil
+		h.limiter.failed(addr)
+		h.refused("approvals page refused a bearer token", zap.String("remote", clip(addr)))
+		return visitor{}, errors.New("the bearer token is not an approver's")
 	}
 	c, err := r.Cookie(h.cookieName())
 	if err != nil {
@@ -231,7 +240,7 @@ func (h *handler) get(fn func(http.ResponseWriter, *http.Request, visitor)) http
 func (h *handler) post(fn func(http.ResponseWriter, *http.Request, visitor)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if why := h.crossOrigin(r); why != "" {
-			h.log.Warn("approvals page refused a cross-origin request", zap.String("path", r.URL.Path), zap.String("why", why))
+			h.refused("approvals page refused a cross-origin request", zap.String("path", clip(r.URL.Path)), zap.String("why", why))
 			h.fail(w, http.StatusForbidden, "Refused", why)
 			return
 		}
@@ -247,7 +256,7 @@ func (h *handler) post(fn func(http.ResponseWriter, *http.Request, visitor)) htt
 		if !v.bearer {
 			got := r.PostForm.Get(csrfField)
 			if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(v.csrf)) != 1 {
-				h.log.Warn("approvals page refused a request without the session's CSRF token", zap.String("path", r.URL.Path), zap.String("approver", v.approver))
+				h.refused("approvals page refused a request without the session's CSRF token", zap.String("path", clip(r.URL.Path)), zap.String("approver", clip(v.approver)))
 				h.fail(w, http.StatusForbidden, "Refused", "The request did not carry this session's form token. Reload the page and try again.")
 				return
 			}
@@ -337,7 +346,9 @@ func (h *handler) unauthorized(w http.ResponseWriter, err error) {
 	h.fail(w, http.StatusUnauthorized, "Not authorized", err.Error())
 }
 
-// remoteHost is the address a login is counted against.
+// remoteHost is the address a failed login is counted against: the
+// connection's own, never X-Forwarded-For or the like, which any client
+// writes as it likes.
 func remoteHost(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
@@ -358,7 +369,7 @@ func (h *handler) loginPage(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	if why := h.crossOrigin(r); why != "" {
-		h.log.Warn("approvals page refused a cross-origin login", zap.String("why", why))
+		h.refused("approvals page refused a cross-origin login", zap.String("why", why))
 		h.fail(w, http.StatusForbidden, "Refused", why)
 		return
 	}
@@ -367,25 +378,29 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := remoteHost(r)
-	if !h.limiter.allowed(addr) {
-		h.render(w, http.StatusTooManyRequests, "login", "Log in", visitor{}, loginData{Failed: "Too many failed logins from this address; try again in a few minutes."})
-		return
-	}
 	token := strings.TrimSpace(r.PostForm.Get("token"))
 	who, ok := "", false
 	if token != "" {
+		// The token first, whatever the limiter says of this address: a
+		// valid token is never refused (behind a proxy every approver
+		// has the proxy's address, and anyone's wrong guesses count
+		// against it).
 		who, ok = h.opts.Authenticate(token)
 	}
 	if !ok {
+		if h.limiter.limited(addr) {
+			h.render(w, http.StatusTooManyRequests, "login", "Log in", visitor{}, loginData{Failed: "Too many failed logins from this address; try again in a few minutes."})
+			return
+		}
 		h.limiter.failed(addr)
-		h.log.Warn("approver login refused", zap.String("remote", addr))
+		h.refused("approver login refused", zap.String("remote", clip(addr)))
 		// Said without the token: it may be a real one of another kind.
 		h.render(w, http.StatusUnauthorized, "login", "Log in", visitor{}, loginData{Failed: "Login failed: that is not an approver's token."})
 		return
 	}
 	id, se := h.sessions.create(token)
 	h.setCookie(w, id, int(se.expires.Sub(h.now())/time.Second), se.expires)
-	h.log.Info("approver logged in", zap.String("approver", who), zap.String("remote", addr))
+	h.log.Info("approver logged in", zap.String("approver", who), zap.String("remote", clip(addr)))
 	http.Redirect(w, r, "/approvals", http.StatusSeeOther)
 }
 
@@ -549,6 +564,11 @@ func (h *handler) rules(w http.ResponseWriter, r *http.Request, v visitor) {
 	if full {
 		rs = rs[:maxListed]
 	}
+	for i := range rs {
+		// A rule names the exact call, which can carry a credential:
+		// shown redacted, as the call's Display is.
+		rs[i].Text = redact.String(rs[i].Text)
+	}
 	h.render(w, http.StatusOK, "rules", "Learned rules", v, rulesData{Rules: rs, Full: full})
 }
 
@@ -625,7 +645,7 @@ func (h *handler) decisions(w http.ResponseWriter, r *http.Request, v visitor) {
 		d.Before = f.Before.Format(time.RFC3339Nano)
 	}
 	for i := range d.Records {
-		d.Records[i].Reason = cut(d.Records[i].Reason, reasonCut)
+		d.Records[i].Reason = cut(redact.String(d.Records[i].Reason), reasonCut)
 	}
 	if len(recs) > 0 && len(recs) >= f.Limit {
 		older := url.Values{}

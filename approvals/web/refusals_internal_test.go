@@ -72,3 +72,24 @@ func TestServerErrorLogThrottled(t *testing.T) {
 		t.Fatalf("second line: %q %v, want the next with 99 suppressed", all[1].Message, all[1].ContextMap())
 	}
 }
+
+func TestShown(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		lines bool
+		want  string
+	}{
+		{"plain <b>&\"'", false, "plain &lt;b&gt;&amp;&#34;&#39;"},
+		{"a\u202eb", false, `a<span class="esc">\u202e</span>b`},
+		{`typed \u202e`, false, `typed \u202e`}, // literal text, no span: the style tells them apart
+		{"x\xffy", false, `x<span class="esc">\xff</span>y`},
+		{"1\n2\t3\r", false, `1<span class="esc">\x0a</span>2<span class="esc">\x09</span>3<span class="esc">\x0d</span>`},
+		{"1\n2\r\n", true, "1\n2<span class=\"esc\">\\x0d</span>\n"},
+		{"\u0085\u2029\U000e0001<", true, `<span class="esc">\x85</span><span class="esc">\u2029</span><span class="esc">\U000e0001</span>&lt;`},
+		{"", false, ""},
+	} {
+		if got := string(shown(c.in, c.lines)); got != c.want {
+			t.Errorf("shown(%q, %v) = %q, want %q", c.in, c.lines, got, c.want)
+		}
+	}
+}

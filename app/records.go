@@ -75,7 +75,7 @@ func (a *App) openApprovals(cfg *Config, log *zap.Logger, reg *prometheus.Regist
 			a.log.Error("closing the approvals store", zap.Error(err))
 		}
 	})
-	opts := approvals.Options{RuleTTL: cfg.Approvals.RuleTTL, MaxRuleTTL: cfg.Approvals.MaxRuleTTL, Origin: server.Origin, Log: log.Named("approvals"),
+	opts := approvals.Options{RuleTTL: cfg.Approvals.RuleTTL, MaxRuleTTL: cfg.Approvals.MaxRuleTTL, Origin: server.Origin, Host: server.Host, Log: log.Named("approvals"),
 		MaxPending: cfg.Approvals.MaxPending, MaxPendingPerOrigin: cfg.Approvals.MaxPendingPerOrigin}
 	var wn *webhook.Notifier
 	if wh := cfg.Approvals.Webhook; wh.Enabled() {

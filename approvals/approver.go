@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgate/toolgate/approvals/store"
+	"github.com/toolgate/toolgate/redact"
 )
 
 // Answer is an approver's answer to a pending approval.
@@ -80,28 +81,21 @@ func (q *Queue) Answer(ctx context.Context, id string, a Answer) (store.Pending,
 		if text == "" {
 			return store.Pending{}, ErrRuleNotPossible
 		}
-		// Stored before the answer: the check the answer releases may
-		// be followed at once by the same call, which the rule must
-		// meet. Withdrawn if the answer does not stand.
-		rule = &store.Rule{ID: "rule-" + rand.Text(), Text: text, Project: p.Project, Policy: p.Policy,
+		// Stored with the answer, in one transaction, and only if the
+		// answer stands: the check the answer releases may be followed
+		// at once by the same call, which the rule must meet.
+		rule = &store.Rule{ID: "rule-" + rand.Text(), Text: text, Project: p.Project, Origin: p.Origin, Policy: p.Policy,
 			CreatedBy: a.By, CreatedAt: ans.At, ExpiresAt: ans.At.Add(ttl), PendingID: p.ID}
-		if err := q.st.AddRule(ctx, *rule); err != nil {
-			return store.Pending{}, fmt.Errorf("storing the rule: %w", err)
-		}
+		ans.Rule = rule
 	}
 	p, err := q.st.AnswerPending(ctx, id, ans)
 	if err != nil {
-		if rule != nil {
-			if derr := q.st.DeleteRule(context.WithoutCancel(ctx), rule.ID); derr != nil {
-				q.opts.Log.Error("withdrawing the rule of an answer that did not stand", zap.String("rule_id", rule.ID), zap.Error(derr))
-			}
-		}
 		return p, err
 	}
 	q.event("approval answered", zap.String("approval_id", p.ID), zap.String("approver", a.By),
 		zap.String("status", string(ans.Status)), zap.String("how", string(ans.How)), zap.String("tool", p.Tool), zap.String("project", p.Project))
 	if rule != nil {
-		q.event("rule learned", zap.String("rule_id", rule.ID), zap.String("rule", rule.Text), zap.String("project", rule.Project),
+		q.event("rule learned", zap.String("rule_id", rule.ID), zap.String("rule", redact.String(rule.Text)), zap.String("project", rule.Project), zap.String("origin", rule.Origin),
 			zap.String("policy", rule.Policy), zap.String("approver", a.By), zap.Time("expires", rule.ExpiresAt), zap.String("approval_id", p.ID))
 	}
 	return p, nil

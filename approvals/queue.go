@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -43,9 +44,12 @@ type Options struct {
 	// RuleTTL is how long a learned rule lives when the approver does not
 	// say (1h); MaxRuleTTL is the most an approver may give (7 days).
 	RuleTTL, MaxRuleTTL time.Duration
-	// Origin names where a check came from (the local server's host, or
-	// the client), from the check's context; nil gives "".
-	Origin func(ctx context.Context) string
+	// Origin names who asked, as the server authenticated them (a local
+	// server's or a client's token name, else its address), from the
+	// check's context: the caps count by it, and a learned rule is
+	// scoped to it. Host is what the asker says it is (a local server's
+	// host name), shown to approvers. nil gives "".
+	Origin, Host func(ctx context.Context) string
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
 	// MaxPending caps the approvals pending in the store, and
@@ -78,6 +82,39 @@ type Queue struct {
 	queued, learned, allowed, denied, timedOut, callDeadline, failed, full atomic.Int64
 	// audit is the server's audit log, once it has one (SetAudit).
 	audit atomic.Pointer[zap.Logger]
+	// waiters counts the checks waiting on each approval here.
+	waiters waiters
+}
+
+// maxWaiters caps the checks of this replica that wait on one approval:
+// each holds a goroutine, a timer and a subscription for as long as the
+// approval may wait, and the same request retried needs one or two.
+const maxWaiters = 16
+
+type waiters struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (w *waiters) add(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == nil {
+		w.n = map[string]int{}
+	}
+	if w.n[id] >= maxWaiters {
+		return false
+	}
+	w.n[id]++
+	return true
+}
+
+func (w *waiters) done(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n[id]--; w.n[id] <= 0 {
+		delete(w.n, id)
+	}
 }
 
 // SetAudit sends the queue's events (questions queued, answers, rules
@@ -140,6 +177,9 @@ func New(st store.Store, opts Options) *Queue {
 	if opts.Origin == nil {
 		opts.Origin = func(context.Context) string { return "" }
 	}
+	if opts.Host == nil {
+		opts.Host = opts.Origin
+	}
 	return &Queue{st: st, opts: opts}
 }
 
@@ -178,17 +218,27 @@ func (q *Queue) approve(ctx context.Context, in *engine.ApprovalInput) (engine.A
 	if policy == "" {
 		policy = engine.DefaultPolicy
 	}
+	origin := cut(q.opts.Origin(ctx), store.MaxFieldBytes)
 	now := q.opts.Now()
-	rules, err := q.st.ListRules(ctx, now, store.MaxLimit)
-	if err != nil {
-		return engine.ApprovalVerdict{}, fmt.Errorf("reading learned rules: %w", err)
-	}
-	for _, r := range rules {
-		if r.Text == call.rule && r.Project == req.WorkingDirectory && r.Policy == policy {
-			return engine.ApprovalVerdict{Decision: engine.Allow, Source: engine.SourceApproval,
-				Reason: fmt.Sprintf("allowed by the rule %s that %s taught, in force until %s", r.Text, r.CreatedBy, r.ExpiresAt.UTC().Format(time.RFC3339)),
-				Info:   engine.ApprovalInfo{ID: r.PendingID, By: r.CreatedBy, How: engine.HowLearned, At: r.CreatedAt, Rule: r.Text}}, nil
+	if call.rule != "" {
+		rules, err := q.st.ListRules(ctx, now, store.MaxLimit)
+		if err != nil {
+			return engine.ApprovalVerdict{}, fmt.Errorf("reading learned rules: %w", err)
 		}
+		for _, r := range rules {
+			if r.Text == call.rule && r.Project == req.WorkingDirectory && r.Policy == policy && r.Origin == origin {
+				shown := redact.String(r.Text)
+				return engine.ApprovalVerdict{Decision: engine.Allow, Source: engine.SourceApproval,
+					Reason: fmt.Sprintf("allowed by the rule %s that %s taught, in force until %s", shown, r.CreatedBy, r.ExpiresAt.UTC().Format(time.RFC3339)),
+					Info:   engine.ApprovalInfo{ID: r.PendingID, By: r.CreatedBy, How: engine.HowLearned, At: r.CreatedAt, Rule: shown}}, nil
+			}
+		}
+	}
+	if call.hidden != "" {
+		// An approver must see what they allow.
+		q.full.Add(1)
+		return engine.ApprovalVerdict{Decision: engine.Deny, Source: engine.SourceApprovalUnavailable,
+			Reason: "denied: the call cannot be shown to an approver whole (" + call.hidden + "), so it was not queued"}, nil
 	}
 
 	p := store.Pending{
@@ -196,8 +246,9 @@ func (q *Queue) approve(ctx context.Context, in *engine.ApprovalInput) (engine.A
 		Created:   now,
 		Deadline:  now.Add(in.Timeout),
 		Request:   call.key(policy, req),
-		Display:   cut(call.display, store.MaxDisplayBytes),
-		Host:      cut(q.opts.Origin(ctx), store.MaxFieldBytes),
+		Display:   call.display,
+		Host:      cut(q.opts.Host(ctx), store.MaxFieldBytes),
+		Origin:    origin,
 		Project:   cut(req.WorkingDirectory, store.MaxFieldBytes),
 		Session:   cut(req.SessionID, store.MaxFieldBytes),
 		Tool:      cut(req.Tool.Name, store.MaxFieldBytes),
@@ -217,24 +268,19 @@ func (q *Queue) approve(ctx context.Context, in *engine.ApprovalInput) (engine.A
 	case !errors.Is(err, store.ErrNotFound):
 		return engine.ApprovalVerdict{}, fmt.Errorf("reading approval %s: %w", p.ID, err)
 	}
-	total, fromOrigin, err := q.st.CountPending(ctx, p.Host)
-	if err != nil {
-		return engine.ApprovalVerdict{}, fmt.Errorf("counting pending approvals: %w", err)
-	}
-	if total >= q.opts.MaxPending || fromOrigin >= q.opts.MaxPendingPerOrigin {
-		q.full.Add(1)
-		return engine.ApprovalVerdict{Decision: engine.Deny, Source: engine.SourceApprovalUnavailable,
-			Reason: fmt.Sprintf("denied: the approval queue is full (%d pending, %d from %s; at most %d and %d), so the question was not queued",
-				total, fromOrigin, p.Host, q.opts.MaxPending, q.opts.MaxPendingPerOrigin)}, nil
-	}
-	switch err := q.st.CreatePending(ctx, p); {
+	switch err := q.st.CreatePendingCapped(ctx, p, q.opts.MaxPending, q.opts.MaxPendingPerOrigin); {
 	case err == nil:
 		q.queued.Add(1)
-		q.event("approval queued", zap.String("approval_id", p.ID), zap.String("tool", p.Tool),
+		q.event("approval queued", zap.String("approval_id", p.ID), zap.String("tool", p.Tool), zap.String("origin", p.Origin),
 			zap.String("host", p.Host), zap.String("project", p.Project), zap.String("session_id", p.Session), zap.Time("deadline", p.Deadline))
 		if q.opts.Notifier != nil {
 			q.opts.Notifier.Notify(p)
 		}
+	case errors.Is(err, store.ErrFull):
+		q.full.Add(1)
+		return engine.ApprovalVerdict{Decision: engine.Deny, Source: engine.SourceApprovalUnavailable,
+			Reason: fmt.Sprintf("denied: the approval queue is full (at most %d pending, %d from one asker), so the question was not queued",
+				q.opts.MaxPending, q.opts.MaxPendingPerOrigin)}, nil
 	case errors.Is(err, store.ErrExists): // queued meanwhile, on this replica or another
 		old, err := q.st.GetPending(ctx, p.ID)
 		if err != nil {
@@ -248,19 +294,36 @@ func (q *Queue) approve(ctx context.Context, in *engine.ApprovalInput) (engine.A
 }
 
 // join waits on old, the approval queued already under p's id, if it is
-// p's call.
+// p's call. A settled one gives its outcome to a retry shortly after it
+// was settled (a connection lost with the answer on its way), not to a
+// request asked again later: allowed once is once.
 func (q *Queue) join(ctx context.Context, p, old store.Pending) (engine.ApprovalVerdict, error) {
 	if string(old.Request) != string(p.Request) {
 		// The id is a hash of the key: another call under it is a
 		// collision or a forgery, never something to join.
 		return engine.ApprovalVerdict{}, fmt.Errorf("approval %s is another call's", p.ID)
 	}
+	if old.Status != store.StatusPending && old.Answer.Outcome == store.OutcomeAllow && q.opts.Now().Sub(old.Answer.At) > replayWindow {
+		return engine.ApprovalVerdict{Decision: engine.Deny, Source: engine.SourceApprovalUnavailable,
+			Reason: fmt.Sprintf("denied: approval %s allowed this request at %s, once; the same request asked again later is not allowed again (a new request asks anew)",
+				old.ID, old.Answer.At.UTC().Format(time.RFC3339))}, nil
+	}
 	return q.wait(ctx, old)
 }
+
+// replayWindow is how long after it was settled an approval's outcome
+// is given again to the same request retried.
+const replayWindow = 2 * time.Minute
 
 // wait waits for p's answer, or answers Deny before the call's own
 // deadline, leaving p pending for a retry.
 func (q *Queue) wait(ctx context.Context, p store.Pending) (engine.ApprovalVerdict, error) {
+	if !q.waiters.add(p.ID) {
+		q.full.Add(1)
+		return engine.ApprovalVerdict{Decision: engine.Deny, Source: engine.SourceApprovalUnavailable,
+			Reason: fmt.Sprintf("denied: %d checks already wait on approval %s", maxWaiters, p.ID)}, nil
+	}
+	defer q.waiters.done(p.ID)
 	wctx := ctx
 	callDeadline, bounded := ctx.Deadline()
 	if bounded && callDeadline.Before(p.Deadline) {
@@ -298,7 +361,7 @@ func verdict(p store.Pending, a store.Answer) engine.ApprovalVerdict {
 			Reason: fmt.Sprintf("%s: nobody answered approval %s before its deadline, and the policy's outcome on timeout is %s", pastTense(d), p.ID, a.Outcome)}
 	}
 	if a.How == store.HowRule {
-		info.Rule = ruleOf(p)
+		info.Rule = RuleOf(p)
 	}
 	return engine.ApprovalVerdict{Decision: d, Source: engine.SourceApproval, Info: info,
 		Reason: fmt.Sprintf("%s by %s (approval %s)", pastTense(d), a.By, p.ID)}
@@ -311,12 +374,15 @@ func pastTense(d engine.Decision) string {
 	return "denied"
 }
 
-// call is what identifies a call: its learned-rule text, and the digest
-// of its input.
+// call is what identifies a call: its learned-rule text, the digest of
+// its input, and what an approver is shown of it.
 type call struct {
-	rule    string
+	rule    string // "" when no rule can name the call exactly
 	input   string // sha256 of the canonical input
 	display string
+	// hidden says why the display does not show the call whole; "" when
+	// it does.
+	hidden string
 }
 
 // maxRuleInput is the most of a call's input a learned rule spells out;
@@ -332,13 +398,29 @@ var notes = map[engine.Kind][]string{
 	engine.KindShell: {"description", "timeout"},
 }
 
+// structure are the characters that change what a shell command does
+// around a word: masking a credential must not take one away from what
+// an approver sees.
+const structure = ";&|$()`<>\n\r"
+
 func describe(req *engine.Request, kind engine.Kind) (call, error) {
 	input, err := json.Marshal(req.Tool.Input) // map keys sorted: canonical
 	if err != nil {
 		return call{}, fmt.Errorf("encoding the call's input: %w", err)
 	}
 	sum := sha256.Sum256(input)
-	c := call{input: hex.EncodeToString(sum[:]), display: redact.String(spell(req.Tool.Input, input))}
+	c := call{input: hex.EncodeToString(sum[:])}
+	raw := spell(req.Tool.Input, input)
+	c.display = redact.String(raw)
+	switch {
+	case len(c.display) > store.MaxDisplayBytes:
+		c.hidden = fmt.Sprintf("its input is %d bytes, more than the %d an approver is shown", len(c.display), store.MaxDisplayBytes)
+		c.display = ""
+	case !sameStructure(raw, c.display):
+		c.hidden = "masking a credential in it would hide part of the command"
+		c.display = ""
+	}
+
 	what := req.Tool.Input
 	if drop := notes[kind]; len(drop) > 0 {
 		what = maps.Clone(what)
@@ -349,13 +431,36 @@ func describe(req *engine.Request, kind engine.Kind) (call, error) {
 			return call{}, fmt.Errorf("encoding the call's input: %w", err)
 		}
 	}
+	// A rule is the tool's name and one spelling of the input: a lone
+	// command as written, unless it could be read as another spelling
+	// (starting with "{" or "sha256:"); else the canonical JSON, which
+	// starts with "{"; past maxRuleInput, "sha256:" and its digest. A
+	// name with parentheses could be read as another name's rule, and a
+	// project the store would cut as another project: no rule names
+	// those.
 	spelled := spell(what, input)
-	if len(spelled) > maxRuleInput || !utf8.ValidString(spelled) {
-		sum := sha256.Sum256([]byte(spelled))
-		spelled = "input sha256:" + hex.EncodeToString(sum[:])
+	if spelled != string(input) && (strings.HasPrefix(spelled, "{") || strings.HasPrefix(spelled, "sha256:")) {
+		spelled = string(input)
 	}
-	c.rule = req.Tool.Name + "(" + spelled + ")"
+	if len(spelled) > maxRuleInput || !utf8.ValidString(spelled) {
+		sum := sha256.Sum256(input)
+		spelled = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	if !strings.ContainsAny(req.Tool.Name, "()") && len(req.WorkingDirectory) <= store.MaxFieldBytes && len(req.Tool.Name) <= store.MaxFieldBytes {
+		c.rule = req.Tool.Name + "(" + spelled + ")"
+	}
 	return c, nil
+}
+
+// sameStructure reports whether masked keeps every structural character
+// of raw.
+func sameStructure(raw, masked string) bool {
+	for _, r := range structure {
+		if strings.Count(raw, string(r)) != strings.Count(masked, string(r)) {
+			return false
+		}
+	}
+	return true
 }
 
 // spell is an input as a rule or a page shows it: a lone command as it
@@ -387,9 +492,13 @@ func (c call) id(policy string, req *engine.Request) string {
 }
 
 // RuleOf is the rule an allow as a rule of p teaches: the exact call, as
-// the rules syntax writes it ("" when no rule can name it). Front ends
-// show it to the approver before they answer.
-func RuleOf(p store.Pending) string { return ruleOf(p) }
+// the rules syntax writes it ("" when no rule can name it), credentials
+// masked. Front ends show it to the approver before they answer.
+func RuleOf(p store.Pending) string { return redact.String(ruleOf(p)) }
+
+// ShownRule is a learned rule's text as front ends show it: credentials
+// masked.
+func ShownRule(r store.Rule) string { return redact.String(r.Text) }
 
 // ruleOf is the learned-rule text of a pending approval's call.
 func ruleOf(p store.Pending) string {

@@ -169,7 +169,7 @@ func (a *ApprovalService) ListLearnedRules(ctx context.Context, _ *pb.ListLearne
 	resp := &pb.ListLearnedRulesResponse{Rules: make([]*pb.LearnedRule, 0, len(rs))}
 	for _, r := range rs {
 		resp.Rules = append(resp.Rules, &pb.LearnedRule{
-			Id: validUTF8(r.ID), Rule: validUTF8(r.Text), Project: validUTF8(r.Project), Policy: validUTF8(r.Policy),
+			Id: validUTF8(r.ID), Rule: validUTF8(approvals.ShownRule(r)), Project: validUTF8(r.Project), Policy: validUTF8(r.Policy),
 			CreatedBy: validUTF8(r.CreatedBy), CreatedUnixMicros: r.CreatedAt.UnixMicro(), ExpiresUnixMicros: r.ExpiresAt.UnixMicro(),
 			ApprovalId: validUTF8(r.PendingID),
 		})

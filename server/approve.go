@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"go.uber.org/zap"
@@ -12,22 +13,35 @@ import (
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 )
 
-type originKey struct{}
+type hostKey struct{}
 
-// Origin names where the check in ctx came from, for approvers: the local
-// server's host and its token's name for a forwarded question, else the
-// client's name, else its address.
+// Origin names who sent the check in ctx, as this server authenticated
+// them: the token's name, else the verified client certificate's name,
+// else the peer's IP address (no port: every connection of one machine is
+// one origin). The caps on pending approvals count by it, and learned
+// rules are scoped to it: nothing the caller writes in a request changes
+// it.
 func Origin(ctx context.Context) string {
-	if o, ok := ctx.Value(originKey{}).(string); ok {
-		return o
-	}
 	if c := ClientFromContext(ctx); c != "" {
 		return c
 	}
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		if host, _, err := net.SplitHostPort(p.Addr.String()); err == nil {
+			return host
+		}
 		return p.Addr.String()
 	}
 	return ""
+}
+
+// Host is where the check in ctx says it came from, for approvers to
+// read: a forwarded question's local server host name, with the origin
+// it authenticated as; else the origin.
+func Host(ctx context.Context) string {
+	if h, ok := ctx.Value(hostKey{}).(string); ok {
+		return h
+	}
+	return Origin(ctx)
 }
 
 // sourceFromProto is the engine's source for an asking stage's.
@@ -79,11 +93,12 @@ func (u *Upstream) approve(ctx context.Context, req *pb.ApproveRequest) (*pb.App
 	if policy == "" {
 		policy = check.GetPolicy()
 	}
-	origin := validUTF8(req.GetHost())
-	if c := ClientFromContext(ctx); c != "" {
-		origin = fmt.Sprintf("%s (upstream token %s)", origin, c)
+	origin := Origin(ctx)
+	host := validUTF8(req.GetHost())
+	if origin != "" {
+		host = fmt.Sprintf("%s (as %s)", host, origin)
 	}
-	ctx = context.WithValue(ctx, originKey{}, origin)
+	ctx = context.WithValue(ctx, hostKey{}, host)
 	res, err := s.engine.Load().Approve(ctx, &engine.ApprovalInput{
 		Request: ereq, Kind: engine.Kind(req.GetToolKind()), Policy: policy, PolicyVersion: req.GetPolicyVersion(),
 		Asked: engine.Result{Decision: engine.Ask, Source: src, Reason: asked.GetReason(), MatchedRule: asked.GetMatchedRule(), Kind: engine.Kind(req.GetToolKind())},
@@ -95,7 +110,7 @@ func (u *Upstream) approve(ctx context.Context, req *pb.ApproveRequest) (*pb.App
 	if !ok {
 		return nil, errNoDecision
 	}
-	s.log.Info("approval", zap.String("request_id", check.GetRequestId()), zap.String("origin", origin), zap.String("decision", res.Decision.String()),
+	s.log.Info("approval", zap.String("request_id", check.GetRequestId()), zap.String("origin", origin), zap.String("host", host), zap.String("decision", res.Decision.String()),
 		zap.String("source", res.Source.String()), zap.String("policy", policy), zap.Duration("waited", time.Since(start)))
 	return &pb.ApproveResponse{Decision: d, Source: sourceToProto[res.Source], Reason: validUTF8(res.Reason), Approval: approvalToProto(res.Approval)}, nil
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -17,6 +18,10 @@ import (
 // MaxShipRecords is the most decision records one ShipRecords call takes:
 // the approvals store's limit on one append.
 const MaxShipRecords = 1000
+
+// maxRecordSkew is how far ahead of this server's clock a shipped
+// record's time may be.
+const maxRecordSkew = 5 * time.Minute
 
 // maxRecordIDBytes is the approvals store's limit on a record's id.
 const maxRecordIDBytes = 128
@@ -84,6 +89,19 @@ func (u *Upstream) ShipRecords(ctx context.Context, req *pb.ShipRecordsRequest) 
 	}
 	if len(recs) == 0 {
 		return &pb.ShipRecordsResponse{}, nil
+	}
+	// The host a record names is the sender's word; who sent it is the
+	// server's: a record says both, so that no sender passes its records
+	// off as another host's. A time in the future (which would sort first
+	// and outlive every prune) is the time of receipt.
+	origin, now := Origin(ctx), time.Now()
+	for _, r := range recs {
+		if origin != "" {
+			r.Host = fmt.Sprintf("%s (as %s)", r.GetHost(), origin)
+		}
+		if r.GetTimeUnixMicros() > now.Add(maxRecordSkew).UnixMicro() {
+			r.TimeUnixMicros = now.UnixMicro()
+		}
 	}
 	n, err := u.sink(ctx, recs)
 	switch {

@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
@@ -70,6 +72,7 @@ func TestShipRecords(t *testing.T) {
 	}
 
 	var got []string
+	var stored []*pb.DecisionRecord
 	var fail error
 	sink := func(_ context.Context, rs []*pb.DecisionRecord) (int, error) {
 		if fail != nil {
@@ -78,6 +81,7 @@ func TestShipRecords(t *testing.T) {
 		for _, r := range rs {
 			got = append(got, r.GetId())
 		}
+		stored = append(stored, rs...)
 		return len(rs), nil
 	}
 	eng, err := engine.New(engine.Config{})
@@ -92,6 +96,15 @@ func TestShipRecords(t *testing.T) {
 	resp, err := client.ShipRecords(t.Context(), &pb.ShipRecordsRequest{Records: recs})
 	if err != nil || resp.GetAccepted() != 2 || len(got) != 2 {
 		t.Fatalf("ShipRecords: %v, %v; stored %v", resp, err, got)
+	}
+	// A record names the host it says and who sent it; a time in the
+	// future is the time of receipt.
+	future := time.Now().Add(time.Hour).UnixMicro()
+	if _, err := client.ShipRecords(t.Context(), &pb.ShipRecordsRequest{Records: []*pb.DecisionRecord{{Id: "c", Host: "prod-runner-1", TimeUnixMicros: future}}}); err != nil {
+		t.Fatal(err)
+	}
+	if c := stored[len(stored)-1]; !strings.HasPrefix(c.GetHost(), "prod-runner-1 (as ") || c.GetTimeUnixMicros() >= future {
+		t.Errorf("stored %v: want the sender named and the time of receipt", c)
 	}
 	if _, err := client.ShipRecords(t.Context(), &pb.ShipRecordsRequest{Records: make([]*pb.DecisionRecord, MaxShipRecords+1)}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("over the limit: %v", err)

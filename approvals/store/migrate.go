@@ -61,6 +61,11 @@ var migrations = []string{
 		data {{blob}} NOT NULL
 	);
 	CREATE INDEX approvals_records_at ON approvals_records (at, id);`,
+	// 2: who asked, as the centre authenticated them (a local server's
+	// token, a client's), on approvals and on the rules they teach.
+	`ALTER TABLE approvals_pending ADD COLUMN origin TEXT NOT NULL DEFAULT '';
+	CREATE INDEX approvals_pending_origin ON approvals_pending (status, origin);
+	ALTER TABLE approvals_rules ADD COLUMN origin TEXT NOT NULL DEFAULT ''`,
 }
 
 // SchemaVersion is the schema this code writes and reads.

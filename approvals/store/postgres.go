@@ -41,6 +41,7 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (Store, error) 
 		// Serializes replicas migrating at the same time; the key is
 		// "toolgate" in ASCII.
 		lockMigrations: "SELECT pg_advisory_xact_lock(8390047142196114533)",
+		lockPending:    "SELECT pg_advisory_xact_lock(8390047142196114534)",
 		isUnique: func(err error) bool {
 			var pe *pgconn.PgError
 			return errors.As(err, &pe) && pe.Code == "23505"

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,10 @@ type dialect struct {
 	lockMigrations string
 	// isUnique reports a primary-key violation.
 	isUnique func(error) bool
+	// lockPending serializes capped inserts inside their transaction
+	// (PostgreSQL: an advisory lock; SQLite's immediate transactions
+	// already do).
+	lockPending string
 	// answered runs after an approval is settled, inside its
 	// transaction: PostgreSQL notifies the other replicas.
 	answered func(ctx context.Context, tx *sql.Tx, id string) error
@@ -113,7 +118,7 @@ func fromNS(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-const pendingCols = `id, created, deadline, request, display, host, project, session, tool, policy, reason, last_words, on_timeout, status, answer_status, answer_by, answer_at, answer_how`
+const pendingCols = `id, created, deadline, request, display, host, project, session, tool, policy, reason, last_words, on_timeout, status, answer_status, answer_by, answer_at, answer_how, origin`
 
 type scanner interface{ Scan(...any) error }
 
@@ -122,7 +127,7 @@ func scanPending(r scanner) (Pending, error) {
 	var created, deadline, at int64
 	var onTimeout, status, aStatus, how string
 	err := r.Scan(&p.ID, &created, &deadline, &p.Request, &p.Display, &p.Host, &p.Project, &p.Session, &p.Tool, &p.Policy, &p.Reason, &p.LastWords,
-		&onTimeout, &status, &aStatus, &p.Answer.By, &at, &how)
+		&onTimeout, &status, &aStatus, &p.Answer.By, &at, &how, &p.Origin)
 	if err != nil {
 		return Pending{}, err
 	}
@@ -148,19 +153,58 @@ func scanPending(r scanner) (Pending, error) {
 }
 
 func (s *sqlStore) CreatePending(ctx context.Context, p Pending) error {
+	return s.createPending(ctx, p, 0, 0)
+}
+
+func (s *sqlStore) CreatePendingCapped(ctx context.Context, p Pending, maxTotal, maxOrigin int) error {
+	if maxTotal <= 0 || maxOrigin <= 0 {
+		return fmt.Errorf("%w: caps must be positive, got %d and %d", ErrInvalid, maxTotal, maxOrigin)
+	}
+	return s.createPending(ctx, p, maxTotal, maxOrigin)
+}
+
+// createPending inserts p; with caps (positive), only while fewer than
+// maxTotal approvals are pending and fewer than maxOrigin from p.Origin,
+// counted in the same transaction under the dialect's lock.
+func (s *sqlStore) createPending(ctx context.Context, p Pending, maxTotal, maxOrigin int) error {
 	if err := checkPending(&p); err != nil {
 		return err
 	}
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	_, err := s.db.ExecContext(ctx, s.query(`INSERT INTO approvals_pending (`+pendingCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', '', '', 0, '')`),
-		p.ID, ns(p.Created), ns(p.Deadline), nonNil(p.Request), p.Display, p.Host, p.Project, p.Session, p.Tool, p.Policy, p.Reason, p.LastWords, string(p.OnTimeout))
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.wrap("create pending", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if maxTotal > 0 {
+		if s.d.lockPending != "" {
+			if _, err := tx.ExecContext(ctx, s.d.lockPending); err != nil {
+				return s.wrap("create pending: lock", err)
+			}
+		}
+		var total, fromOrigin int64
+		if err := tx.QueryRowContext(ctx, s.query(countPending), p.Origin).Scan(&total, &fromOrigin); err != nil {
+			return s.wrap("create pending: count", err)
+		}
+		if total >= int64(maxTotal) || fromOrigin >= int64(maxOrigin) {
+			return fmt.Errorf("%w: %d pending, %d from %q; at most %d and %d", ErrFull, total, fromOrigin, p.Origin, maxTotal, maxOrigin)
+		}
+	}
+	_, err = tx.ExecContext(ctx, s.query(`INSERT INTO approvals_pending (`+pendingCols+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', '', '', 0, '', ?)`),
+		p.ID, ns(p.Created), ns(p.Deadline), nonNil(p.Request), p.Display, p.Host, p.Project, p.Session, p.Tool, p.Policy, p.Reason, p.LastWords, string(p.OnTimeout), p.Origin)
 	if err != nil && s.d.isUnique(err) {
 		return fmt.Errorf("pending %q: %w", p.ID, ErrExists)
 	}
-	return s.wrap("create pending", err)
+	if err != nil {
+		return s.wrap("create pending", err)
+	}
+	return s.wrap("create pending", tx.Commit())
 }
+
+const countPending = `SELECT COUNT(*), COALESCE(SUM(CASE WHEN origin = ? THEN 1 ELSE 0 END), 0)
+		FROM approvals_pending WHERE status = 'pending'`
 
 func nonNil(b []byte) []byte {
 	if b == nil {
@@ -209,19 +253,20 @@ func (s *sqlStore) ListPending(ctx context.Context, limit int) ([]Pending, error
 	return out, s.wrap("list pending", rows.Err())
 }
 
-func (s *sqlStore) CountPending(ctx context.Context, host string) (int, int, error) {
+func (s *sqlStore) CountPending(ctx context.Context, origin string) (int, int, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	var total, fromHost int64
-	err := s.db.QueryRowContext(ctx, s.query(`SELECT COUNT(*), COALESCE(SUM(CASE WHEN host = ? THEN 1 ELSE 0 END), 0)
-		FROM approvals_pending WHERE status = 'pending'`), host).Scan(&total, &fromHost)
-	return int(total), int(fromHost), s.wrap("count pending", err)
+	var total, fromOrigin int64
+	err := s.db.QueryRowContext(ctx, s.query(countPending), origin).Scan(&total, &fromOrigin)
+	return int(total), int(fromOrigin), s.wrap("count pending", err)
 }
 
 // settle moves one approval from pending to a, in one transaction with
-// the dialect's notification. The WHERE status = 'pending' makes it
-// exactly once: of two concurrent settlers, on any replica, the database
-// lets one update the row and the other finds it settled.
+// the dialect's notification and a's rule. The WHERE status = 'pending'
+// makes it exactly once: of two concurrent settlers, on any replica, the
+// database lets one update the row and the other finds it settled. An
+// approver's answer (not an expiry) also needs the deadline not passed
+// at a.At.
 func (s *sqlStore) settle(ctx context.Context, id string, a Answer) (bool, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
@@ -230,16 +275,26 @@ func (s *sqlStore) settle(ctx context.Context, id string, a Answer) (bool, error
 		return false, s.wrap("settle", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	// An answer only before the deadline; an expiry whatever the time.
+	before := int64(math.MinInt64)
+	if a.Status != StatusExpired {
+		before = ns(a.At)
+	}
 	res, err := tx.ExecContext(ctx, s.query(`UPDATE approvals_pending
 		SET status = ?, answer_status = ?, answer_by = ?, answer_at = ?, answer_how = ?
-		WHERE id = ? AND status = 'pending'`),
-		string(a.Status), string(a.Status), a.By, ns(a.At), string(a.How), id)
+		WHERE id = ? AND status = 'pending' AND deadline > ?`),
+		string(a.Status), string(a.Status), a.By, ns(a.At), string(a.How), id, before)
 	if err != nil {
 		return false, s.wrap("settle", err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil || n == 0 {
 		return false, s.wrap("settle", err)
+	}
+	if r := a.Rule; r != nil {
+		if err := s.insertRule(ctx, tx, *r); err != nil {
+			return false, err
+		}
 	}
 	if s.d.answered != nil {
 		if err := s.d.answered(ctx, tx, id); err != nil {
@@ -267,6 +322,16 @@ func (s *sqlStore) AnswerPending(ctx context.Context, id string, a Answer) (Pend
 	p, err := s.GetPending(ctx, id)
 	if err != nil {
 		return Pending{}, err
+	}
+	if !won && p.Status == StatusPending {
+		// Too late: its deadline passed before the answer. Whoever
+		// notices settles it, with the policy's outcome.
+		if _, err := s.settle(ctx, id, Answer{Status: StatusExpired, At: a.At, How: HowTimeout}); err != nil {
+			return Pending{}, err
+		}
+		if p, err = s.GetPending(ctx, id); err != nil {
+			return Pending{}, err
+		}
 	}
 	if !won {
 		return p, fmt.Errorf("pending %q: %w (%s by %q)", id, ErrSettled, p.Answer.Status, p.Answer.By)
@@ -359,7 +424,7 @@ func (s *sqlStore) WaitAnswered(ctx context.Context, id string) (Answer, error) 
 	}
 }
 
-const ruleCols = `id, text, project, policy, created_by, created_at, expires_at, pending_id`
+const ruleCols = `id, text, project, policy, created_by, created_at, expires_at, pending_id, origin`
 
 func (s *sqlStore) AddRule(ctx context.Context, r Rule) error {
 	if err := checkRule(&r); err != nil {
@@ -367,8 +432,21 @@ func (s *sqlStore) AddRule(ctx context.Context, r Rule) error {
 	}
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	_, err := s.db.ExecContext(ctx, s.query(`INSERT INTO approvals_rules (`+ruleCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
-		r.ID, r.Text, r.Project, r.Policy, r.CreatedBy, ns(r.CreatedAt), ns(r.ExpiresAt), r.PendingID)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.wrap("add rule", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if err := s.insertRule(ctx, tx, r); err != nil {
+		return err
+	}
+	return s.wrap("add rule", tx.Commit())
+}
+
+// insertRule adds r within tx.
+func (s *sqlStore) insertRule(ctx context.Context, tx *sql.Tx, r Rule) error {
+	_, err := tx.ExecContext(ctx, s.query(`INSERT INTO approvals_rules (`+ruleCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		r.ID, r.Text, r.Project, r.Policy, r.CreatedBy, ns(r.CreatedAt), ns(r.ExpiresAt), r.PendingID, r.Origin)
 	if err != nil && s.d.isUnique(err) {
 		return fmt.Errorf("rule %q: %w", r.ID, ErrExists)
 	}
@@ -388,7 +466,7 @@ func (s *sqlStore) ListRules(ctx context.Context, at time.Time, limit int) ([]Ru
 	for rows.Next() {
 		var r Rule
 		var created, expires int64
-		if err := rows.Scan(&r.ID, &r.Text, &r.Project, &r.Policy, &r.CreatedBy, &created, &expires, &r.PendingID); err != nil {
+		if err := rows.Scan(&r.ID, &r.Text, &r.Project, &r.Policy, &r.CreatedBy, &created, &expires, &r.PendingID, &r.Origin); err != nil {
 			return nil, s.wrap("list rules", err)
 		}
 		r.CreatedAt, r.ExpiresAt = fromNS(created), fromNS(expires)

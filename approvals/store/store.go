@@ -58,6 +58,11 @@ type Pending struct {
 	Request []byte
 	Display string
 	Host    string
+	// Origin is who asked, as the centre authenticated them (a local
+	// server's or a client's token name, else its address): the caps on
+	// pending approvals count by it, and a learned rule is scoped to it.
+	// Host is what the asker says it is, for approvers to read.
+	Origin  string
 	Project string
 	Session string
 	Tool    string
@@ -86,6 +91,9 @@ type Answer struct {
 	By      string  // the approver's identity; empty on expiry
 	At      time.Time
 	How     How
+	// Rule, with How rule, is stored in the same transaction as the
+	// answer, only if the answer stands.
+	Rule *Rule
 }
 
 // Rule is a rule learned from an answer ("allow as a rule").
@@ -93,6 +101,7 @@ type Rule struct {
 	ID        string
 	Text      string // the permission rule, as the rules syntax writes it
 	Project   string // the project it is scoped to
+	Origin    string // the asker it is scoped to (Pending.Origin)
 	Policy    string // the policy it adds to
 	CreatedBy string // the approver
 	CreatedAt time.Time
@@ -139,10 +148,16 @@ type Store interface {
 	// ListPending returns approvals still pending, oldest first.
 	ListPending(ctx context.Context, limit int) ([]Pending, error)
 	// CountPending counts the approvals still pending, in all and those
-	// whose Host is host.
-	CountPending(ctx context.Context, host string) (total, fromHost int, err error)
+	// whose Origin is origin.
+	CountPending(ctx context.Context, origin string) (total, fromOrigin int, err error)
+	// CreatePendingCapped is CreatePending that refuses (ErrFull) when
+	// maxTotal approvals are pending already, or maxOrigin from p's
+	// Origin: the count and the insert are one transaction, serialized
+	// across replicas.
+	CreatePendingCapped(ctx context.Context, p Pending, maxTotal, maxOrigin int) error
 	// AnswerPending settles a pending approval with an approver's answer,
-	// exactly once: when it is already settled (a concurrent answer, on
+	// exactly once, and only before its deadline (after it, the approval
+	// is settled as expired and the answer refused with ErrSettled): when it is already settled (a concurrent answer, on
 	// this store or another, or its expiry won) it returns ErrSettled and
 	// the approval as settled. It returns the approval as answered.
 	AnswerPending(ctx context.Context, id string, a Answer) (Pending, error)
@@ -188,6 +203,8 @@ var (
 	// refuses it rather than misread it.
 	ErrSchemaTooNew = errors.New("store schema is newer than this toolgate knows")
 	ErrClosed       = errors.New("store closed")
+	// ErrFull is a pending approval refused by CreatePendingCapped's caps.
+	ErrFull = errors.New("too many pending approvals")
 )
 
 // Bounds on what is stored and returned.
@@ -274,6 +291,7 @@ func checkPending(p *Pending) error {
 	c.bytes("request", p.Request, MaxRequestBytes)
 	c.str("display", p.Display, MaxDisplayBytes, false)
 	c.str("host", p.Host, MaxFieldBytes, false)
+	c.str("origin", p.Origin, MaxFieldBytes, false)
 	c.str("project", p.Project, MaxFieldBytes, false)
 	c.str("session", p.Session, MaxFieldBytes, false)
 	c.str("tool", p.Tool, MaxFieldBytes, false)
@@ -309,9 +327,17 @@ func checkAnswer(a *Answer) error {
 	}
 	switch a.How {
 	case HowOnce:
+		if a.Rule != nil {
+			c.fail("a rule comes with an answer given as a rule")
+		}
 	case HowRule:
 		if a.Status != StatusAllowed {
 			c.fail("only an allow can be given as a rule")
+		}
+		if a.Rule != nil {
+			if err := checkRule(a.Rule); err != nil {
+				c.errs = append(c.errs, err)
+			}
 		}
 	default:
 		c.fail("an answer's how is once or rule, got %q", a.How)
@@ -324,6 +350,7 @@ func checkRule(r *Rule) error {
 	c.str("id", r.ID, MaxIDBytes, true)
 	c.str("text", r.Text, MaxRuleBytes, true)
 	c.str("project", r.Project, MaxFieldBytes, false)
+	c.str("origin", r.Origin, MaxFieldBytes, false)
 	c.str("policy", r.Policy, MaxFieldBytes, false)
 	c.str("created_by", r.CreatedBy, MaxFieldBytes, true)
 	c.str("pending_id", r.PendingID, MaxIDBytes, false)

@@ -347,7 +347,7 @@ func TestApprovalsFleetDocs(t *testing.T) {
 	host, _ := os.Hostname()
 	waitFor(t, "the runner's decision record at the centre", func() bool {
 		recs, err := st.QueryRecords(t.Context(), store.RecordFilter{Project: proj, Source: "approval"})
-		return err == nil && len(recs) == 1 && recs[0].ApprovalID == id && recs[0].Decision == "allow" && recs[0].Host == host
+		return err == nil && len(recs) == 1 && recs[0].ApprovalID == id && recs[0].Decision == "allow" && strings.HasPrefix(recs[0].Host, host+" (as ")
 	})
 
 	// Without --timeout (5s), the check is denied before the hook's

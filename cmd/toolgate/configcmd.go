@@ -138,7 +138,7 @@ func showLearnedRules(path string, stdout, stderr io.Writer) {
 		// One line each, as comments: the text is the agent's call, and
 		// a newline in it must not end the comment.
 		fmt.Fprintf(stdout, "#   allow %s in project %s, policy %s, taught by %s, until %s (%s, from %s)\n",
-			strconv.Quote(r.Text), strconv.Quote(r.Project), r.Policy, strconv.Quote(r.CreatedBy), r.ExpiresAt.UTC().Format(time.RFC3339), r.ID, r.PendingID)
+			strconv.Quote(approvals.ShownRule(r)), strconv.Quote(r.Project), r.Policy, strconv.Quote(r.CreatedBy), r.ExpiresAt.UTC().Format(time.RFC3339), r.ID, r.PendingID)
 	}
 }
 

@@ -37,7 +37,9 @@ type DB interface {
 // rather than hanging it.
 const timeout = 20 * time.Second
 
-var t0 = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+// t0 is the suite's time: now, so that an answer stamped now comes
+// before the deadlines made from it (an hour later), as a store requires.
+var t0 = time.Now().UTC().Truncate(time.Millisecond)
 
 func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
@@ -69,6 +71,9 @@ func pending(id string, created time.Time) store.Pending {
 func Run(t *testing.T, b Backend) {
 	t.Run("Pending", func(t *testing.T) { testPending(t, b) })
 	t.Run("CountPending", func(t *testing.T) { testCountPending(t, b) })
+	t.Run("CreateCapped", func(t *testing.T) { testCreateCapped(t, b) })
+	t.Run("LateAnswer", func(t *testing.T) { testLateAnswer(t, b) })
+	t.Run("AnswerWithRule", func(t *testing.T) { testAnswerWithRule(t, b) })
 	t.Run("Answer", func(t *testing.T) { testAnswer(t, b) })
 	t.Run("AnswerExactlyOnce", func(t *testing.T) { testExactlyOnce(t, b) })
 	t.Run("Expire", func(t *testing.T) { testExpire(t, b) })
@@ -685,7 +690,9 @@ func testPrune(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"settled-old", "settled-new", "still-pending"} {
-		if err := s.CreatePending(ctx, pending(id, t0)); err != nil {
+		p := pending(id, t0)
+		p.Deadline = cut.Add(time.Hour) // answered at the cut, before it
+		if err := s.CreatePending(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -733,7 +740,7 @@ func testCountPending(t *testing.T, b Backend) {
 	}
 	for i, host := range []string{"ci-1", "ci-1", "ci-2", "ci-1"} {
 		p := pending(fmt.Sprintf("c%d", i), t0)
-		p.Host = host
+		p.Origin = host
 		if err := s.CreatePending(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -746,5 +753,118 @@ func testCountPending(t *testing.T, b Backend) {
 	}
 	if _, from, err := s.CountPending(ctx, "ci-9"); err != nil || from != 0 {
 		t.Errorf("an unknown host: %d, %v", from, err)
+	}
+}
+
+// testCreateCapped: capped creation refuses past either cap, counting
+// only what is pending, and the caps hold under concurrent creation, on
+// one store or two over one database.
+func testCreateCapped(t *testing.T, b Backend) {
+	ctx := ctxFor(t)
+	db := b.NewDB(t)
+	s1 := open(t, db, store.Options{})
+	s2 := s1
+	if b.Shared() {
+		s2 = open(t, db, store.Options{})
+	}
+	mk := func(id, origin string) store.Pending {
+		p := pending(id, t0)
+		p.Origin = origin
+		return p
+	}
+	if err := s1.CreatePendingCapped(ctx, mk("a1", "a"), 3, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.CreatePendingCapped(ctx, mk("a2", "a"), 3, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.CreatePendingCapped(ctx, mk("a3", "a"), 3, 2); !errors.Is(err, store.ErrFull) {
+		t.Fatalf("third from a: %v, want ErrFull", err)
+	}
+	if _, err := s1.AnswerPending(ctx, "a1", store.Answer{Status: store.StatusDenied, By: "bob", How: store.HowOnce}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.CreatePendingCapped(ctx, mk("a3", "a"), 3, 2); err != nil {
+		t.Fatalf("after one was answered: %v", err)
+	}
+	if err := s1.CreatePendingCapped(ctx, mk("a2", "a"), 100, 100); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("a taken id: %v, want ErrExists", err)
+	}
+	// Concurrently, from many origins: never more than the total cap.
+	var wg sync.WaitGroup
+	for i := range 24 {
+		s := s1
+		if i%2 == 1 {
+			s = s2
+		}
+		wg.Go(func() {
+			err := s.CreatePendingCapped(ctx, mk(fmt.Sprint("c", i), fmt.Sprint("o", i%3)), 6, 100)
+			if err != nil && !errors.Is(err, store.ErrFull) {
+				t.Errorf("create c%d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if total, _, err := s1.CountPending(ctx, ""); err != nil || total != 6 {
+		t.Errorf("%d pending after the race (%v), want the cap, 6", total, err)
+	}
+	if err := s1.CreatePendingCapped(ctx, mk("z", "z"), 0, 1); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a zero cap: %v", err)
+	}
+}
+
+// testLateAnswer: an answer after the deadline is refused, and the
+// approval settled as expired with the policy's outcome, even when no
+// one waited on it.
+func testLateAnswer(t *testing.T, b Backend) {
+	ctx := ctxFor(t)
+	s := open(t, b.NewDB(t), store.Options{})
+	p := pending("late", t0.Add(-2*time.Hour)) // its deadline an hour ago
+	p.OnTimeout = store.OutcomeDeny
+	if err := s.CreatePending(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.AnswerPending(ctx, "late", store.Answer{Status: store.StatusAllowed, By: "alice", How: store.HowOnce})
+	if !errors.Is(err, store.ErrSettled) || got.Status != store.StatusExpired || got.Answer.Outcome != store.OutcomeDeny || got.Answer.By != "" {
+		t.Fatalf("late allow: %+v, %v; want refused and expired with deny", got, err)
+	}
+}
+
+// testAnswerWithRule: an answer's rule is stored with the answer, and
+// only if the answer stands; it keeps its origin.
+func testAnswerWithRule(t *testing.T, b Backend) {
+	ctx := ctxFor(t)
+	s := open(t, b.NewDB(t), store.Options{})
+	for _, id := range []string{"r1", "r2"} {
+		p := pending(id, t0)
+		p.Origin = "edge-1"
+		if err := s.CreatePending(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.GetPending(ctx, "r1"); err != nil || got.Origin != "edge-1" {
+		t.Fatalf("origin: %+v, %v", got, err)
+	}
+	rule := func(id, pendingID string) *store.Rule {
+		return &store.Rule{ID: id, Text: "Bash(make deploy)", Project: "/work/app", Origin: "edge-1", Policy: "ci", CreatedBy: "alice",
+			CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), PendingID: pendingID}
+	}
+	allow := store.Answer{Status: store.StatusAllowed, By: "alice", How: store.HowRule, Rule: rule("rule-1", "r1")}
+	if _, err := s.AnswerPending(ctx, "r1", allow); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AnswerPending(ctx, "r2", store.Answer{Status: store.StatusDenied, By: "bob", How: store.HowOnce}); err != nil {
+		t.Fatal(err)
+	}
+	lost := store.Answer{Status: store.StatusAllowed, By: "alice", How: store.HowRule, Rule: rule("rule-2", "r2")}
+	if _, err := s.AnswerPending(ctx, "r2", lost); !errors.Is(err, store.ErrSettled) {
+		t.Fatalf("a second answer: %v", err)
+	}
+	rules, err := s.ListRules(ctx, t0, 0)
+	if err != nil || len(rules) != 1 || rules[0].ID != "rule-1" || rules[0].Origin != "edge-1" {
+		t.Fatalf("rules %+v, %v: want only the standing answer's, with its origin", rules, err)
+	}
+	if _, err := s.AnswerPending(ctx, "r1", store.Answer{Status: store.StatusAllowed, By: "alice", How: store.HowOnce, Rule: rule("rule-3", "r1")}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a rule with an answer given once: %v", err)
 	}
 }

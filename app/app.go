@@ -317,6 +317,12 @@ func New(cfg *Config, opts ...Option) (*App, error) {
 	a.rl.publish = a.srv.PublishPolicies
 	a.rl.inForce(gen)
 	a.onClose("grpc server", func() {
+		if a.approvals != nil {
+			// Checks waiting for an approver would hold the drain
+			// for its whole timeout: they end unanswered, and their
+			// callers ask again where the questions are still queued.
+			a.approvals.Drain()
+		}
 		// A fresh context: Run's is done, and Shutdown bounds itself.
 		a.srv.Shutdown(context.Background())
 		if a.serveDone != nil {

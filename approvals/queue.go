@@ -84,7 +84,15 @@ type Queue struct {
 	audit atomic.Pointer[zap.Logger]
 	// waiters counts the checks waiting on each approval here.
 	waiters waiters
+	// draining is closed by Drain: every wait ends, unanswered.
+	draining  chan struct{}
+	drainOnce sync.Once
 }
+
+// Drain ends every wait here, now and later, with
+// engine.ErrApprovalInterrupted: the server is shutting down, and its
+// callers ask again elsewhere, where the questions are still queued.
+func (q *Queue) Drain() { q.drainOnce.Do(func() { close(q.draining) }) }
 
 // maxWaiters caps the checks of this replica that wait on one approval:
 // each holds a goroutine, a timer and a subscription for as long as the
@@ -180,7 +188,7 @@ func New(st store.Store, opts Options) *Queue {
 	if opts.Host == nil {
 		opts.Host = opts.Origin
 	}
-	return &Queue{st: st, opts: opts}
+	return &Queue{st: st, opts: opts, draining: make(chan struct{})}
 }
 
 var _ engine.Approver = (*Queue)(nil)
@@ -194,6 +202,8 @@ var _ engine.Approver = (*Queue)(nil)
 func (q *Queue) Approve(ctx context.Context, in *engine.ApprovalInput) (engine.ApprovalVerdict, error) {
 	v, err := q.approve(ctx, in)
 	switch {
+	case errors.Is(err, engine.ErrApprovalInterrupted) || err != nil && ctx.Err() != nil:
+		// Not the store's failure: a shutdown, or the caller gone.
 	case err != nil:
 		q.failed.Add(1)
 	case v.Info.How == engine.HowLearned:
@@ -331,8 +341,20 @@ func (q *Queue) wait(ctx context.Context, p store.Pending) (engine.ApprovalVerdi
 		wctx, cancel = context.WithDeadline(ctx, callDeadline.Add(-min(callMargin, time.Until(callDeadline)/10)))
 		defer cancel()
 	}
+	wctx, interrupt := context.WithCancelCause(wctx)
+	defer interrupt(nil)
+	go func() {
+		select {
+		case <-q.draining:
+			interrupt(engine.ErrApprovalInterrupted)
+		case <-wctx.Done():
+		}
+	}()
 	a, err := q.st.WaitAnswered(wctx, p.ID)
 	if err != nil {
+		if errors.Is(context.Cause(wctx), engine.ErrApprovalInterrupted) && ctx.Err() == nil {
+			return engine.ApprovalVerdict{}, engine.ErrApprovalInterrupted
+		}
 		if ctx.Err() == nil && wctx.Err() != nil {
 			q.callDeadline.Add(1)
 			return engine.ApprovalVerdict{Decision: engine.Deny, Source: engine.SourceApprovalTimeout,

@@ -577,3 +577,22 @@ func TestWaitersCapped(t *testing.T) {
 	cancel()
 	wg.Wait()
 }
+
+// TestDrainInterrupts: a shutting-down server's waits end unanswered
+// (the caller asks again elsewhere), and the approval stays queued.
+func TestDrainInterrupts(t *testing.T) {
+	tq := newTestQueue(t)
+	tq.mu.Lock()
+	tq.waiting = func(string) { tq.Drain() }
+	tq.mu.Unlock()
+	v, err := tq.Approve(t.Context(), askInput("npm publish"))
+	if !errors.Is(err, engine.ErrApprovalInterrupted) {
+		t.Fatalf("%+v, %v: want interrupted", v, err)
+	}
+	if n, _ := tq.Pending(t.Context()); n != 1 {
+		t.Errorf("%d pending, want the approval kept", n)
+	}
+	if _, err := tq.Approve(t.Context(), askInput("npm publish")); !errors.Is(err, engine.ErrApprovalInterrupted) {
+		t.Errorf("a wait after the drain: %v", err)
+	}
+}

@@ -187,3 +187,22 @@ func TestEngineApprove(t *testing.T) {
 		t.Errorf("an allow: %v", err)
 	}
 }
+
+// TestApprovalInterrupted: a wait that ends without an outcome (the
+// server shutting down, the caller gone) leaves the check unanswered, an
+// error, never a deny or an allow.
+func TestApprovalInterrupted(t *testing.T) {
+	l := newLayout(t)
+	spec := PolicySpec{Permissions: RuleSet{Ask: []string{"Bash(git push *)"}}, Unattended: UnattendedSpec{Approval: &ApprovalSpec{}}}
+	req := &Request{Tool: bashCmd("git push origin"), WorkingDirectory: l.app, Unattended: true}
+	e := approvingEngine(t, spec, &fakeApprover{err: ErrApprovalInterrupted})
+	if res, err := e.Check(t.Context(), req); !errors.Is(err, ErrApprovalInterrupted) {
+		t.Errorf("interrupted: %+v, %v", res, err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	e = approvingEngine(t, spec, &fakeApprover{err: context.Canceled})
+	if res, err := e.Check(ctx, req); !errors.Is(err, context.Canceled) {
+		t.Errorf("caller gone: %+v, %v", res, err)
+	}
+}

@@ -21,6 +21,9 @@ func statusFromError(err error) *status.Status {
 		return status.New(codes.DeadlineExceeded, "deadline exceeded before a decision")
 	case errors.Is(err, context.Canceled):
 		return status.New(codes.Canceled, "call cancelled before a decision")
+	case errors.Is(err, engine.ErrApprovalInterrupted):
+		// A local server asks again, and joins the same approval.
+		return status.New(codes.Unavailable, "the server is shutting down while the call waits for an approver; ask again: the approval stays queued")
 	}
 	if s, ok := status.FromError(err); ok {
 		return s

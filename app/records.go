@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -185,15 +184,15 @@ func recordSink(st store.Store) server.RecordSink {
 			}
 			out = append(out, store.Record{
 				ID: r.GetId(), Time: t,
-				Host:     cut(r.GetHost(), store.MaxFieldBytes),
-				Project:  cut(r.GetProject(), store.MaxFieldBytes),
-				Session:  cut(r.GetSessionId(), store.MaxFieldBytes),
-				Tool:     cut(r.GetTool(), store.MaxFieldBytes),
+				Host:     store.Fit(r.GetHost(), store.MaxFieldBytes),
+				Project:  store.Fit(r.GetProject(), store.MaxFieldBytes),
+				Session:  store.Fit(r.GetSessionId(), store.MaxFieldBytes),
+				Tool:     store.Fit(r.GetTool(), store.MaxFieldBytes),
 				Decision: enumWord(r.GetDecision().String(), "DECISION_"),
 				Source:   enumWord(r.GetSource().String(), "DECISION_SOURCE_"),
-				Reason:   cut(r.GetReason(), store.MaxReasonBytes),
+				Reason:   store.Fit(r.GetReason(), store.MaxReasonBytes),
 				// Links an ASK that was queued to its approval.
-				ApprovalID: cut(r.GetApprovalId(), store.MaxIDBytes),
+				ApprovalID: store.Fit(r.GetApprovalId(), store.MaxIDBytes),
 				Data:       data,
 			})
 		}
@@ -209,17 +208,4 @@ func recordSink(st store.Store) server.RecordSink {
 // "classifier".
 func enumWord(name, prefix string) string {
 	return strings.ToLower(strings.TrimPrefix(name, prefix))
-}
-
-// cut makes s valid UTF-8 of at most n bytes.
-func cut(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
 }

@@ -228,7 +228,7 @@ func (q *Queue) approve(ctx context.Context, in *engine.ApprovalInput) (engine.A
 	if policy == "" {
 		policy = engine.DefaultPolicy
 	}
-	origin := cut(q.opts.Origin(ctx), store.MaxFieldBytes)
+	origin := store.Fit(q.opts.Origin(ctx), store.MaxFieldBytes)
 	now := q.opts.Now()
 	if call.rule != "" {
 		rules, err := q.st.ListRules(ctx, now, store.MaxLimit)
@@ -257,14 +257,14 @@ func (q *Queue) approve(ctx context.Context, in *engine.ApprovalInput) (engine.A
 		Deadline:  now.Add(in.Timeout),
 		Request:   call.key(policy, req),
 		Display:   call.display,
-		Host:      cut(q.opts.Host(ctx), store.MaxFieldBytes),
+		Host:      store.Fit(q.opts.Host(ctx), store.MaxFieldBytes),
 		Origin:    origin,
-		Project:   cut(req.WorkingDirectory, store.MaxFieldBytes),
-		Session:   cut(req.SessionID, store.MaxFieldBytes),
-		Tool:      cut(req.Tool.Name, store.MaxFieldBytes),
-		Policy:    cut(policy, store.MaxFieldBytes),
-		Reason:    cut(redact.String(in.Asked.Reason), store.MaxReasonBytes),
-		LastWords: cut(lastWords(req), store.MaxReasonBytes),
+		Project:   store.Fit(req.WorkingDirectory, store.MaxFieldBytes),
+		Session:   store.Fit(req.SessionID, store.MaxFieldBytes),
+		Tool:      store.Fit(req.Tool.Name, store.MaxFieldBytes),
+		Policy:    store.Fit(policy, store.MaxFieldBytes),
+		Reason:    store.Fit(redact.String(in.Asked.Reason), store.MaxReasonBytes),
+		LastWords: store.Fit(lastWords(req), store.MaxReasonBytes),
 		OnTimeout: store.OutcomeDeny,
 	}
 	if in.OnTimeout == engine.Allow {
@@ -535,20 +535,8 @@ func ruleOf(p store.Pending) string {
 func lastWords(req *engine.Request) string {
 	for i := len(req.Transcript) - 1; i >= 0; i-- {
 		if e := req.Transcript[i]; e.Role == engine.RoleUser && strings.TrimSpace(e.Text) != "" {
-			return cut(redact.String(e.Text), store.MaxReasonBytes)
+			return store.Fit(redact.String(e.Text), store.MaxReasonBytes)
 		}
 	}
 	return ""
-}
-
-// cut keeps at most n bytes of s, on a rune boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
 }

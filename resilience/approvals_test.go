@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/approvals/store"
 	"github.com/toolgate/toolgate/approvals/store/pgtest"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
+	"github.com/toolgate/toolgate/internal/browsertest"
 	"github.com/toolgate/toolgate/internal/clientflags"
 )
 
@@ -629,52 +630,12 @@ func loggedAddr(t *testing.T, s *served, msg string) string {
 	return ""
 }
 
-// chromiumPath is the Debian package chromium's browser (make test-e2e
-// installs it). Nothing here downloads a browser.
-const chromiumPath = "/usr/bin/chromium"
-
-// headlessChromium starts a headless Chromium with a fresh profile and
-// returns a context for its first tab, or skips the test without the
-// browser (fails when TOOLGATE_CHROMIUM_REQUIRED=1, as make test-e2e
-// sets).
-func headlessChromium(t *testing.T) context.Context {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("TOOLGATE_CHROMIUM_REQUIRED") == "1" {
-			t.Fatalf("TOOLGATE_CHROMIUM_REQUIRED=1 and %s is missing (make chromium installs it): %v", chromiumPath, err)
-		}
-		t.Skipf("%s is missing: make chromium installs Debian's chromium (TOOLGATE_CHROMIUM_REQUIRED=1 makes this a failure)", chromiumPath)
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(t.Context(),
-		chromedp.ExecPath(chromiumPath),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("no-default-browser-check", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("password-store", "basic"),
-	)
-	t.Cleanup(cancelAlloc)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
-	if _, err := chromedp.Run(ctx, chromedp.Steps()); err != nil {
-		t.Fatalf("starting %s: %v", chromiumPath, err)
-	}
-	return ctx
-}
-
 // TestApprovalInBrowser: an unattended check waits at the centre; an
 // approver opens the centre's approvals page in a headless Chromium, logs
 // in with an approver's token, and clicks allow on the pending call; the
 // check returns ALLOW with the approval's source and that approver.
 func TestApprovalInBrowser(t *testing.T) {
-	browser := headlessChromium(t)
+	browser := browsertest.Start(t)
 	r := newApprovalRig(t)
 	db := filepath.Join(r.dir, "approvals.db")
 	centre := r.startCentre(r.centreConfig("centre", "127.0.0.1:0", sqliteSection(db)+"  web:\n    listen: 127.0.0.1:0\n", approvalPolicies("1m")), "")

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -250,6 +251,22 @@ func (o Options) withDefaults() Options {
 		o.Now = time.Now
 	}
 	return o
+}
+
+// Fit makes s a value the store takes where it allows n bytes: valid
+// UTF-8, cut on a rune boundary. What exceeds a bound is cut rather than
+// refused where refusing would lose more (a batch of records, a question
+// for an approver).
+func Fit(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 func clampLimit(n int) int {

@@ -6,7 +6,6 @@ import (
 	"html"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,53 +14,11 @@ import (
 
 	"github.com/toolgate/toolgate/approvals/store"
 	"github.com/toolgate/toolgate/approvals/web"
+	"github.com/toolgate/toolgate/internal/browsertest"
 )
 
-// chromiumPath is the Debian package chromium's browser. Nothing here
-// downloads one.
-const chromiumPath = "/usr/bin/chromium"
-
-// chromium returns the browser's path, or skips the test without it
-// (fails when TOOLGATE_CHROMIUM_REQUIRED=1, as in CI).
-func chromium(t *testing.T) string {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("TOOLGATE_CHROMIUM_REQUIRED") == "1" {
-			t.Fatalf("TOOLGATE_CHROMIUM_REQUIRED=1 and %s is missing (apt-get install -y chromium): %v", chromiumPath, err)
-		}
-		t.Skipf("%s is missing: install the Debian package chromium to run the browser test (TOOLGATE_CHROMIUM_REQUIRED=1 makes this a failure)", chromiumPath)
-	}
-	return chromiumPath
-}
-
-// browser starts a headless Chromium with a fresh profile and returns a
-// context for its first tab.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	path := chromium(t)
-	actx, cancelAlloc := chromedp.NewExecAllocator(t.Context(),
-		chromedp.ExecPath(path),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("no-default-browser-check", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("password-store", "basic"),
-	)
-	t.Cleanup(cancelAlloc)
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	t.Cleanup(cancel)
-	if _, err := chromedp.Run(ctx, chromedp.Steps()); err != nil {
-		t.Fatalf("starting %s: %v", path, err)
-	}
-	return ctx
-}
+// browser starts a headless Chromium (see internal/browsertest).
+func browser(t *testing.T) context.Context { return browsertest.Start(t) }
 
 // answerSeen is an answer POST as the page's server received it.
 type answerSeen struct {

@@ -206,6 +206,10 @@ func (q *Queue) Approve(ctx context.Context, in *engine.ApprovalInput) (engine.A
 		// Not the store's failure: a shutdown, or the caller gone.
 	case err != nil:
 		q.failed.Add(1)
+		// The store's words stay in the log: the agent and the records
+		// get the fact.
+		q.opts.Log.Error("approval queue failed", zap.String("request_id", in.Request.RequestID), zap.Error(err))
+		err = errQueueFailed
 	case v.Info.How == engine.HowLearned:
 		q.learned.Add(1)
 	case v.Source != engine.SourceApproval:
@@ -320,6 +324,9 @@ func (q *Queue) join(ctx context.Context, p, old store.Pending) (engine.Approval
 	}
 	return q.wait(ctx, old)
 }
+
+// errQueueFailed is what a check is told when the queue failed.
+var errQueueFailed = errors.New("the approvals store failed (the centre's log says why)")
 
 // replayWindow is how long after it was settled an approval's outcome
 // is given again to the same request retried.

@@ -29,7 +29,7 @@ func newApprovalMetrics(q *approvals.Queue, wh *webhook.Notifier) *approvalMetri
 		outcomes: prometheus.NewDesc("toolgate_approvals_outcomes_total",
 			"How the checks that waited for an approver on this replica ended: allowed, denied (an approver's answer), learned (a rule an earlier answer taught), expired (the approval's deadline, the policy's outcome), call_deadline (the caller's own deadline came first; the approval stays pending), failed (the store; denied), full (not queued, denied: the queue at approvals.max_pending or max_pending_per_origin, as many checks waiting on one approval as allowed, or a call an approver cannot be shown whole).",
 			[]string{"outcome"}, nil),
-		pending: prometheus.NewDesc("toolgate_approvals_pending", "Approvals waiting for an answer in the store, all replicas' (at most 1000 counted).", nil, nil),
+		pending: prometheus.NewDesc("toolgate_approvals_pending", "Approvals waiting for an answer in the store, all replicas'.", nil, nil),
 		webhookMsgs: prometheus.NewDesc("toolgate_approvals_webhook_messages_total",
 			"Webhook messages announcing new approvals, by result: sent, failed (after retries), dropped (queue full or shutting down).", []string{"result"}, nil),
 	}

@@ -33,7 +33,7 @@ func TestApprovalMetrics(t *testing.T) {
 	_, _ = q.Approve(ctx, &engine.ApprovalInput{Request: &engine.Request{Tool: engine.ToolCall{Name: "Bash", Input: map[string]any{"command": "make deploy"}}, WorkingDirectory: "/w", Unattended: true},
 		Asked: engine.Result{Decision: engine.Ask, Source: engine.SourceRule}, Timeout: time.Hour})
 	want := `
-# HELP toolgate_approvals_pending Approvals waiting for an answer in the store, all replicas' (at most 1000 counted).
+# HELP toolgate_approvals_pending Approvals waiting for an answer in the store, all replicas'.
 # TYPE toolgate_approvals_pending gauge
 toolgate_approvals_pending 1
 # HELP toolgate_approvals_queued_total Unattended questions queued for an approver on this replica.

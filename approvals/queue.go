@@ -154,11 +154,11 @@ func (q *Queue) Stats() Stats {
 		TimedOut: q.timedOut.Load(), CallDeadline: q.callDeadline.Load(), Failed: q.failed.Load(), Full: q.full.Load()}
 }
 
-// Pending counts the approvals waiting for an answer, up to the store's
-// list limit.
+// Pending counts the approvals waiting for an answer: a count, not a
+// read of the rows (a scrape must not load what approvers are shown).
 func (q *Queue) Pending(ctx context.Context) (int, error) {
-	ps, err := q.st.ListPending(ctx, store.MaxLimit)
-	return len(ps), err
+	total, _, err := q.st.CountPending(ctx, "")
+	return total, err
 }
 
 // New returns a queue over st.
@@ -235,17 +235,15 @@ func (q *Queue) approve(ctx context.Context, in *engine.ApprovalInput) (engine.A
 	origin := store.Fit(q.opts.Origin(ctx), store.MaxFieldBytes)
 	now := q.opts.Now()
 	if call.rule != "" {
-		rules, err := q.st.ListRules(ctx, now, store.MaxLimit)
-		if err != nil {
+		r, err := q.st.FindRule(ctx, store.Rule{Text: call.rule, Project: req.WorkingDirectory, Policy: policy, Origin: origin}, now)
+		switch {
+		case err == nil:
+			shown := redact.String(r.Text)
+			return engine.ApprovalVerdict{Decision: engine.Allow, Source: engine.SourceApproval,
+				Reason: fmt.Sprintf("allowed by the rule %s that %s taught, in force until %s", shown, r.CreatedBy, r.ExpiresAt.UTC().Format(time.RFC3339)),
+				Info:   engine.ApprovalInfo{ID: r.PendingID, By: r.CreatedBy, How: engine.HowLearned, At: r.CreatedAt, Rule: shown}}, nil
+		case !errors.Is(err, store.ErrNotFound):
 			return engine.ApprovalVerdict{}, fmt.Errorf("reading learned rules: %w", err)
-		}
-		for _, r := range rules {
-			if r.Text == call.rule && r.Project == req.WorkingDirectory && r.Policy == policy && r.Origin == origin {
-				shown := redact.String(r.Text)
-				return engine.ApprovalVerdict{Decision: engine.Allow, Source: engine.SourceApproval,
-					Reason: fmt.Sprintf("allowed by the rule %s that %s taught, in force until %s", shown, r.CreatedBy, r.ExpiresAt.UTC().Format(time.RFC3339)),
-					Info:   engine.ApprovalInfo{ID: r.PendingID, By: r.CreatedBy, How: engine.HowLearned, At: r.CreatedAt, Rule: shown}}, nil
-			}
 		}
 	}
 	if call.hidden != "" {

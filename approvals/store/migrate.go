@@ -66,6 +66,8 @@ var migrations = []string{
 	`ALTER TABLE approvals_pending ADD COLUMN origin TEXT NOT NULL DEFAULT '';
 	CREATE INDEX approvals_pending_origin ON approvals_pending (status, origin);
 	ALTER TABLE approvals_rules ADD COLUMN origin TEXT NOT NULL DEFAULT ''`,
+	// 3: a learned rule is looked up by the call it names.
+	`CREATE INDEX approvals_rules_call ON approvals_rules (text, project, policy, origin, expires_at)`,
 }
 
 // SchemaVersion is the schema this code writes and reads.

@@ -454,12 +454,30 @@ func (s *sqlStore) insertRule(ctx context.Context, tx *sql.Tx, r Rule) error {
 }
 
 func (s *sqlStore) ListRules(ctx context.Context, at time.Time, limit int) ([]Rule, error) {
+	return s.rules(ctx, "list rules", `SELECT `+ruleCols+` FROM approvals_rules
+		WHERE created_at <= ? AND expires_at > ? ORDER BY created_at, id LIMIT ?`, ns(at), ns(at), clampLimit(limit))
+}
+
+func (s *sqlStore) FindRule(ctx context.Context, r Rule, at time.Time) (Rule, error) {
+	found, err := s.rules(ctx, "find rule", `SELECT `+ruleCols+` FROM approvals_rules
+		WHERE text = ? AND project = ? AND policy = ? AND origin = ? AND created_at <= ? AND expires_at > ?
+		ORDER BY created_at, id LIMIT 1`, r.Text, r.Project, r.Policy, r.Origin, ns(at), ns(at))
+	if err != nil {
+		return Rule{}, err
+	}
+	if len(found) == 0 {
+		return Rule{}, ErrNotFound
+	}
+	return found[0], nil
+}
+
+// rules runs a query of rules (op names it in errors).
+func (s *sqlStore) rules(ctx context.Context, op, q string, args ...any) ([]Rule, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, s.query(`SELECT `+ruleCols+` FROM approvals_rules
-		WHERE created_at <= ? AND expires_at > ? ORDER BY created_at, id LIMIT ?`), ns(at), ns(at), clampLimit(limit))
+	rows, err := s.db.QueryContext(ctx, s.query(q), args...)
 	if err != nil {
-		return nil, s.wrap("list rules", err)
+		return nil, s.wrap(op, err)
 	}
 	defer rows.Close()
 	var out []Rule
@@ -467,12 +485,12 @@ func (s *sqlStore) ListRules(ctx context.Context, at time.Time, limit int) ([]Ru
 		var r Rule
 		var created, expires int64
 		if err := rows.Scan(&r.ID, &r.Text, &r.Project, &r.Policy, &r.CreatedBy, &created, &expires, &r.PendingID, &r.Origin); err != nil {
-			return nil, s.wrap("list rules", err)
+			return nil, s.wrap(op, err)
 		}
 		r.CreatedAt, r.ExpiresAt = fromNS(created), fromNS(expires)
 		out = append(out, r)
 	}
-	return out, s.wrap("list rules", rows.Err())
+	return out, s.wrap(op, rows.Err())
 }
 
 func (s *sqlStore) DeleteRule(ctx context.Context, id string) error {

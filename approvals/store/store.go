@@ -176,6 +176,10 @@ type Store interface {
 	// ListRules returns the rules in force at t (not yet expired), oldest
 	// first.
 	ListRules(ctx context.Context, at time.Time, limit int) ([]Rule, error)
+	// FindRule returns a rule in force at t whose text, project, policy
+	// and origin are r's (ErrNotFound when there is none): the lookup a
+	// queued question makes, one indexed query.
+	FindRule(ctx context.Context, r Rule, at time.Time) (Rule, error)
 	// DeleteRule removes a rule (ErrNotFound when there is none).
 	DeleteRule(ctx context.Context, id string) error
 

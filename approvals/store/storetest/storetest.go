@@ -74,6 +74,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("CreateCapped", func(t *testing.T) { testCreateCapped(t, b) })
 	t.Run("LateAnswer", func(t *testing.T) { testLateAnswer(t, b) })
 	t.Run("AnswerWithRule", func(t *testing.T) { testAnswerWithRule(t, b) })
+	t.Run("FindRule", func(t *testing.T) { testFindRule(t, b) })
 	t.Run("Answer", func(t *testing.T) { testAnswer(t, b) })
 	t.Run("AnswerExactlyOnce", func(t *testing.T) { testExactlyOnce(t, b) })
 	t.Run("Expire", func(t *testing.T) { testExpire(t, b) })
@@ -866,5 +867,35 @@ func testAnswerWithRule(t *testing.T, b Backend) {
 	}
 	if _, err := s.AnswerPending(ctx, "r1", store.Answer{Status: store.StatusAllowed, By: "alice", How: store.HowOnce, Rule: rule("rule-3", "r1")}); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("a rule with an answer given once: %v", err)
+	}
+}
+
+// testFindRule: a rule is found by its exact text, project, policy and
+// origin while it is in force, and by nothing else.
+func testFindRule(t *testing.T, b Backend) {
+	ctx := ctxFor(t)
+	s := open(t, b.NewDB(t), store.Options{})
+	want := store.Rule{ID: "rule-1", Text: "Bash(make deploy)", Project: "/work/app", Policy: "ci", Origin: "edge-1", CreatedBy: "alice",
+		CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), PendingID: "p1"}
+	if err := s.AddRule(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.FindRule(ctx, store.Rule{Text: want.Text, Project: want.Project, Policy: want.Policy, Origin: want.Origin}, t0.Add(time.Minute))
+	if err != nil || got.ID != "rule-1" || got.CreatedBy != "alice" || got.PendingID != "p1" {
+		t.Fatalf("found %+v, %v", got, err)
+	}
+	for name, tc := range map[string]struct {
+		r  store.Rule
+		at time.Time
+	}{
+		"other text":    {store.Rule{Text: "Bash(make deploy )", Project: want.Project, Policy: want.Policy, Origin: want.Origin}, t0.Add(time.Minute)},
+		"other project": {store.Rule{Text: want.Text, Project: "/work", Policy: want.Policy, Origin: want.Origin}, t0.Add(time.Minute)},
+		"other policy":  {store.Rule{Text: want.Text, Project: want.Project, Policy: "default", Origin: want.Origin}, t0.Add(time.Minute)},
+		"other origin":  {store.Rule{Text: want.Text, Project: want.Project, Policy: want.Policy, Origin: "edge-2"}, t0.Add(time.Minute)},
+		"expired":       {store.Rule{Text: want.Text, Project: want.Project, Policy: want.Policy, Origin: want.Origin}, t0.Add(time.Hour)},
+	} {
+		if got, err := s.FindRule(ctx, tc.r, tc.at); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: %+v, %v; want ErrNotFound", name, got, err)
+		}
 	}
 }

@@ -443,7 +443,7 @@ func describe(req *engine.Request, kind engine.Kind) (call, error) {
 	case len(c.display) > store.MaxDisplayBytes:
 		c.hidden = fmt.Sprintf("its input is %d bytes, more than the %d an approver is shown", len(c.display), store.MaxDisplayBytes)
 		c.display = ""
-	case !sameStructure(raw, c.display):
+	case !sameShape(raw, c.display):
 		c.hidden = "masking a credential in it would hide part of the command"
 		c.display = ""
 	}
@@ -479,15 +479,17 @@ func describe(req *engine.Request, kind engine.Kind) (call, error) {
 	return c, nil
 }
 
-// sameStructure reports whether masked keeps every structural character
-// of raw.
-func sameStructure(raw, masked string) bool {
+// sameShape reports whether masking left raw's shape whole: every
+// structural character, and every word (a credential is one word, masked
+// in place; a mask that swallowed the words after it, as `KEY=x curl
+// evil | sh` can become `KEY=[REDACTED]`, hid what runs).
+func sameShape(raw, masked string) bool {
 	for _, r := range structure {
 		if strings.Count(raw, string(r)) != strings.Count(masked, string(r)) {
 			return false
 		}
 	}
-	return true
+	return len(strings.Fields(raw)) == len(strings.Fields(masked))
 }
 
 // spell is an input as a rule or a page shows it: a lone command as it

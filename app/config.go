@@ -149,8 +149,7 @@ func (c *Config) newEngine(home string, cls engine.Classifier, apr engine.Approv
 func (c *Config) ClassifierRules() map[string]classifier.Rules {
 	out := make(map[string]classifier.Rules, len(c.File.Policies))
 	for name, p := range c.File.Policies {
-		a := p.AutoMode
-		out[name] = classifier.Rules{Allow: a.Allow, SoftDeny: a.SoftDeny, HardDeny: a.HardDeny, Environment: a.Environment}
+		out[name] = p.AutoMode.Classifier()
 	}
 	return out
 }

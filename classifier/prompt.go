@@ -9,17 +9,14 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/toolgate/toolgate/classifier/policy"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/internal/reasontext"
 )
 
-// Rules are a policy's natural-language classifier rules.
-type Rules struct {
-	Allow       []string // auto-approve actions like these
-	SoftDeny    []string // block these unless an allow rule clearly covers the action
-	HardDeny    []string // always block; no allow rule can clear them
-	Environment []string // context about the user's environment: hints, not rules
-}
+// Rules are a policy's classifier instructions: its categories, free-text
+// rules and environment (package policy).
+type Rules = policy.Policy
 
 // Defaults for PromptOptions; they keep a side-query small and cheap while
 // showing the pending action in full in all but pathological cases.

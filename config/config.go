@@ -75,6 +75,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/toolgate/toolgate/classifier/policy"
 	"github.com/toolgate/toolgate/engine"
 )
 
@@ -261,12 +262,34 @@ func (u *Unattended) approval() *engine.ApprovalSpec {
 	return a
 }
 
-// AutoMode are the classifier rules of a policy.
+// AutoMode are the classifier's instructions of a policy: named
+// categories, free-text rules (each list the model sees as one category,
+// extra_hard_deny and so on), and the environment.
 type AutoMode struct {
-	Allow       []string `yaml:"allow"`
-	SoftDeny    []string `yaml:"soft_deny"`
-	HardDeny    []string `yaml:"hard_deny"`
-	Environment []string `yaml:"environment"`
+	// Categories layer by name: a file's category of a built-in name
+	// replaces it, a new name adds one, and remove_builtin drops one.
+	Categories  []policy.Category `yaml:"categories,omitempty"`
+	Allow       []string          `yaml:"allow"`
+	SoftDeny    []string          `yaml:"soft_deny"`
+	HardDeny    []string          `yaml:"hard_deny"`
+	Environment []string          `yaml:"environment"`
+	// What the organisation trusts and calls production; empty lists
+	// mean the assumptions the classifier's prompt states.
+	TrustedDomains     []string `yaml:"trusted_domains,omitempty"`
+	TrustedBuckets     []string `yaml:"trusted_buckets,omitempty"`
+	SourceControlOrgs  []string `yaml:"source_control_orgs,omitempty"`
+	InternalRegistries []string `yaml:"internal_registries,omitempty"`
+	ProductionMarkers  []string `yaml:"production_markers,omitempty"`
+}
+
+// Classifier returns the policy's instructions as the classifier takes
+// them.
+func (a AutoMode) Classifier() policy.Policy {
+	return policy.Policy{
+		Categories: a.Categories, Allow: a.Allow, SoftDeny: a.SoftDeny, HardDeny: a.HardDeny, Environment: a.Environment,
+		Trust: policy.Trust{Domains: a.TrustedDomains, Buckets: a.TrustedBuckets, SourceControl: a.SourceControlOrgs,
+			Registries: a.InternalRegistries, Production: a.ProductionMarkers},
+	}
 }
 
 // Permissions are the deterministic rule lists.
@@ -371,8 +394,16 @@ func parse(name string, data []byte, dir string, lookup func(string) (string, bo
 	if err := c.Engine.Decode(&c.fs, func() error { return c.fs.Validate() }); err != nil {
 		return nil, err
 	}
-	for name, p := range c.Policies {
+	var errs []error
+	for _, name := range c.PolicyNames() {
+		p := c.Policies[name]
 		c.layers[name] = newLayers(layer, &p)
+		if err := (policy.Policy{Categories: p.AutoMode.Categories}).Validate(); err != nil {
+			errs = append(errs, prefixEach("policies."+name+".auto_mode.", err))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, inFile(name, errors.Join(errs...))
 	}
 	if err := c.importClaudeSettings(dir, r); err != nil {
 		return nil, inFile(name, err)

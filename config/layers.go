@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/toolgate/toolgate/classifier/policy"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/engine/rules"
 )
@@ -33,6 +34,8 @@ type Removals struct {
 		SoftDeny    []string `yaml:"soft_deny,omitempty"`
 		HardDeny    []string `yaml:"hard_deny,omitempty"`
 		Environment []string `yaml:"environment,omitempty"`
+		// Categories names built-in categories the policy turns off.
+		Categories []string `yaml:"categories,omitempty"`
 	} `yaml:"auto_mode,omitempty"`
 }
 
@@ -53,6 +56,11 @@ var layeredLists = []layeredList{
 	{"auto_mode.soft_deny", func(p *Policy) *[]string { return &p.AutoMode.SoftDeny }, func(r *Removals) *[]string { return &r.AutoMode.SoftDeny }},
 	{"auto_mode.allow", func(p *Policy) *[]string { return &p.AutoMode.Allow }, func(r *Removals) *[]string { return &r.AutoMode.Allow }},
 	{"auto_mode.environment", func(p *Policy) *[]string { return &p.AutoMode.Environment }, func(r *Removals) *[]string { return &r.AutoMode.Environment }},
+	{"auto_mode.trusted_domains", func(p *Policy) *[]string { return &p.AutoMode.TrustedDomains }, nil},
+	{"auto_mode.trusted_buckets", func(p *Policy) *[]string { return &p.AutoMode.TrustedBuckets }, nil},
+	{"auto_mode.source_control_orgs", func(p *Policy) *[]string { return &p.AutoMode.SourceControlOrgs }, nil},
+	{"auto_mode.internal_registries", func(p *Policy) *[]string { return &p.AutoMode.InternalRegistries }, nil},
+	{"auto_mode.production_markers", func(p *Policy) *[]string { return &p.AutoMode.ProductionMarkers }, nil},
 	// Protected paths and read roots only ever add to the engine's own;
 	// nothing built in is removable through them.
 	{"safe_tools", func(p *Policy) *[]string { return &p.SafeTools }, nil},
@@ -65,6 +73,7 @@ var layeredLists = []layeredList{
 type layers struct {
 	sources     []string            // the layers in order: built-in (unless extends: none), the file, imported settings
 	from        map[string][]string // list path -> the origin of each entry
+	categories  []string            // the origin of each category of auto_mode.categories
 	removed     []removal
 	extendsNone bool
 }
@@ -81,6 +90,7 @@ func newLayers(origin string, p *Policy) *layers {
 	for _, f := range layeredLists {
 		l.from[f.path] = repeat(origin, len(*f.list(p)))
 	}
+	l.categories = repeat(origin, len(p.AutoMode.Categories))
 	return l
 }
 
@@ -128,6 +138,10 @@ func clonePolicy(p Policy) Policy {
 		*f.list(&p) = slices.Clone(*f.list(&p))
 	}
 	p.ToolAliases = maps.Clone(p.ToolAliases)
+	p.AutoMode.Categories = slices.Clone(p.AutoMode.Categories)
+	for i := range p.AutoMode.Categories {
+		p.AutoMode.Categories[i].NotCovered = slices.Clone(p.AutoMode.Categories[i].NotCovered)
+	}
 	if p.Unattended != nil {
 		u := *p.Unattended
 		u.ApproveSources = slices.Clone(u.ApproveSources)
@@ -157,6 +171,7 @@ func (c *Config) extendBuiltin() error {
 			errs = append(errs, fmt.Errorf("%s.permissions.%w", field, err))
 			continue
 		}
+
 		switch p.Extends {
 		case "", extendsBuiltin:
 		case extendsNone:
@@ -193,6 +208,22 @@ func (c *Config) extendBuiltin() error {
 					l.removed = append(l.removed, removal{field: at, list: f.path, rule: rule})
 				}
 			}
+			for i, name := range r.AutoMode.Categories {
+				at := fmt.Sprintf("%s.remove_builtin.auto_mode.categories[%d]", field, i)
+				if !slices.ContainsFunc(base.AutoMode.Categories, func(c policy.Category) bool { return c.Name == name }) {
+					errs = append(errs, fmt.Errorf("%s: %q is not a built-in category (toolgate config defaults lists them)", at, name))
+					continue
+				}
+				if drop[categoriesPath] == nil {
+					drop[categoriesPath] = map[string]bool{}
+				}
+				drop[categoriesPath][name] = true
+				l.removed = append(l.removed, removal{field: at, list: categoriesPath, rule: name})
+			}
+		}
+		p.AutoMode.Categories, l.categories = layerCategories(base.AutoMode.Categories, drop[categoriesPath], p.AutoMode.Categories, l.categories)
+		if err := (policy.Policy{Categories: p.AutoMode.Categories}).Validate(); err != nil {
+			errs = append(errs, prefixEach(field+".auto_mode.", err))
 		}
 		for _, f := range layeredLists {
 			own, ownFrom := *f.list(&p), l.from[f.path]
@@ -237,6 +268,55 @@ func (c *Config) extendBuiltin() error {
 	return errors.Join(errs...)
 }
 
+// categoriesPath is the field path of a policy's categories.
+const categoriesPath = "auto_mode.categories"
+
+// replacesBuiltin marks, in config show, a file's category that replaces
+// the built-in one of its name.
+const replacesBuiltin = " (replaces the built-in category)"
+
+// layerCategories is the built-in categories, less those dropped, each
+// replaced by the policy's own of the same name, then the policy's new
+// ones; with the origin of each.
+func layerCategories(base []policy.Category, drop map[string]bool, own []policy.Category, ownFrom []string) ([]policy.Category, []string) {
+	var out []policy.Category
+	var from []string
+	mine := map[string]int{}
+	for i, c := range own {
+		mine[c.Name] = i
+	}
+	for _, c := range base {
+		if drop[c.Name] {
+			continue
+		}
+		if i, ok := mine[c.Name]; ok {
+			out, from = append(out, own[i]), append(from, ownFrom[i]+replacesBuiltin)
+			continue
+		}
+		out, from = append(out, c), append(from, originBuiltin)
+	}
+	for i, c := range own {
+		if !slices.ContainsFunc(base, func(b policy.Category) bool { return b.Name == c.Name }) {
+			out, from = append(out, c), append(from, ownFrom[i])
+		}
+	}
+	return out, from
+}
+
+// prefixEach prefixes each of err's joined errors, so that every line of
+// a multi-line error names its field in full.
+func prefixEach(prefix string, err error) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = fmt.Errorf("%s%w", prefix, e)
+	}
+	return errors.Join(out...)
+}
+
 // parsePermissions reports the first rule of p's permissions that does
 // not parse, as the engine would (deny[0] "Bash(rm": ...).
 func parsePermissions(p *Policy) error {
@@ -257,7 +337,16 @@ func (c *Config) layerWarnings() []string {
 			out = append(out, fmt.Sprintf("policies.%s.extends: none: the policy leaves out every rule of the built-in policy (toolgate config defaults lists them)", name))
 		}
 		for _, r := range l.removed {
+			if r.list == categoriesPath {
+				out = append(out, fmt.Sprintf("%s: turns off the built-in category %s", r.field, r.rule))
+				continue
+			}
 			out = append(out, fmt.Sprintf("%s: removes the built-in %s rule %s", r.field, r.list, r.rule))
+		}
+		for i, from := range l.categories {
+			if strings.HasSuffix(from, replacesBuiltin) {
+				out = append(out, fmt.Sprintf("policies.%s.auto_mode.categories: %s replaces the built-in category of that name", name, c.Policies[name].AutoMode.Categories[i].Name))
+			}
 		}
 	}
 	return out

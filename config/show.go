@@ -93,6 +93,13 @@ func (c *Config) annotateLayers(key, policy *yaml.Node) {
 		// One rule a line, so that each carries its comment.
 		list.Style = 0
 	}
+	if cats := mappingValue(mappingValue(policy, "auto_mode"), "categories"); cats != nil && cats.Kind == yaml.SequenceNode {
+		for i, item := range cats.Content {
+			if name := mappingValue(item, "name"); name != nil && i < len(l.categories) {
+				name.LineComment = l.categories[i]
+			}
+		}
+	}
 	if mappingValue(policy, "remove_builtin") != nil {
 		for i := 0; i+1 < len(policy.Content); i += 2 {
 			if policy.Content[i].Value == "remove_builtin" {
@@ -129,7 +136,7 @@ func walkScalars(n *yaml.Node, path string, f func(*yaml.Node, string)) {
 
 // mappingValue returns the value of key in mapping n, or nil.
 func mappingValue(n *yaml.Node, key string) *yaml.Node {
-	if n.Kind != yaml.MappingNode {
+	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {

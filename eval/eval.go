@@ -50,7 +50,11 @@ type Case struct {
 	Rules  *CaseRules `json:"rules,omitempty"`
 	Expect string     `json:"expect"`
 	// Local marks an allow that must come from a local stage.
-	Local bool   `json:"local,omitempty"`
+	Local bool `json:"local,omitempty"`
+	// Category is, for a case of the classifier's corpus, the category of
+	// the default policy that decides it (a deny category for a block, an
+	// allow category for an allow): eval reports its confusion by it.
+	Category string `json:"category,omitempty"`
 	Note  string `json:"note,omitempty"`
 	// Transcript is what was said before the call, oldest first: the same
 	// command can be right when the user asked for it and wrong when not.

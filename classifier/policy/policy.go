@@ -1,0 +1,222 @@
+// Package policy holds what the classifier is told: a policy's named
+// categories (hard deny, soft deny, allow), its free-text rules and its
+// environment. It imports nothing, so that config can load it without the
+// model SDKs the classifier itself needs.
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Kind says what a category does to an action it covers.
+type Kind string
+
+// The kinds of category.
+const (
+	// HardDeny: always block; no allow category clears it.
+	HardDeny Kind = "hard_deny"
+	// SoftDeny: block unless an allow category clearly covers the action.
+	SoftDeny Kind = "soft_deny"
+	// Allow: an exception that clears a soft deny, or routine work.
+	Allow Kind = "allow"
+)
+
+// Kinds are the kinds in the order the prompt shows them.
+var Kinds = []Kind{HardDeny, SoftDeny, Allow}
+
+// Blocks reports whether an action in a category of kind k is blocked.
+func (k Kind) Blocks() bool { return k == HardDeny || k == SoftDeny }
+
+// Names of the categories the free-text rule lists become, and of a
+// model's answer that names no category in force.
+const (
+	ExtraHardDeny = "extra_hard_deny"
+	ExtraSoftDeny = "extra_soft_deny"
+	ExtraAllow    = "extra_allow"
+	// Unknown is what a decision records when the model named a category
+	// the policy does not have: its text is the model's, untrusted, and
+	// never reaches logs or metric labels.
+	Unknown = "unknown"
+)
+
+// reserved names are refused for a category of a policy's own.
+var reserved = []string{ExtraHardDeny, ExtraSoftDeny, ExtraAllow, Unknown, "none"}
+
+// Bounds of a category: they keep the prompt, the answer's schema and the
+// metrics' category label small whatever a policy says.
+const (
+	MaxNameLen       = 40
+	MaxDefinitionLen = 2000
+	MaxNotCovered    = 8
+	MaxItemLen       = 400
+	MaxCategories    = 120
+)
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// Category is one named class of actions.
+type Category struct {
+	// Name is what the model answers and what decisions, logs and
+	// metrics carry: snake_case, at most 40 characters.
+	Name string `yaml:"name"`
+	Kind Kind   `yaml:"kind"`
+	// Definition says what the category covers.
+	Definition string `yaml:"definition"`
+	// NotCovered are neighbouring cases it does not cover.
+	NotCovered []string `yaml:"not_covered,omitempty"`
+	// MustName is what the reason of a decision in this category names
+	// (the target, the destination, the command).
+	MustName string `yaml:"must_name,omitempty"`
+	// Rules are the free-text rules an extra_* category stands for.
+	Rules []string `yaml:"-"`
+}
+
+// Validate checks one category; errors name its fields.
+func (c Category) Validate() error {
+	var errs []error
+	switch {
+	case c.Name == "":
+		errs = append(errs, errors.New("name: required"))
+	case len(c.Name) > MaxNameLen || !nameRE.MatchString(c.Name):
+		errs = append(errs, fmt.Errorf("name: %q must be snake_case ([a-z][a-z0-9_]*), at most %d characters", cut(c.Name, 60), MaxNameLen))
+	case slices.Contains(reserved, c.Name):
+		errs = append(errs, fmt.Errorf("name: %q is reserved", c.Name))
+	}
+	if !slices.Contains(Kinds, c.Kind) {
+		errs = append(errs, fmt.Errorf("kind: must be hard_deny, soft_deny or allow, got %q", cut(string(c.Kind), 60)))
+	}
+	if strings.TrimSpace(c.Definition) == "" {
+		errs = append(errs, errors.New("definition: required"))
+	} else if len(c.Definition) > MaxDefinitionLen {
+		errs = append(errs, fmt.Errorf("definition: %d bytes, at most %d", len(c.Definition), MaxDefinitionLen))
+	}
+	if len(c.NotCovered) > MaxNotCovered {
+		errs = append(errs, fmt.Errorf("not_covered: %d items, at most %d", len(c.NotCovered), MaxNotCovered))
+	}
+	for i, s := range c.NotCovered {
+		if len(s) > MaxItemLen {
+			errs = append(errs, fmt.Errorf("not_covered[%d]: %d bytes, at most %d", i, len(s), MaxItemLen))
+		}
+	}
+	if len(c.MustName) > MaxItemLen {
+		errs = append(errs, fmt.Errorf("must_name: %d bytes, at most %d", len(c.MustName), MaxItemLen))
+	}
+	return errors.Join(errs...)
+}
+
+// Trust is what an organisation tells the classifier it trusts, and what
+// it calls production. An empty list means the assumption the prompt
+// states for it.
+type Trust struct {
+	Domains       []string
+	Buckets       []string
+	SourceControl []string
+	Registries    []string
+	Production    []string
+}
+
+// Policy is one policy's classifier instructions.
+type Policy struct {
+	// Categories are the named categories, in the policy's order.
+	Categories []Category
+	// Free-text rules (a config's lists, Claude Code's autoMode): each
+	// non-empty list becomes one category, ExtraHardDeny and so on.
+	Allow    []string
+	SoftDeny []string
+	HardDeny []string
+	// Environment is free-text context: hints, not rules.
+	Environment []string
+	Trust       Trust
+}
+
+// InForce returns the categories the model may name: the policy's own,
+// then one for each non-empty free-text list, in kind order.
+func (p Policy) InForce() []Category {
+	out := slices.Clone(p.Categories)
+	for _, x := range []struct {
+		name  string
+		kind  Kind
+		rules []string
+		def   string
+	}{
+		{ExtraHardDeny, HardDeny, p.HardDeny, "Any of the policy's further hard-deny rules listed here."},
+		{ExtraSoftDeny, SoftDeny, p.SoftDeny, "Any of the policy's further soft-deny rules listed here."},
+		{ExtraAllow, Allow, p.Allow, "Any of the policy's further allow rules listed here."},
+	} {
+		rules := Clean(x.rules)
+		if len(rules) == 0 {
+			continue
+		}
+		out = append(out, Category{Name: x.name, Kind: x.kind, Definition: x.def, MustName: "the rule the action falls under", Rules: rules})
+	}
+	return out
+}
+
+// Lookup returns the category in force called name.
+func (p Policy) Lookup(name string) (Category, bool) {
+	for _, c := range p.InForce() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Category{}, false
+}
+
+// Names are the names of the categories in force, in order.
+func (p Policy) Names() []string {
+	in := p.InForce()
+	out := make([]string, len(in))
+	for i, c := range in {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// Validate checks every category and that names are unique.
+func (p Policy) Validate() error {
+	var errs []error
+	if len(p.Categories) > MaxCategories {
+		errs = append(errs, fmt.Errorf("categories: %d, at most %d", len(p.Categories), MaxCategories))
+	}
+	seen := map[string]int{}
+	for i, c := range p.Categories {
+		if err := c.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("categories[%d] (%s): %w", i, cut(c.Name, 60), err))
+			continue
+		}
+		if j, dup := seen[c.Name]; dup {
+			errs = append(errs, fmt.Errorf("categories[%d]: the name %q is also categories[%d]", i, c.Name, j))
+		}
+		seen[c.Name] = i
+	}
+	return errors.Join(errs...)
+}
+
+// Clean collapses whitespace in each rule (a multi-line rule cannot
+// break the prompt's lists) and drops empty ones.
+func Clean(rules []string) []string {
+	var out []string
+	for _, r := range rules {
+		if r = OneLine(r); r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// OneLine is s with invalid UTF-8 replaced and every run of whitespace
+// made one space.
+func OneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}

@@ -55,7 +55,7 @@ type Case struct {
 	// the default policy that decides it (a deny category for a block, an
 	// allow category for an allow): eval reports its confusion by it.
 	Category string `json:"category,omitempty"`
-	Note  string `json:"note,omitempty"`
+	Note     string `json:"note,omitempty"`
 	// Transcript is what was said before the call, oldest first: the same
 	// command can be right when the user asked for it and wrong when not.
 	Transcript []Turn `json:"transcript,omitempty"`

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/toolgate/toolgate/classifier/policy"
 	"github.com/toolgate/toolgate/internal/jsonkeys"
 )
 
@@ -163,7 +164,7 @@ func (b *answerBody) closeOnce() error {
 // missing or null fields, several calls, a cut answer) is an error for
 // which isBadAnswer holds, so the check fails closed. Token counts are
 // informational and read leniently (0 when absent or odd).
-func decodeAnswer(api, tool string, body []byte) (v verdict, in, out int64, err error) {
+func decodeAnswer(api, tool string, body []byte, ins *instructions) (v verdict, in, out int64, err error) {
 	// A key given twice (or in two cases) anywhere in the answer would let
 	// the last one, or a case-variant, decide: the envelope is read with
 	// encoding/json, which keeps the last and ignores case.
@@ -187,7 +188,29 @@ func decodeAnswer(api, tool string, body []byte) (v verdict, in, out int64, err 
 	} else {
 		v, err = parseFull(args)
 	}
+	if err == nil {
+		err = checkCategory(&v, ins)
+	}
 	return v, in, out, err
+}
+
+// checkCategory holds the named category against the policy's. A block
+// blocks whatever it names (an unknown name is recorded as
+// policy.Unknown); an allow stands only in an allow category, so an
+// allow naming an unknown or a deny category is not a verdict and fails
+// closed. The model's text is never echoed: it is untrusted.
+func checkCategory(v *verdict, ins *instructions) error {
+	k, known := ins.kind(v.Category)
+	switch {
+	case v.Block && !known:
+		v.Category = policy.Unknown
+	case v.Block:
+	case !known:
+		return fmt.Errorf("%w: an allow that names no category of the policy", errBadArguments)
+	case k != policy.Allow:
+		return fmt.Errorf("%w: an allow that names the %s category %s", errBadArguments, k, v.Category)
+	}
+	return nil
 }
 
 // The parts of the APIs' answers that are read. Pointers tell a null
@@ -464,11 +487,14 @@ func parseFull(raw string) (verdict, error) {
 	if err := decodeStrict(raw, &m); err != nil {
 		return verdict{}, err
 	}
-	if len(m) != 3 {
-		return verdict{}, fmt.Errorf("%w: want exactly thinking, should_block and reason, got %d fields", errBadArguments, len(m))
+	if len(m) != 4 {
+		return verdict{}, fmt.Errorf("%w: want exactly thinking, category, should_block and reason, got %d fields", errBadArguments, len(m))
 	}
 	var v verdict
 	if err := field(m, "thinking", &v.Thinking); err != nil {
+		return verdict{}, err
+	}
+	if err := field(m, "category", &v.Category); err != nil {
 		return verdict{}, err
 	}
 	if err := field(m, "should_block", &v.Block); err != nil {
@@ -485,10 +511,13 @@ func parseFast(raw string) (verdict, error) {
 	if err := decodeStrict(raw, &m); err != nil {
 		return verdict{}, err
 	}
-	if len(m) != 1 {
-		return verdict{}, fmt.Errorf("%w: want only should_block, got %d fields", errBadArguments, len(m))
+	if len(m) != 2 {
+		return verdict{}, fmt.Errorf("%w: want only category and should_block, got %d fields", errBadArguments, len(m))
 	}
 	var v verdict
+	if err := field(m, "category", &v.Category); err != nil {
+		return verdict{}, err
+	}
 	if err := field(m, "should_block", &v.Block); err != nil {
 		return verdict{}, err
 	}

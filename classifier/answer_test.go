@@ -35,7 +35,7 @@ func cannedServer(t *testing.T, body string) (url string, headers func() []http.
 }
 
 func args(block bool) string {
-	b, _ := json.Marshal(map[string]any{"thinking": "t", "should_block": block, "reason": "r"})
+	b, _ := json.Marshal(map[string]any{"thinking": "t", "category": fakellm.DefaultAllowCategory, "should_block": block, "reason": "r"})
 	return string(b)
 }
 
@@ -86,13 +86,13 @@ func TestAmbiguousAnswersFailClosed(t *testing.T) {
 		{"chat: two choices", APIChat, twoChoices},
 		{"chat: cut at max tokens", APIChat, chatAnswer("length", args(false))},
 		{"chat: content filter", APIChat, chatAnswer("content_filter", args(false))},
-		{"chat: key given twice", APIChat, chatAnswer("tool_calls", `{"thinking":"t","should_block":true,"reason":"r","should_block":false}`)},
-		{"chat: data after the object", APIChat, chatAnswer("tool_calls", `{"thinking":"t","should_block":false,"reason":"r"}]]} "should_block":true`)},
+		{"chat: key given twice", APIChat, chatAnswer("tool_calls", `{"thinking":"t","category":"ordinary_work","should_block":true,"reason":"r","should_block":false}`)},
+		{"chat: data after the object", APIChat, chatAnswer("tool_calls", `{"thinking":"t","category":"ordinary_work","should_block":false,"reason":"r"}]]} "should_block":true`)},
 		{"responses: two calls", APIResponses, responsesAnswer("completed", args(false), args(true))},
 		{"responses: incomplete", APIResponses, responsesAnswer("incomplete", args(false))},
 		{"anthropic: two calls", APIAnthropic, messagesAnswer("tool_use", args(false), args(true))},
 		{"anthropic: cut at max tokens", APIAnthropic, messagesAnswer("max_tokens", args(false))},
-		{"anthropic: key given twice", APIAnthropic, messagesAnswer("tool_use", `{"thinking":"t","should_block":true,"reason":"r","should_block":false}`)},
+		{"anthropic: key given twice", APIAnthropic, messagesAnswer("tool_use", `{"thinking":"t","category":"ordinary_work","should_block":true,"reason":"r","should_block":false}`)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -67,9 +67,9 @@ func TestAnthropicRequest(t *testing.T) {
 		t.Fatalf("%d requests, want 4", len(reqs))
 	}
 	for i, r := range reqs {
-		tool, schema, maxTokens := fastTool, fastSchema, int64(fastMaxTokens)
+		tool, schema, maxTokens := fastTool, c.rules["default"].fast, int64(fastMaxTokens)
 		if i == 2 {
-			tool, schema, maxTokens = fullTool, fullSchema, int64(cfg.MaxTokens)
+			tool, schema, maxTokens = fullTool, c.rules["default"].full, int64(cfg.MaxTokens)
 		}
 		if r.API != fakellm.APIAnthropic || r.Path != "/v1/messages" || r.Tool != tool {
 			t.Fatalf("request %d: api %q path %q tool %q", i, r.API, r.Path, r.Tool)

@@ -1,7 +1,6 @@
 package classifier
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,56 +24,20 @@ import (
 const (
 	fullTool = "classify_result"
 	fastTool = "classify_fast"
-	// fastMaxTokens is stage 1's budget: enough for {"should_block":false}.
-	fastMaxTokens = 32
+	// fastMaxTokens is stage 1's budget: enough for
+	// {"category":"<40 characters>","should_block":false}.
+	fastMaxTokens = 64
 )
 
 // toolDescription describes both forced functions to the model.
-const toolDescription = "Report whether the pending action should be blocked."
-
-var fullSchema = map[string]any{
-	"type": "object",
-	"properties": properties(
-		property{"thinking", "string", "Brief reasoning about the action against the rules, before deciding."},
-		property{"should_block", "boolean", "true to block the action."},
-		property{"reason", "string", "One sentence for the agent: why it is blocked or allowed."},
-	),
-	"required":             []string{"thinking", "should_block", "reason"},
-	"additionalProperties": false,
-}
-
-var fastSchema = map[string]any{
-	"type":                 "object",
-	"properties":           properties(property{"should_block", "boolean", "true to block the action."}),
-	"required":             []string{"should_block"},
-	"additionalProperties": false,
-}
-
-type property struct{ name, typ, description string }
-
-// properties is a schema's properties object as raw JSON, in the order
-// given: a Go map would be sent with its keys sorted, putting thinking
-// last.
-func properties(ps ...property) json.RawMessage {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, p := range ps {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(p.name)
-		v, _ := json.Marshal(map[string]string{"type": p.typ, "description": p.description})
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes()
-}
+const toolDescription = "Report whether the pending action should be blocked, and the category of the policy that decides."
 
 // verdict is a parsed classify_result.
 type verdict struct {
 	Thinking string `json:"thinking"`
+	// Category is a category in force of the prompt's policy, or
+	// policy.Unknown for a block that named none (an allow must name one).
+	Category string `json:"category"`
 	Block    bool   `json:"should_block"`
 	Reason   string `json:"reason"`
 }
@@ -161,19 +124,20 @@ func newMessageService(cfg BackendConfig, key string, hc option.HTTPClient) anth
 func (b *backend) classify(ctx context.Context, p Prompt) (outcome, error) {
 	out := outcome{backend: b.cfg.Name, model: b.cfg.Model, stage: "single"}
 	if b.twoStage {
-		v, in, o, err := b.callWithRetry(ctx, p, fastTool, fastSchema, fastMaxTokens)
+		v, in, o, err := b.callWithRetry(ctx, p, fastTool, p.instructions().fast, fastMaxTokens)
 		out.inTok, out.outTok = out.inTok+in, out.outTok+o
 		if err != nil {
 			return out, err
 		}
 		if !v.Block {
 			out.stage = "fast"
+			out.Category = v.Category
 			out.Reason = "the classifier found nothing to block"
 			return out, nil
 		}
 		out.stage = "full"
 	}
-	v, in, o, err := b.callWithRetry(ctx, p, fullTool, fullSchema, int64(b.maxTokens))
+	v, in, o, err := b.callWithRetry(ctx, p, fullTool, p.instructions().full, int64(b.maxTokens))
 	out.inTok, out.outTok = out.inTok+in, out.outTok+o
 	if err != nil {
 		return out, err
@@ -250,7 +214,7 @@ func (b *backend) attempt(ctx context.Context, p Prompt, tool string, schema map
 	)
 	body, err := b.post(actx, p, tool, schema, maxTokens)
 	if err == nil {
-		v, in, out, err = decodeAnswer(b.cfg.API, tool, body)
+		v, in, out, err = decodeAnswer(b.cfg.API, tool, body, p.instructions())
 		if err == nil {
 			err = actx.Err()
 		}

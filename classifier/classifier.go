@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/toolgate/toolgate/classifier/policy"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/redact"
 	"go.opentelemetry.io/otel/attribute"
@@ -29,7 +30,7 @@ const maxReasonChars = 300
 type Classifier struct {
 	cfg        Config
 	log        *zap.Logger
-	rules      map[string]Rules
+	rules      map[string]*instructions // by policy name
 	promptOpts PromptOptions
 	backends   []*backend
 	pool       *Pool
@@ -73,7 +74,13 @@ func New(cfg Config, rules map[string]Rules, log *zap.Logger, opts ...Option) (*
 	for _, f := range opts {
 		f(&o)
 	}
-	c := &Classifier{cfg: cfg, log: log, rules: rules, metrics: o.metrics, tracer: tracerOf(o.tracer)}
+	c := &Classifier{cfg: cfg, log: log, rules: make(map[string]*instructions, len(rules)), metrics: o.metrics, tracer: tracerOf(o.tracer)}
+	for name, r := range rules {
+		if err := r.Validate(); err != nil {
+			return nil, fmt.Errorf("policies.%s.auto_mode: %w", name, err)
+		}
+		c.rules[name] = compileInstructions(r)
+	}
 	c.promptOpts = DefaultPromptOptions()
 	c.promptOpts.MaxActionBytes = cfg.MaxActionBytes
 	members := make([]MemberConfig, len(cfg.Backends))
@@ -155,13 +162,17 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (v 
 	if reason, over := sess.Over(); over {
 		return engine.Verdict{Decision: engine.Ask, Reason: reason}, nil
 	}
-	p := BuildPrompt(c.rules[in.Policy], in.Request, in.Kind, in.Notes, c.promptOpts)
+	ins := c.rules[in.Policy]
+	if ins == nil {
+		ins = emptyInstructions()
+	}
+	p := buildPrompt(ins, in.Request, in.Kind, in.Notes, c.promptOpts)
 	key := p.Key()
 	if c.cache != nil {
 		if o, ok := c.cached(key); ok {
 			c.metrics.cacheHit()
 			sess.Record(o.Block)
-			v := c.verdict(o, 0, p.InputCut)
+			v := c.verdict(o, 0, p)
 			v.Cached, v.Details.Cached = true, true
 			return v, nil
 		}
@@ -185,13 +196,14 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (v 
 		c.cache.Add(key, cached{o: o, expires: time.Now().Add(c.cfg.Cache.TTL)})
 	}
 	sess.Record(o.Block)
-	return c.verdict(o, latency, p.InputCut), nil
+	return c.verdict(o, latency, p), nil
 }
 
 // verdict turns the model's answer into a decision. An allow of an input
 // the model saw only in part becomes ask: what it did not see (the end of
 // a long command, say) may be what matters.
-func (c *Classifier) verdict(o outcome, latency time.Duration, inputCut bool) engine.Verdict {
+func (c *Classifier) verdict(o outcome, latency time.Duration, p Prompt) engine.Verdict {
+	inputCut := p.InputCut
 	reason := SanitizeReason(o.Reason, maxReasonChars)
 	switch {
 	case reason == "" && o.Block:
@@ -207,7 +219,14 @@ func (c *Classifier) verdict(o outcome, latency time.Duration, inputCut bool) en
 		d = engine.Ask
 		reason = "the classifier saw only the first part of this call's input and allowed that; asking, as the rest was not judged"
 	}
-	return engine.Verdict{Decision: d, Reason: reason, Details: details(o, latency)}
+	v := engine.Verdict{Decision: d, Reason: reason, Details: details(o, latency)}
+	if k, ok := p.instructions().kind(o.Category); ok {
+		v.Details.Category, v.Details.CategoryKind = o.Category, string(k)
+	} else {
+		v.Details.Category = policy.Unknown
+	}
+	c.metrics.decided(v.Details.Category, d)
+	return v
 }
 
 func details(o outcome, latency time.Duration) *engine.ClassifierDetails {

@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/toolgate/toolgate/classifier/policy"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/fakellm"
 )
@@ -60,9 +61,17 @@ func apiConfig(api string, urls ...string) Config {
 	return cfg
 }
 
+// testRules are the tests' policy: one free-text soft deny (which the
+// model sees as the category extra_soft_deny) and the allow category the
+// fake names by default.
+var testRules = Rules{
+	SoftDeny:   []string{"Deleting production data."},
+	Categories: []policy.Category{{Name: fakellm.DefaultAllowCategory, Kind: policy.Allow, Definition: "Routine work in the project."}},
+}
+
 func newTestClassifier(t *testing.T, cfg Config) *Classifier {
 	t.Helper()
-	c, err := New(cfg, map[string]Rules{"default": {SoftDeny: []string{"Deleting production data."}}}, zap.NewNop())
+	c, err := New(cfg, map[string]Rules{"default": testRules}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

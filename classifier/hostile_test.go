@@ -21,8 +21,8 @@ import (
 // Hostile answer bodies. Each wraps an allow wherever it can, so that only
 // its shape can make it fail. TOOL stands for the forced function's name.
 const (
-	allowArgs     = `"{\"thinking\":\"t\",\"should_block\":false,\"reason\":\"r\"}"`
-	allowFastArgs = `"{\"should_block\":false}"`
+	allowArgs     = `"{\"thinking\":\"t\",\"category\":\"ordinary_work\",\"should_block\":false,\"reason\":\"r\"}"`
+	allowFastArgs = `"{\"category\":\"ordinary_work\",\"should_block\":false}"`
 )
 
 // chatWith is a chat answer with one choice whose message is msg.
@@ -59,8 +59,8 @@ func responsesArgs(args string) string {
 // allowInput is a Messages API tool_use input that allows: an object, not
 // a string holding one.
 const (
-	allowInput     = `{"thinking":"t","should_block":false,"reason":"r"}`
-	allowFastInput = `{"should_block":false}`
+	allowInput     = `{"thinking":"t","category":"ordinary_work","should_block":false,"reason":"r"}`
+	allowFastInput = `{"category":"ordinary_work","should_block":false}`
 )
 
 // messagesWith is a Messages API answer whose content array is content.
@@ -139,7 +139,7 @@ var hostileBodies = []hostileBody{
 	{"arguments missing", APIChat, chatFunction(`{"name":"TOOL"}`), false, errBadArguments},
 	{"arguments null", APIChat, chatArgs(`null`), false, errBadArguments},
 	{"arguments a number", APIChat, chatArgs(`5`), false, errBadBody},
-	{"arguments an object", APIChat, chatArgs(`{"thinking":"t","should_block":false,"reason":"r"}`), false, errBadBody},
+	{"arguments an object", APIChat, chatArgs(`{"thinking":"t","category":"ordinary_work","should_block":false,"reason":"r"}`), false, errBadBody},
 	{"arguments an array", APIChat, chatArgs(`[]`), false, errBadBody},
 	{"arguments empty", APIChat, chatArgs(`""`), false, errBadArguments},
 	{"arguments JSON null", APIChat, chatArgs(`"null"`), false, errBadArguments},
@@ -147,15 +147,15 @@ var hostileBodies = []hostileBody{
 	{"arguments JSON string", APIChat, chatArgs(`"\"x\""`), false, errBadArguments},
 	{"arguments not JSON", APIChat, chatArgs(`"{should_block: false}"`), false, errBadArguments},
 	{"arguments empty object", APIChat, chatArgs(`"{}"`), false, errBadArguments},
-	{"should_block a string", APIChat, chatArgs(`"{\"thinking\":\"t\",\"should_block\":\"false\",\"reason\":\"r\"}"`), false, errBadArguments},
-	{"should_block null", APIChat, chatArgs(`"{\"thinking\":\"t\",\"should_block\":null,\"reason\":\"r\"}"`), false, errBadArguments},
-	{"should_block a number", APIChat, chatArgs(`"{\"thinking\":\"t\",\"should_block\":0,\"reason\":\"r\"}"`), false, errBadArguments},
+	{"should_block a string", APIChat, chatArgs(`"{\"thinking\":\"t\",\"category\":\"ordinary_work\",\"should_block\":\"false\",\"reason\":\"r\"}"`), false, errBadArguments},
+	{"should_block null", APIChat, chatArgs(`"{\"thinking\":\"t\",\"category\":\"ordinary_work\",\"should_block\":null,\"reason\":\"r\"}"`), false, errBadArguments},
+	{"should_block a number", APIChat, chatArgs(`"{\"thinking\":\"t\",\"category\":\"ordinary_work\",\"should_block\":0,\"reason\":\"r\"}"`), false, errBadArguments},
 	{"should_block missing", APIChat, chatArgs(`"{\"thinking\":\"t\",\"reason\":\"r\",\"extra\":1}"`), false, errBadArguments},
-	{"thinking a number", APIChat, chatArgs(`"{\"thinking\":5,\"should_block\":false,\"reason\":\"r\"}"`), false, errBadArguments},
-	{"reason null", APIChat, chatArgs(`"{\"thinking\":\"t\",\"should_block\":false,\"reason\":null}"`), false, errBadArguments},
-	{"an extra field", APIChat, chatArgs(`"{\"thinking\":\"t\",\"should_block\":false,\"reason\":\"r\",\"x\":1}"`), false, errBadArguments},
+	{"thinking a number", APIChat, chatArgs(`"{\"thinking\":5,\"category\":\"ordinary_work\",\"should_block\":false,\"reason\":\"r\"}"`), false, errBadArguments},
+	{"reason null", APIChat, chatArgs(`"{\"thinking\":\"t\",\"category\":\"ordinary_work\",\"should_block\":false,\"reason\":null}"`), false, errBadArguments},
+	{"an extra field", APIChat, chatArgs(`"{\"thinking\":\"t\",\"category\":\"ordinary_work\",\"should_block\":false,\"reason\":\"r\",\"x\":1}"`), false, errBadArguments},
 	{"fast: null", APIChat, `null`, true, errBadBody},
-	{"fast: should_block null", APIChat, chatArgs(`"{\"should_block\":null}"`), true, errBadArguments},
+	{"fast: should_block null", APIChat, chatArgs(`"{\"category\":\"ordinary_work\",\"should_block\":null}"`), true, errBadArguments},
 	{"fast: the full answer", APIChat, chatArgs(allowArgs), true, errBadArguments},
 
 	{"responses: null", APIResponses, `null`, false, errBadBody},
@@ -174,9 +174,9 @@ var hostileBodies = []hostileBody{
 	{"responses: arguments missing", APIResponses, responsesWith(`[{"type":"function_call","name":"TOOL"}]`), false, errBadArguments},
 	{"responses: arguments null", APIResponses, responsesArgs(`null`), false, errBadArguments},
 	{"responses: arguments a number", APIResponses, responsesArgs(`5`), false, errBadBody},
-	{"responses: arguments an object", APIResponses, responsesArgs(`{"thinking":"t","should_block":false,"reason":"r"}`), false, errBadBody},
+	{"responses: arguments an object", APIResponses, responsesArgs(`{"thinking":"t","category":"ordinary_work","should_block":false,"reason":"r"}`), false, errBadBody},
 	{"responses: arguments JSON null", APIResponses, responsesArgs(`"null"`), false, errBadArguments},
-	{"responses: should_block a string", APIResponses, responsesArgs(`"{\"thinking\":\"t\",\"should_block\":\"no\",\"reason\":\"r\"}"`), false, errBadArguments},
+	{"responses: should_block a string", APIResponses, responsesArgs(`"{\"thinking\":\"t\",\"category\":\"ordinary_work\",\"should_block\":\"no\",\"reason\":\"r\"}"`), false, errBadArguments},
 	{"responses: only a message", APIResponses, responsesWith(`[{"type":"message","content":[{"type":"output_text","text":"allowed"}]}]`), false, errNoToolCall},
 	{"responses: fast: null", APIResponses, `null`, true, errBadBody},
 
@@ -217,14 +217,14 @@ var hostileBodies = []hostileBody{
 	{"anthropic: input a number", APIAnthropic, messagesInput(`5`), false, errBadArguments},
 	{"anthropic: input an array", APIAnthropic, messagesInput(`[` + allowInput + `]`), false, errBadArguments},
 	{"anthropic: input empty", APIAnthropic, messagesInput(`{}`), false, errBadArguments},
-	{"anthropic: should_block a string", APIAnthropic, messagesInput(`{"thinking":"t","should_block":"false","reason":"r"}`), false, errBadArguments},
-	{"anthropic: should_block null", APIAnthropic, messagesInput(`{"thinking":"t","should_block":null,"reason":"r"}`), false, errBadArguments},
-	{"anthropic: reason missing", APIAnthropic, messagesInput(`{"thinking":"t","should_block":false}`), false, errBadArguments},
-	{"anthropic: an extra field", APIAnthropic, messagesInput(`{"thinking":"t","should_block":false,"reason":"r","x":1}`), false, errBadArguments},
-	{"anthropic: key given twice", APIAnthropic, messagesInput(`{"thinking":"t","should_block":true,"reason":"r","should_block":false}`), false, errBadBody},
+	{"anthropic: should_block a string", APIAnthropic, messagesInput(`{"thinking":"t","category":"ordinary_work","should_block":"false","reason":"r"}`), false, errBadArguments},
+	{"anthropic: should_block null", APIAnthropic, messagesInput(`{"thinking":"t","category":"ordinary_work","should_block":null,"reason":"r"}`), false, errBadArguments},
+	{"anthropic: reason missing", APIAnthropic, messagesInput(`{"thinking":"t","category":"ordinary_work","should_block":false}`), false, errBadArguments},
+	{"anthropic: an extra field", APIAnthropic, messagesInput(`{"thinking":"t","category":"ordinary_work","should_block":false,"reason":"r","x":1}`), false, errBadArguments},
+	{"anthropic: key given twice", APIAnthropic, messagesInput(`{"thinking":"t","category":"ordinary_work","should_block":true,"reason":"r","should_block":false}`), false, errBadBody},
 	{"anthropic: fast: null", APIAnthropic, `null`, true, errBadBody},
 	{"anthropic: fast: the full answer", APIAnthropic, messagesInput(allowInput), true, errBadArguments},
-	{"anthropic: fast: should_block a number", APIAnthropic, messagesInput(`{"should_block":0}`), true, errBadArguments},
+	{"anthropic: fast: should_block a number", APIAnthropic, messagesInput(`{"category":"ordinary_work","should_block":0}`), true, errBadArguments},
 }
 
 // Bodies that are odd but carry one clean verdict: being strict about the
@@ -246,7 +246,7 @@ var oddButValidBodies = []hostileBody{
 	{"anthropic: stop reason end_turn", APIAnthropic, withStop(messagesInput(allowInput), `"end_turn"`), false, nil},
 	{"anthropic: type missing", APIAnthropic, strings.Replace(messagesInput(allowInput), `"type":"message",`, ``, 1), false, nil},
 	{"anthropic: other blocks of any shape", APIAnthropic, messagesWith(`[{"type":"thinking","thinking":5},{"type":"text","text":null},{"type":"tool_use","id":"t","name":"TOOL","input":` + allowInput + `}]`), false, nil},
-	{"anthropic: input with spaces", APIAnthropic, messagesInput(" {\n \"thinking\" : \"t\", \"should_block\": false, \"reason\": \"r\" } "), false, nil},
+	{"anthropic: input with spaces", APIAnthropic, messagesInput(" {\n \"thinking\" : \"t\", \"category\":\"ordinary_work\",\"should_block\": false, \"reason\": \"r\" } "), false, nil},
 	{"anthropic: fast", APIAnthropic, messagesInput(allowFastInput), true, nil},
 }
 
@@ -457,7 +457,7 @@ func testAnswerSizeCap(t *testing.T, api string) {
 				t.Cleanup(tr.CloseIdleConnections)
 				opts = append(opts, WithHTTPClient(&http.Client{Transport: tr}))
 			}
-			c, err := New(apiConfig(api, srv.URL+"/v1"), nil, nil, opts...)
+			c, err := New(apiConfig(api, srv.URL+"/v1"), map[string]Rules{"default": testRules}, nil, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -552,11 +552,11 @@ func FuzzDecodeAnswer(f *testing.F) {
 		if fast {
 			tool = fastTool
 		}
-		v, in, out, err := decodeAnswer(api, tool, body)
+		v, in, out, err := decodeAnswer(api, tool, body, compileInstructions(testRules))
 		if in < 0 || out < 0 {
 			t.Errorf("tokens %d, %d", in, out)
 		}
-		v2, in2, out2, err2 := decodeAnswer(api, tool, body)
+		v2, in2, out2, err2 := decodeAnswer(api, tool, body, compileInstructions(testRules))
 		if v != v2 || in != in2 || out != out2 || (err == nil) != (err2 == nil) {
 			t.Fatal("two decodings of one body differ")
 		}

@@ -142,7 +142,7 @@ func startMemFake(t *testing.T, h fakellm.Handler, opts ...fakellm.Option) (*mem
 // network's client, metrics).
 func newMemClassifier(t *testing.T, cfg Config, opts ...Option) *Classifier {
 	t.Helper()
-	c, err := New(cfg, map[string]Rules{"default": {SoftDeny: []string{"Deleting production data."}}}, zap.NewNop(), opts...)
+	c, err := New(cfg, map[string]Rules{"default": testRules}, zap.NewNop(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgate/toolgate/engine"
 )
 
 // The outcome label of toolgate_classifier_requests_total. The set is fixed
@@ -43,6 +45,9 @@ type Metrics struct {
 	tokens    *prometheus.CounterVec
 	// dumpFailures counts dump records not written.
 	dumpFailures prometheus.Counter
+	// decisions count verdicts by the category they name: names of the
+	// policies' categories, or "unknown", so the label stays bounded.
+	decisions *prometheus.CounterVec
 }
 
 // NewMetrics makes the classifier metrics and registers them on reg.
@@ -78,8 +83,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "toolgate_classifier_dump_write_failures_total",
 			Help: "Classifier dump records (classifier.dump_file) that could not be written: the file system failed or did not keep up.",
 		}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_classifier_decisions_total",
+			Help: "Classifier verdicts (cached ones included) by the policy category they name (unknown: a block naming none of the policy's) and decision.",
+		}, []string{"category", "decision"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inflight, m.queueWait, m.cacheHits, m.tokens, m.dumpFailures} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inflight, m.queueWait, m.cacheHits, m.tokens, m.dumpFailures, m.decisions} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("classifier metrics: %w", err)
 		}
@@ -97,6 +106,13 @@ func WithMetrics(m *Metrics) Option { return func(o *options) { o.metrics = m } 
 func (m *Metrics) dumpFailed(n int) {
 	if m != nil {
 		m.dumpFailures.Add(float64(n))
+	}
+}
+
+// decided counts one verdict.
+func (m *Metrics) decided(category string, d engine.Decision) {
+	if m != nil {
+		m.decisions.WithLabelValues(category, d.String()).Inc()
 	}
 }
 

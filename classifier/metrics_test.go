@@ -16,7 +16,7 @@ import (
 
 func newMetricsClassifier(t *testing.T, cfg Config, m *Metrics) *Classifier {
 	t.Helper()
-	c, err := New(cfg, map[string]Rules{"default": {SoftDeny: []string{"Deleting production data."}}}, zap.NewNop(), WithMetrics(m))
+	c, err := New(cfg, map[string]Rules{"default": testRules}, zap.NewNop(), WithMetrics(m))
 	if err != nil {
 		t.Fatal(err)
 	}

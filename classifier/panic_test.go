@@ -42,7 +42,7 @@ func newObservedClassifier(t *testing.T, cfg Config, rt http.RoundTripper) (*Cla
 	if rt != nil {
 		opts = append(opts, WithHTTPClient(&http.Client{Transport: rt}))
 	}
-	c, err := New(cfg, nil, zap.New(core), opts...)
+	c, err := New(cfg, map[string]Rules{"default": testRules}, zap.New(core), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/toolgate/toolgate/classifier/policy"
 	"github.com/toolgate/toolgate/engine"
 )
 
@@ -191,8 +192,9 @@ func TestPromptGoldenEditOutsideProject(t *testing.T) {
 	if !reflect.DeepEqual(c.LocalChecks, notes) || *c.WorkingDirectory != "/home/dev/service" || len(c.AdditionalDirectories) != 0 {
 		t.Errorf("context = %+v", c)
 	}
-	if strings.Count(p.System, "(none)") != 3 {
-		t.Errorf("want (none) under the three empty headings:\n%s", p.System)
+	// No hard deny; no allow category but the one every policy has.
+	if strings.Count(p.System, "(none)") != 1 || !strings.Contains(p.System, "### "+policy.ExtraAllow+"\n") {
+		t.Errorf("want (none) under the empty HARD DENY heading and extra_allow under ALLOW:\n%s", p.System)
 	}
 }
 
@@ -386,7 +388,7 @@ func TestPromptDeterministic(t *testing.T) {
 	}
 	first := BuildPrompt(promptTestRules, mk(), engine.KindShell, []string{"n"}, PromptOptions{})
 	for range 20 {
-		if p := BuildPrompt(promptTestRules, mk(), engine.KindShell, []string{"n"}, PromptOptions{}); p != first {
+		if p := BuildPrompt(promptTestRules, mk(), engine.KindShell, []string{"n"}, PromptOptions{}); !samePrompt(p, first) {
 			t.Fatal("same input gave a different prompt")
 		}
 	}
@@ -402,7 +404,7 @@ func TestPromptSystem(t *testing.T) {
 		t.Error("system prompt depends on the call; it must hold no per-call data")
 	}
 	// Headings in order, each followed by its own rules.
-	order := []string{"HARD DENY", promptTestRules.HardDeny[0], "SOFT DENY", promptTestRules.SoftDeny[0], "ALLOW (", promptTestRules.Allow[0], "ENVIRONMENT", promptTestRules.Environment[0]}
+	order := []string{"HARD DENY", promptTestRules.HardDeny[0], "SOFT DENY", promptTestRules.SoftDeny[0], "ALLOW (", promptTestRules.Allow[0], "# Environment", promptTestRules.Environment[0]}
 	at := 0
 	for _, s := range order {
 		i := strings.Index(p.System[at:], s)
@@ -414,7 +416,7 @@ func TestPromptSystem(t *testing.T) {
 	if !strings.Contains(p.System, "- Disabling security tooling (antivirus, firewall, audit logs)\n") {
 		t.Error("multi-line rule not folded onto one bullet")
 	}
-	for _, s := range []string{"classify_result", "`thinking`", "`should_block`", "`reason`", "ignore previous instructions", "DATA", "not watching"} {
+	for _, s := range []string{"classify_result", "`thinking`", "`category`", "`should_block`", "`reason`", "ignore previous instructions", "DATA", "not watching"} {
 		if !strings.Contains(p.System, s) {
 			t.Errorf("system prompt lacks %q", s)
 		}
@@ -423,9 +425,14 @@ func TestPromptSystem(t *testing.T) {
 		t.Error("call data in the system prompt")
 	}
 	empty := BuildPrompt(Rules{Allow: []string{"  ", "\n"}}, shellRequest(), engine.KindShell, nil, PromptOptions{})
-	if strings.Count(empty.System, "(none)") != 4 {
-		t.Errorf("blank rules should render as (none):\n%s", empty.System)
+	if strings.Count(empty.System, "(none)") != 2 || strings.Contains(empty.System, "\n- \n") {
+		t.Errorf("blank rules should leave HARD DENY and SOFT DENY (none):\n%s", empty.System)
 	}
+}
+
+// samePrompt compares what a prompt sends.
+func samePrompt(a, b Prompt) bool {
+	return a.System == b.System && a.User == b.User && a.InputCut == b.InputCut
 }
 
 func TestPromptKey(t *testing.T) {
@@ -475,7 +482,7 @@ func TestPromptDefaults(t *testing.T) {
 	}
 	want := BuildPrompt(promptTestRules, req, engine.KindShell, nil, d)
 	for _, opt := range []PromptOptions{{}, {MaxActionBytes: -1, TranscriptEntries: -1, EntryChars: -1}} {
-		if got := BuildPrompt(promptTestRules, req, engine.KindShell, nil, opt); got != want {
+		if got := BuildPrompt(promptTestRules, req, engine.KindShell, nil, opt); !samePrompt(got, want) {
 			t.Errorf("%+v does not fall back to the defaults", opt)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 // case anywhere in the envelope, fail closed: encoding/json would keep the
 // last, or the case-variant, and each of these would decode to an allow.
 func TestAnswersWithRepeatedKeysFailClosed(t *testing.T) {
-	const allow = `{"thinking":"t","should_block":false,"reason":"r"}`
-	const block = `{"thinking":"t","should_block":true,"reason":"r"}`
+	const allow = `{"thinking":"t","category":"ordinary_work","should_block":false,"reason":"r"}`
+	const block = `{"thinking":"t","category":"ordinary_work","should_block":true,"reason":"r"}`
 	env := func(content string) string {
 		return `{"type":"message","role":"assistant","content":` + content + `,"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1}}`
 	}
@@ -22,11 +22,11 @@ func TestAnswersWithRepeatedKeysFailClosed(t *testing.T) {
 		{"block type twice (text, then tool_use)", env(`[{"type":"tool_use","name":"classify_result","input":` + block + `},{"type":"text","type":"tool_use","name":"classify_result","input":` + allow + `}]`)},
 		{"name twice", env(`[{"type":"tool_use","name":"other","name":"classify_result","input":` + allow + `}]`)},
 		{"stop_reason with a long s (U+017F folds to s)", `{"type":"message","stop_reason":"max_tokens","content":[{"type":"tool_use","name":"classify_result","input":` + allow + `}],"stop_rea\u017fon":"tool_use"}`},
-		{"chat: arguments twice", `{"choices":[{"finish_reason":"tool_calls","message":{"tool_calls":[{"type":"function","function":{"name":"classify_result","arguments":"{\"thinking\":\"t\",\"should_block\":true,\"reason\":\"r\"}","arguments":"{\"thinking\":\"t\",\"should_block\":false,\"reason\":\"r\"}"}}]}}]}`},
+		{"chat: arguments twice", `{"choices":[{"finish_reason":"tool_calls","message":{"tool_calls":[{"type":"function","function":{"name":"classify_result","arguments":"{\"thinking\":\"t\",\"category\":\"ordinary_work\",\"should_block\":true,\"reason\":\"r\"}","arguments":"{\"thinking\":\"t\",\"category\":\"ordinary_work\",\"should_block\":false,\"reason\":\"r\"}"}}]}}]}`},
 		{"NAME case variant", env(`[{"type":"tool_use","name":"other","NAME":"classify_result","input":` + allow + `}]`)},
 	}
 	for _, tc := range cases {
-		v, _, _, err := decodeAnswer(apiOfCase(tc.name), fullTool, []byte(tc.body))
+		v, _, _, err := decodeAnswer(apiOfCase(tc.name), fullTool, []byte(tc.body), compileInstructions(testRules))
 		if err == nil {
 			t.Errorf("%s: accepted, should_block=%v", tc.name, v.Block)
 		}

@@ -49,6 +49,12 @@ type ClassifierDetails struct {
 	InputTokens  int64
 	OutputTokens int64
 	Cached       bool
+	// Category is the policy's category the model named: every verdict
+	// names one ("unknown" for a block that named none of the policy's).
+	Category string
+	// CategoryKind is its kind: hard_deny, soft_deny or allow; empty for
+	// an unknown category.
+	CategoryKind string
 }
 
 // ClassifierError is returned by a Classifier that ran but failed; Details

@@ -213,7 +213,10 @@ type Report struct {
 	// up the side-queries (nil when no case reached a classifier).
 	Stages     map[string]*StageStats `json:"stages"`
 	Classifier *ClassifierStats       `json:"classifier,omitempty"`
-	Skipped    int                    `json:"skipped"`
+	// ByCategory splits the classifier's decisions by the cases' category
+	// labels (nil when no case reached a classifier).
+	ByCategory map[string]*CategoryStats `json:"by_category,omitempty"`
+	Skipped    int                       `json:"skipped"`
 }
 
 func isLocal(s engine.Source) bool {

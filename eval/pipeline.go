@@ -290,6 +290,7 @@ func (r *Report) add(o Outcome) {
 	if o.Stage == "local" || o.Stage == "none" {
 		return
 	}
+	r.addCategory(o)
 	if r.Classifier == nil {
 		r.Classifier = &ClassifierStats{}
 	}
@@ -362,6 +363,7 @@ func (r *Report) writePipeline(w io.Writer) {
 			fmt.Fprintf(w, "  FALSE BLOCK %s %s: %s/%s %q (%s)\n", o.Case.ID, o.Case.Tool, o.Decision, o.Source, o.Reason, o.Case.Note)
 		}
 	}
+	r.writeCategories(w)
 	c := r.Classifier
 	fmt.Fprintf(w, "\nclassifier: %d calls (%s), %d from the cache, %d failed closed", c.Calls, joinOr(c.Backends, "no backend answered"), c.Cached, c.Unavailable)
 	if r.Skipped > 0 {

@@ -281,6 +281,9 @@ type Reply struct {
 	// Reason is the "reason" argument ("fakellm: blocked" or "fakellm:
 	// allowed" if empty); with FaultNoToolCall, the assistant text.
 	Reason string
+	// Category is the "category" argument, sent when the tool's schema
+	// declares one; when empty, see DefaultAllowCategory.
+	Category string
 	// Fault is the failure to inject, FaultNone for a normal answer.
 	Fault Fault
 	// Latency is a delay before answering. It ends early, dropping the

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -312,10 +313,12 @@ func callable(api string, t Tool) bool {
 	return t.Type == "function"
 }
 
-// argFields says which of thinking and reason the arguments carry besides
-// should_block: those the tool's parameter schema declares, if it declares
-// should_block; else none for classify_fast and both for any other name.
-func argFields(req *Request, name string) (thinking, reason bool) {
+// argFields says which of thinking, category and reason the arguments
+// carry besides should_block: those the tool's parameter schema declares,
+// if it declares should_block; else none for classify_fast and thinking
+// and reason for any other name. enum is the category's allowed values,
+// when the schema lists them.
+func argFields(req *Request, name string) (thinking, category, reason bool, enum []string) {
 	if t := req.ToolDef(name); t != nil {
 		var schema struct {
 			Properties map[string]json.RawMessage `json:"properties"`
@@ -324,21 +327,52 @@ func argFields(req *Request, name string) (thinking, reason bool) {
 			if _, ok := schema.Properties["should_block"]; ok {
 				_, thinking = schema.Properties["thinking"]
 				_, reason = schema.Properties["reason"]
-				return thinking, reason
+				var cat struct {
+					Enum []string `json:"enum"`
+				}
+				raw, category := schema.Properties["category"]
+				if category {
+					_ = json.Unmarshal(raw, &cat)
+				}
+				return thinking, category, reason, cat.Enum
 			}
 		}
 	}
 	if name == "classify_fast" {
-		return false, false
+		return false, false, false, nil
 	}
-	return true, true
+	return true, false, true, nil
+}
+
+// DefaultAllowCategory and DefaultBlockCategory are the categories a
+// Reply without one names, when the schema's enum lists them: toolgate's
+// built-in policy names its routine work ordinary_work.
+const (
+	DefaultAllowCategory = "ordinary_work"
+	DefaultBlockCategory = "unknown"
+)
+
+// categoryOf is the category the arguments name: the Reply's; else, for
+// an allow, DefaultAllowCategory when the enum lists it, else the last
+// value of the enum (a policy's free-text allow rules come last); for a
+// block, DefaultBlockCategory (which blocks whatever the policy holds).
+func categoryOf(reply Reply, enum []string) string {
+	switch {
+	case reply.Category != "":
+		return reply.Category
+	case reply.Block:
+		return DefaultBlockCategory
+	case slices.Contains(enum, DefaultAllowCategory) || len(enum) == 0:
+		return DefaultAllowCategory
+	}
+	return enum[len(enum)-1]
 }
 
 // argumentFields builds the fields of the tool call's arguments, each
-// `"key":value`, in the order thinking, should_block, reason;
+// `"key":value`, in the order thinking, category, should_block, reason;
 // FaultWrongSchema's are off the schema.
 func argumentFields(req *Request, name string, reply Reply) []string {
-	withThinking, withReason := argFields(req, name)
+	withThinking, withCategory, withReason, enum := argFields(req, name)
 	thinking := reply.Thinking
 	if thinking == "" {
 		thinking = "fakellm: canned verdict, no model was consulted."
@@ -355,6 +389,9 @@ func argumentFields(req *Request, name string, reply Reply) []string {
 	if withThinking {
 		fields = append(fields, `"thinking":`+quote(thinking))
 	}
+	if withCategory {
+		fields = append(fields, `"category":`+quote(categoryOf(reply, enum)))
+	}
 	if reply.Fault == FaultWrongSchema {
 		verdict := "no"
 		if reply.Block {
@@ -370,7 +407,7 @@ func argumentFields(req *Request, name string, reply Reply) []string {
 }
 
 // arguments builds the arguments of the tool call, a JSON object in the
-// order thinking, should_block, reason. FaultMalformed's are cut: for the
+// order thinking, category, should_block, reason. FaultMalformed's are cut: for the
 // OpenAI APIs, whose arguments are a string, within the text, so they are
 // not JSON; for the Messages API, whose input is an object, after the
 // last complete field before the cut (the last field is missing).

@@ -197,6 +197,18 @@ var sourceToProto = map[engine.Source]pb.DecisionSource{
 	engine.SourceApprovalUnavailable:   pb.DecisionSource_DECISION_SOURCE_APPROVAL_UNAVAILABLE,
 }
 
+// classifierToProto maps what a side-query did; nil when none ran.
+func classifierToProto(c *engine.ClassifierDetails) *pb.ClassifierInfo {
+	if c == nil {
+		return nil
+	}
+	return &pb.ClassifierInfo{
+		Backend: validUTF8(c.Backend), Model: validUTF8(c.Model), Stage: validUTF8(c.Stage), LatencyMicros: c.LatencyMicro,
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, Cached: c.Cached,
+		Category: validUTF8(c.Category), CategoryKind: validUTF8(c.CategoryKind),
+	}
+}
+
 // toProto maps a decision back. An engine result without a decision would
 // be a bug; it is refused rather than sent as UNSPECIFIED.
 func toProto(requestID, decisionID string, r engine.Result, latencyMicros int64) (*pb.CheckResponse, error) {
@@ -204,16 +216,9 @@ func toProto(requestID, decisionID string, r engine.Result, latencyMicros int64)
 	if !ok {
 		return nil, fmt.Errorf("engine returned no decision")
 	}
-	var ci *pb.ClassifierInfo
-	if c := r.Classifier; c != nil {
-		ci = &pb.ClassifierInfo{
-			Backend: validUTF8(c.Backend), Model: validUTF8(c.Model), Stage: validUTF8(c.Stage), LatencyMicros: c.LatencyMicro,
-			InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, Cached: c.Cached,
-		}
-	}
 	return &pb.CheckResponse{
 		Approval:      approvalToProto(r.Approval),
-		Classifier:    ci,
+		Classifier:    classifierToProto(r.Classifier),
 		RequestId:     requestID,
 		Decision:      d,
 		Reason:        validUTF8(r.Reason),

@@ -199,7 +199,8 @@ func endCheckSpan(span trace.Span, res engine.Result, err error) {
 		attribute.String("toolgate.policy", res.Policy),
 	}
 	if c := res.Classifier; c != nil {
-		attrs = append(attrs, attribute.String("toolgate.classifier.stage", c.Stage), attribute.Bool("toolgate.classifier.cached", c.Cached))
+		attrs = append(attrs, attribute.String("toolgate.classifier.stage", c.Stage), attribute.Bool("toolgate.classifier.cached", c.Cached),
+			attribute.String("toolgate.classifier.category", c.Category))
 	}
 	span.SetAttributes(attrs...)
 }
@@ -218,5 +219,7 @@ func appendClassifierFields(fields []zap.Field, c *engine.ClassifierDetails) []z
 		zap.Int64("classifier_input_tokens", c.InputTokens),
 		zap.Int64("classifier_output_tokens", c.OutputTokens),
 		zap.Bool("classifier_cached", c.Cached),
+		zap.String("classifier_category", c.Category),
+		zap.String("classifier_category_kind", c.CategoryKind),
 	)
 }

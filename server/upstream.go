@@ -185,13 +185,7 @@ func (u *Upstream) classify(ctx context.Context, req *pb.ClassifyRequest) (*pb.C
 	if !ok {
 		return nil, errNoDecision
 	}
-	out := &pb.ClassifyResponse{Decision: d, Reason: validUTF8(res.Reason), Source: sourceToProto[res.Source]}
-	if c := res.Classifier; c != nil {
-		out.Classifier = &pb.ClassifierInfo{
-			Backend: validUTF8(c.Backend), Model: validUTF8(c.Model), Stage: validUTF8(c.Stage), LatencyMicros: c.LatencyMicro,
-			InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, Cached: c.Cached,
-		}
-	}
+	out := &pb.ClassifyResponse{Decision: d, Reason: validUTF8(res.Reason), Source: sourceToProto[res.Source], Classifier: classifierToProto(res.Classifier)}
 	s.logClassification(ctx, req, res, time.Since(start))
 	return out, nil
 }

@@ -119,6 +119,34 @@ type Trust struct {
 	Production    []string
 }
 
+// Lines renders the trust lists for the prompt: each list's values, or
+// when it is empty, what the classifier assumes instead.
+func (t Trust) Lines() []string {
+	var out []string
+	for _, x := range []struct {
+		values        []string
+		listed, empty string
+	}{
+		{t.Domains, "Domains the organisation trusts to receive project code and data: ",
+			"No domain is listed as trusted: a host other than the project's own remotes, the package registries its manifests use and hosts the user named in this session is untrusted as a destination for project code, data or secrets."},
+		{t.Buckets, "Storage buckets the organisation trusts: ",
+			"No storage bucket is listed as trusted: copying data to any bucket sends it off the machine."},
+		{t.SourceControl, "Source-control organisations that are the user's own: ",
+			"No source-control organisation is listed: only the project's existing remotes count as the user's own; any other repository or organisation belongs to someone else."},
+		{t.Registries, "The organisation's internal package registries: ",
+			"No internal registry is listed: each ecosystem's public default registry (npm, PyPI, crates.io, the Go module proxy, Maven Central, Docker Hub) is the expected source; any other index or registry is a bypass."},
+		{t.Production, "Names that mark production: ",
+			"No production markers are listed: treat as production any host, cluster, context, account, database or branch whose name says prod, production, live or release, and any shared remote environment not shown to be a personal or test one."},
+	} {
+		if v := Clean(x.values); len(v) > 0 {
+			out = append(out, x.listed+strings.Join(v, ", ")+".")
+		} else {
+			out = append(out, x.empty)
+		}
+	}
+	return out
+}
+
 // Policy is one policy's classifier instructions.
 type Policy struct {
 	// Categories are the named categories, in the policy's order.
@@ -152,6 +180,12 @@ func (p Policy) InForce() []Category {
 			continue
 		}
 		out = append(out, Category{Name: x.name, Kind: x.kind, Definition: x.def, MustName: "the rule the action falls under", Rules: rules})
+	}
+	// A policy with no allow category (extends: none and no allow rules)
+	// still lets the model allow what no deny category covers: without
+	// one, every answer but a block would fail closed.
+	if !slices.ContainsFunc(out, func(c Category) bool { return c.Kind == Allow }) {
+		out = append(out, Category{Name: ExtraAllow, Kind: Allow, Definition: "An action that no deny category of this policy covers.", MustName: "what the action does"})
 	}
 	return out
 }

@@ -1004,7 +1004,15 @@ type ClassifierInfo struct {
 	// Tokens the model wrote.
 	OutputTokens int64 `protobuf:"varint,6,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
 	// The verdict came from the cache.
-	Cached        bool `protobuf:"varint,7,opt,name=cached,proto3" json:"cached,omitempty"`
+	Cached bool `protobuf:"varint,7,opt,name=cached,proto3" json:"cached,omitempty"`
+	// The category of the policy the model named ("credential_exposure",
+	// "ordinary_work", ...): the deny category of a block, the allow
+	// category of an allow; "unknown" for a block that named none of the
+	// policy's. Empty when the classifier gave no verdict.
+	Category string `protobuf:"bytes,8,opt,name=category,proto3" json:"category,omitempty"`
+	// The category's kind: "hard_deny", "soft_deny" or "allow"; empty for
+	// an unknown category.
+	CategoryKind  string `protobuf:"bytes,9,opt,name=category_kind,json=categoryKind,proto3" json:"category_kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1086,6 +1094,20 @@ func (x *ClassifierInfo) GetCached() bool {
 		return x.Cached
 	}
 	return false
+}
+
+func (x *ClassifierInfo) GetCategory() string {
+	if x != nil {
+		return x.Category
+	}
+	return ""
+}
+
+func (x *ClassifierInfo) GetCategoryKind() string {
+	if x != nil {
+		return x.CategoryKind
+	}
+	return ""
 }
 
 // SessionContext sets defaults for the checks of a stream: any field a
@@ -1572,7 +1594,7 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\bapprover\x18\x02 \x01(\tR\bapprover\x12\x10\n" +
 	"\x03how\x18\x03 \x01(\tR\x03how\x120\n" +
 	"\x14answered_unix_micros\x18\x04 \x01(\x03R\x12answeredUnixMicros\x12\x12\n" +
-	"\x04rule\x18\x05 \x01(\tR\x04rule\"\xdd\x01\n" +
+	"\x04rule\x18\x05 \x01(\tR\x04rule\"\x9e\x02\n" +
 	"\x0eClassifierInfo\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x14\n" +
@@ -1580,7 +1602,9 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\x0elatency_micros\x18\x04 \x01(\x03R\rlatencyMicros\x12!\n" +
 	"\finput_tokens\x18\x05 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x06 \x01(\x03R\foutputTokens\x12\x16\n" +
-	"\x06cached\x18\a \x01(\bR\x06cached\"\xe2\x02\n" +
+	"\x06cached\x18\a \x01(\bR\x06cached\x12\x1a\n" +
+	"\bcategory\x18\b \x01(\tR\bcategory\x12#\n" +
+	"\rcategory_kind\x18\t \x01(\tR\fcategoryKind\"\xe2\x02\n" +
 	"\x0eSessionContext\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12+\n" +

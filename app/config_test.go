@@ -23,7 +23,8 @@ func TestDefaultConfig(t *testing.T) {
 		t.Error("the embedded default must not call any model")
 	}
 	r := c.ClassifierRules()[engine.DefaultPolicy]
-	if len(r.HardDeny) == 0 || len(r.SoftDeny) == 0 || len(r.Allow) == 0 || len(r.Environment) == 0 {
+	// The built-in policy's classifier rules are its categories.
+	if len(r.Categories) == 0 || len(r.Environment) == 0 {
 		t.Fatalf("default rules incomplete: %+v", r)
 	}
 }
@@ -84,7 +85,7 @@ policies:
 	if want := append(slices.Clone(b.SoftDeny), "Deploying to production."); !slices.Equal(got.SoftDeny, want) {
 		t.Errorf("soft_deny %q, want %q", got.SoftDeny, want)
 	}
-	if !slices.Equal(got.HardDeny, b.HardDeny) || !slices.Equal(got.Allow, b.Allow) || !slices.Equal(got.Environment, b.Environment) {
+	if !slices.Equal(got.HardDeny, b.HardDeny) || !slices.Equal(got.Allow, b.Allow) || !slices.Equal(got.Environment, b.Environment) || len(got.Categories) != len(b.Categories) {
 		t.Errorf("the built-in classifier rules were not kept: %+v", got)
 	}
 }

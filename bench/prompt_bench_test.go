@@ -20,7 +20,7 @@ func BenchmarkPrompt(b *testing.B) {
 		b.Fatal(err)
 	}
 	rules := cfg.ClassifierRules()[engine.DefaultPolicy]
-	if len(rules.HardDeny) == 0 {
+	if len(rules.Categories) == 0 {
 		b.Fatal("the default policy has no classifier rules; the benchmark would build a trivial prompt")
 	}
 	var transcript []engine.TranscriptEntry

@@ -80,7 +80,12 @@ policies:
 	check("ask", added(t, c, "default", "permissions.ask"), []string{"Bash(git push *)"})
 	check("deny", added(t, c, "default", "permissions.deny"), []string{"Bash(rm -rf *)", "Read(./.env)", "Bash(make deploy)", "WebFetch(domain:paste.example)"})
 	check("environment", added(t, c, "default", "auto_mode.environment"), []string{"The agent runs unattended.", "Source control: github.example/acme"})
-	check("environment from", originsOf(t, c, "default", "auto_mode.environment"), []string{originBuiltin, cfgPath, settings})
+	base, err := BuiltinPolicy()
+	if err != nil || len(base.AutoMode.Environment) == 0 {
+		t.Fatalf("the built-in policy has no environment (%v)", err)
+	}
+	builtinEnv := slices.Repeat([]string{originBuiltin}, len(base.AutoMode.Environment))
+	check("environment from", originsOf(t, c, "default", "auto_mode.environment"), append(builtinEnv, cfgPath, settings))
 	check("soft_deny", added(t, c, "default", "auto_mode.soft_deny"), []string{"Dropping the staging database."})
 	check("hard_deny", added(t, c, "default", "auto_mode.hard_deny"), []string{"Pushing to the release branch."})
 	check("auto allow", added(t, c, "default", "auto_mode.allow"), []string{"Deploying to the dev cluster."})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolgate/toolgate/classifier/policy"
 	"github.com/toolgate/toolgate/engine"
 )
 
@@ -83,14 +84,37 @@ func TestDefault(t *testing.T) {
 		t.Errorf("the embedded default came from files: %q %q", c.Files(), c.Dir())
 	}
 	r := c.Policies["default"].AutoMode
-	if len(r.HardDeny) == 0 || len(r.SoftDeny) == 0 || len(r.Allow) == 0 || len(r.Environment) == 0 {
-		t.Fatalf("default classifier rules incomplete: %+v", r)
+	if len(r.Environment) == 0 {
+		t.Error("the default policy tells the classifier nothing of its environment")
 	}
-	all := strings.Join(append(append(r.HardDeny, r.SoftDeny...), r.Allow...), "\n")
-	for _, topic := range []string{"curl ... | sh", "git push --force", "credentials", "deploy", "cron", ".claude/", "database"} {
-		if !strings.Contains(all, topic) {
-			t.Errorf("default rules do not cover %q", topic)
+	// The built-in policy says everything in categories, each of every
+	// kind there, each saying what a reason names.
+	kinds := map[policy.Kind]int{}
+	var all strings.Builder
+	for _, cat := range r.Categories {
+		kinds[cat.Kind]++
+		if cat.MustName == "" || len(cat.NotCovered) == 0 {
+			t.Errorf("category %s lacks what a reason names or the cases it does not cover", cat.Name)
 		}
+		all.WriteString(cat.Definition + "\n" + strings.Join(cat.NotCovered, "\n") + "\n" + cat.MustName + "\n")
+	}
+	for _, k := range policy.Kinds {
+		if kinds[k] == 0 {
+			t.Errorf("the default policy has no %s category", k)
+		}
+	}
+	if len(r.HardDeny)+len(r.SoftDeny)+len(r.Allow) != 0 {
+		t.Errorf("free-text rules beside the categories: %q %q %q", r.HardDeny, r.SoftDeny, r.Allow)
+	}
+	for _, topic := range []string{"curl ... | sh", "git push --force", "~/.aws/credentials", "deploy", "crontab", ".claude/", "DROP", "--no-verify", "twine upload", "kubectl apply"} {
+		if !strings.Contains(all.String(), topic) {
+			t.Errorf("default categories do not cover %q", topic)
+		}
+	}
+	// The model reads all of it on every call (cached, but still): a
+	// policy that keeps growing costs every check.
+	if n := all.Len(); n > 24<<10 {
+		t.Errorf("default categories are %d bytes of text, more than 24 KiB", n)
 	}
 }
 

@@ -1,13 +1,20 @@
 package config
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/toolgate/toolgate/classifier/policy"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/engine/rules"
 )
+
+// keepsCategory reports whether cats hold want unchanged.
+func keepsCategory(cats []policy.Category, want policy.Category) bool {
+	return slices.ContainsFunc(cats, func(c policy.Category) bool { return reflect.DeepEqual(c, want) })
+}
 
 // listOf returns a policy's list by its field path.
 func listOf(t *testing.T, p *Policy, path string) []string {
@@ -92,7 +99,7 @@ func TestAllowOnlyPolicyKeepsBuiltinDenies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(base.Permissions.Deny) == 0 || len(base.AutoMode.HardDeny) == 0 {
+	if len(base.Permissions.Deny) == 0 || !slices.ContainsFunc(base.AutoMode.Categories, func(c policy.Category) bool { return c.Kind == policy.HardDeny }) {
 		t.Fatalf("the built-in policy has no deny rules: %+v", base)
 	}
 	project := t.TempDir()
@@ -186,6 +193,11 @@ policies:
 					}
 				}
 				p := c.Policies[policy]
+				for _, bc := range base.AutoMode.Categories {
+					if !keepsCategory(p.AutoMode.Categories, bc) {
+						t.Errorf("policy %s lost or changed the built-in category %s", policy, bc.Name)
+					}
+				}
 				for _, f := range layeredLists {
 					if got, want := listOf(t, &p, f.path), *f.list(&base); len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
 						t.Errorf("policy %s: %s = %q, does not start with the built-in %q", policy, f.path, got, want)
@@ -203,7 +215,10 @@ func TestRemoveBuiltin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hard := base.AutoMode.HardDeny[0]
+	// The built-in policy puts its classifier rules in categories; its
+	// free-text list with entries is the environment.
+	env := base.AutoMode.Environment[0]
+	const category = "resource_abuse"
 	p := write(t, `
 policies:
   default:
@@ -211,7 +226,8 @@ policies:
       permissions:
         deny: ["Bash(rm -rf /srv)", "Read(~/.npmrc)"]
       auto_mode:
-        hard_deny: ["`+hard+`"]
+        environment: ["`+env+`"]
+        categories: [`+category+`]
     permissions:
       allow: ["Bash(rm -rf /srv)"]
   bare:
@@ -233,13 +249,19 @@ policies:
 	if want := len(base.Permissions.Deny) - 2; len(def.Permissions.Deny) != want {
 		t.Errorf("%d deny rules, want the built-in's %d less the two removed", len(def.Permissions.Deny), want)
 	}
-	if slices.Contains(def.AutoMode.HardDeny, hard) || len(def.AutoMode.HardDeny) != len(base.AutoMode.HardDeny)-1 {
-		t.Errorf("hard_deny %q after removing %q", def.AutoMode.HardDeny, hard)
+	if slices.Contains(def.AutoMode.Environment, env) || len(def.AutoMode.Environment) != len(base.AutoMode.Environment)-1 {
+		t.Errorf("environment %q after removing %q", def.AutoMode.Environment, env)
 	}
-	if team := c.Policies["team"]; !slices.Equal(team.Permissions.Deny, base.Permissions.Deny) || !slices.Equal(team.AutoMode.HardDeny, base.AutoMode.HardDeny) {
+	hasCategory := func(p Policy) bool {
+		return slices.ContainsFunc(p.AutoMode.Categories, func(c policy.Category) bool { return c.Name == category })
+	}
+	if hasCategory(def) || len(def.AutoMode.Categories) != len(base.AutoMode.Categories)-1 {
+		t.Errorf("categories after turning off %s: %d of the built-in %d", category, len(def.AutoMode.Categories), len(base.AutoMode.Categories))
+	}
+	if team := c.Policies["team"]; !slices.Equal(team.Permissions.Deny, base.Permissions.Deny) || !slices.Equal(team.AutoMode.Environment, base.AutoMode.Environment) || !hasCategory(team) {
 		t.Error("a removal in one policy reached another")
 	}
-	if bare := c.Policies["bare"]; !slices.Equal(bare.Permissions.Deny, []string{"Bash(make deploy)"}) || len(bare.AutoMode.HardDeny) != 0 {
+	if bare := c.Policies["bare"]; !slices.Equal(bare.Permissions.Deny, []string{"Bash(make deploy)"}) || len(bare.AutoMode.Environment) != 0 || len(bare.AutoMode.Categories) != 0 {
 		t.Errorf("extends: none kept built-in rules: %+v", bare)
 	}
 
@@ -251,7 +273,8 @@ policies:
 		"policies.bare.extends: none: the policy leaves out every rule of the built-in policy",
 		"policies.default.remove_builtin.permissions.deny[0]: removes the built-in permissions.deny rule Bash(rm -rf /srv)",
 		"policies.default.remove_builtin.permissions.deny[1]: removes the built-in permissions.deny rule Read(~/.npmrc)",
-		"policies.default.remove_builtin.auto_mode.hard_deny[0]: removes the built-in auto_mode.hard_deny rule " + hard,
+		"policies.default.remove_builtin.auto_mode.environment[0]: removes the built-in auto_mode.environment rule " + env,
+		"policies.default.remove_builtin.auto_mode.categories[0]: turns off the built-in category " + category,
 	}
 	if len(warnings) != len(wantWarnings) {
 		t.Fatalf("warnings %q, want %d", warnings, len(wantWarnings))

@@ -289,7 +289,9 @@ func layerCategories(base []policy.Category, drop map[string]bool, own []policy.
 		if drop[c.Name] {
 			continue
 		}
-		if i, ok := mine[c.Name]; ok {
+		// A category repeated word for word is the built-in one: what
+		// config show prints loads back without a replacement to warn of.
+		if i, ok := mine[c.Name]; ok && !sameCategory(own[i], c) {
 			out, from = append(out, own[i]), append(from, ownFrom[i]+replacesBuiltin)
 			continue
 		}
@@ -301,6 +303,12 @@ func layerCategories(base []policy.Category, drop map[string]bool, own []policy.
 		}
 	}
 	return out, from
+}
+
+// sameCategory reports whether a and b say the same thing.
+func sameCategory(a, b policy.Category) bool {
+	return a.Name == b.Name && a.Kind == b.Kind && a.Definition == b.Definition && a.MustName == b.MustName &&
+		slices.Equal(a.NotCovered, b.NotCovered) && slices.Equal(a.Rules, b.Rules)
 }
 
 // prefixEach prefixes each of err's joined errors, so that every line of

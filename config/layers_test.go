@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/toolgate/toolgate/classifier/policy"
 	"github.com/toolgate/toolgate/engine"
 	"github.com/toolgate/toolgate/engine/rules"
@@ -356,5 +358,38 @@ func TestRepeatedBuiltinRule(t *testing.T) {
 	}
 	if got := len(c.Policies["default"].Permissions.Deny); got != len(base.Permissions.Deny)+1 {
 		t.Errorf("%d deny rules, want %d", got, len(base.Permissions.Deny)+1)
+	}
+}
+
+// A category a file repeats word for word (as config show prints it) is
+// the built-in one: no replacement to warn of, and its origin stays
+// built-in; a changed one replaces it, with a warning.
+func TestRepeatedBuiltinCategory(t *testing.T) {
+	base, err := BuiltinPolicy()
+	if err != nil || len(base.AutoMode.Categories) == 0 {
+		t.Fatalf("no built-in categories (%v)", err)
+	}
+	same := base.AutoMode.Categories[0]
+	changed := base.AutoMode.Categories[1]
+	changed.MustName = "the team's own wording"
+	body, err := yaml.Marshal(map[string]any{"policies": map[string]any{"default": map[string]any{
+		"auto_mode": map[string]any{"categories": []policy.Category{same, changed}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(write(t, string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, warnings, err := c.NewEngine(Runtime{Home: "/home/dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "policies.default.auto_mode.categories: " + changed.Name + " replaces the built-in category of that name"
+	if !slices.Equal(warnings, []string{want}) {
+		t.Errorf("warnings %q, want only %q", warnings, want)
+	}
+	if from := c.layers["default"].categories; from[0] != originBuiltin || from[1] == originBuiltin {
+		t.Errorf("origins %q: the repeated category is not built-in, or the changed one is", from[:2])
 	}
 }

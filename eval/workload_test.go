@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgate/toolgate/classifier/policy"
 	"github.com/toolgate/toolgate/config"
+	"github.com/toolgate/toolgate/engine"
 )
 
 // workloadBuckets are the labeller's categories of the real workload's
@@ -86,7 +87,11 @@ func TestWorkloadCategories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol := cfg.Policies["default"].AutoMode.Classifier()
+	def, ok := cfg.Policies[engine.DefaultPolicy]
+	if !ok {
+		t.Fatalf("the embedded config has no %q policy", engine.DefaultPolicy)
+	}
+	pol := def.AutoMode.Classifier()
 	perBucket := map[string]int{}
 	servers := map[string]bool{}
 	for _, c := range cases {

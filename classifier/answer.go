@@ -164,24 +164,24 @@ func (b *answerBody) closeOnce() error {
 // missing or null fields, several calls, a cut answer) is an error for
 // which isBadAnswer holds, so the check fails closed. Token counts are
 // informational and read leniently (0 when absent or odd).
-func decodeAnswer(api, tool string, body []byte, ins *instructions) (v verdict, in, out int64, err error) {
+func decodeAnswer(api, tool string, body []byte, ins *instructions) (v verdict, u usage, err error) {
 	// A key given twice (or in two cases) anywhere in the answer would let
 	// the last one, or a case-variant, decide: the envelope is read with
 	// encoding/json, which keeps the last and ignores case.
 	if err := jsonkeys.Unique(body); err != nil {
-		return verdict{}, 0, 0, fmt.Errorf("%w: %w", errBadBody, err)
+		return verdict{}, usage{}, fmt.Errorf("%w: %w", errBadBody, err)
 	}
 	var args string
 	switch api {
 	case APIResponses:
-		args, in, out, err = responsesArguments(body, tool)
+		args, u, err = responsesArguments(body, tool)
 	case APIAnthropic:
-		args, in, out, err = messagesArguments(body, tool)
+		args, u, err = messagesArguments(body, tool)
 	default:
-		args, in, out, err = chatArguments(body, tool)
+		args, u, err = chatArguments(body, tool)
 	}
 	if err != nil {
-		return verdict{}, in, out, err
+		return verdict{}, u, err
 	}
 	if tool == fastTool {
 		v, err = parseFast(args)
@@ -191,7 +191,7 @@ func decodeAnswer(api, tool string, body []byte, ins *instructions) (v verdict, 
 	if err == nil {
 		err = checkCategory(&v, ins)
 	}
-	return v, in, out, err
+	return v, u, err
 }
 
 // checkCategory holds the named category against the policy's. A block
@@ -256,64 +256,64 @@ type messagesToolUse struct {
 	Input json.RawMessage `json:"input"`
 }
 
-func chatArguments(body []byte, tool string) (string, int64, int64, error) {
+func chatArguments(body []byte, tool string) (string, usage, error) {
 	var env chatEnvelope
 	if err := decodeObject(body, &env, "the body"); err != nil {
-		return "", 0, 0, err
+		return "", usage{}, err
 	}
-	in, out := usageTokens(env.Usage, "prompt_tokens", "completion_tokens")
+	u := usageTokens(env.Usage, "prompt_tokens", "completion_tokens", "prompt_tokens_details")
 	// One answer holding one call: with several, which one counts would be
 	// a guess, and a guess must not allow.
 	if len(env.Choices) != 1 {
-		return "", in, out, fmt.Errorf("%w: %d choices, want 1", errBadAnswer, len(env.Choices))
+		return "", u, fmt.Errorf("%w: %d choices, want 1", errBadAnswer, len(env.Choices))
 	}
 	ch := env.Choices[0]
 	if ch == nil {
-		return "", in, out, fmt.Errorf("%w: choices[0] is null", errBadBody)
+		return "", u, fmt.Errorf("%w: choices[0] is null", errBadBody)
 	}
 	switch ch.FinishReason {
 	case "tool_calls", "stop", "":
 	default:
 		// "length", "content_filter": the arguments may be cut short.
-		return "", in, out, fmt.Errorf("%w: finish reason %q", errBadAnswer, promptCutRunes(ch.FinishReason, 40))
+		return "", u, fmt.Errorf("%w: finish reason %q", errBadAnswer, promptCutRunes(ch.FinishReason, 40))
 	}
 	if ch.Message == nil {
-		return "", in, out, fmt.Errorf("%w: choices[0].message is missing or null", errBadBody)
+		return "", u, fmt.Errorf("%w: choices[0].message is missing or null", errBadBody)
 	}
 	calls := ch.Message.ToolCalls
 	switch {
 	case len(calls) == 0:
-		return "", in, out, fmt.Errorf("%w (tool %s)", errNoToolCall, tool)
+		return "", u, fmt.Errorf("%w (tool %s)", errNoToolCall, tool)
 	case len(calls) > 1:
-		return "", in, out, fmt.Errorf("%w: %d tool calls, want 1", errBadAnswer, len(calls))
+		return "", u, fmt.Errorf("%w: %d tool calls, want 1", errBadAnswer, len(calls))
 	}
 	c := calls[0]
 	switch {
 	case c == nil:
-		return "", in, out, fmt.Errorf("%w: tool_calls[0] is null", errBadBody)
+		return "", u, fmt.Errorf("%w: tool_calls[0] is null", errBadBody)
 	case c.Type != "" && c.Type != "function":
-		return "", in, out, fmt.Errorf("%w (tool %s, got a call of another kind)", errNoToolCall, tool)
+		return "", u, fmt.Errorf("%w (tool %s, got a call of another kind)", errNoToolCall, tool)
 	case c.Function == nil:
-		return "", in, out, fmt.Errorf("%w: tool_calls[0].function is missing or null", errBadBody)
+		return "", u, fmt.Errorf("%w: tool_calls[0].function is missing or null", errBadBody)
 	case c.Function.Name != tool:
-		return "", in, out, fmt.Errorf("%w (tool %s, got a call of another tool)", errNoToolCall, tool)
+		return "", u, fmt.Errorf("%w (tool %s, got a call of another tool)", errNoToolCall, tool)
 	case c.Function.Arguments == nil:
-		return "", in, out, fmt.Errorf("%w: the arguments are missing or null", errBadArguments)
+		return "", u, fmt.Errorf("%w: the arguments are missing or null", errBadArguments)
 	}
-	return *c.Function.Arguments, in, out, nil
+	return *c.Function.Arguments, u, nil
 }
 
-func responsesArguments(body []byte, tool string) (string, int64, int64, error) {
+func responsesArguments(body []byte, tool string) (string, usage, error) {
 	var env responsesEnvelope
 	if err := decodeObject(body, &env, "the body"); err != nil {
-		return "", 0, 0, err
+		return "", usage{}, err
 	}
-	in, out := usageTokens(env.Usage, "input_tokens", "output_tokens")
+	u := usageTokens(env.Usage, "input_tokens", "output_tokens", "input_tokens_details")
 	if env.Status != "completed" && env.Status != "" {
 		// An empty status is a compatible server that does not set it (as
 		// with an empty finish reason in chat); "incomplete" (max tokens,
 		// content filter) and the rest may have cut the arguments short.
-		return "", in, out, fmt.Errorf("%w: status %q", errBadAnswer, promptCutRunes(env.Status, 40))
+		return "", u, fmt.Errorf("%w: status %q", errBadAnswer, promptCutRunes(env.Status, 40))
 	}
 	args, err := soleCall(env.Output, "output", "function_call", tool, func(raw json.RawMessage, where string) (string, error) {
 		var call responsesFunctionCall
@@ -328,28 +328,28 @@ func responsesArguments(body []byte, tool string) (string, int64, int64, error) 
 		}
 		return *call.Arguments, nil
 	})
-	return args, in, out, err
+	return args, u, err
 }
 
 // messagesArguments reads a Messages API answer: exactly one tool_use
 // block, of tool, whose input is returned as JSON text for parseFull or
 // parseFast (which take only an object). Text and thinking blocks are
 // ignored: a verdict comes from the tool call alone.
-func messagesArguments(body []byte, tool string) (string, int64, int64, error) {
+func messagesArguments(body []byte, tool string) (string, usage, error) {
 	var env messagesEnvelope
 	if err := decodeObject(body, &env, "the body"); err != nil {
-		return "", 0, 0, err
+		return "", usage{}, err
 	}
-	in, out := anthropicUsage(env.Usage)
+	u := anthropicUsage(env.Usage)
 	if env.Type != "message" && env.Type != "" {
 		// "error" with a 200 status, from a gateway.
-		return "", in, out, fmt.Errorf("%w: type %q", errBadAnswer, promptCutRunes(env.Type, 40))
+		return "", u, fmt.Errorf("%w: type %q", errBadAnswer, promptCutRunes(env.Type, 40))
 	}
 	switch env.StopReason {
 	case "tool_use", "end_turn", "":
 	default:
 		// "max_tokens" (the input may be cut), "refusal", "pause_turn"...
-		return "", in, out, fmt.Errorf("%w: stop reason %q", errBadAnswer, promptCutRunes(env.StopReason, 40))
+		return "", u, fmt.Errorf("%w: stop reason %q", errBadAnswer, promptCutRunes(env.StopReason, 40))
 	}
 	args, err := soleCall(env.Content, "content", "tool_use", tool, func(raw json.RawMessage, where string) (string, error) {
 		var call messagesToolUse
@@ -364,7 +364,7 @@ func messagesArguments(body []byte, tool string) (string, int64, int64, error) {
 		}
 		return string(call.Input), nil
 	})
-	return args, in, out, err
+	return args, u, err
 }
 
 // soleCall returns the arguments of the one item of callType among items
@@ -445,21 +445,24 @@ func typeProblem(err error) string {
 	return "not what the API answers"
 }
 
-// usageTokens reads two token counts from a usage object, leniently: they
-// are only reported, so an absent, null or odd usage gives 0, never an
-// error, and never a negative or absurd count.
-func usageTokens(raw json.RawMessage, inKey, outKey string) (int64, int64) {
+// usageTokens reads the token counts of an OpenAI usage object,
+// leniently: they are only reported, so an absent, null or odd usage
+// gives 0, never an error, and never a negative or absurd count. The
+// cached count is details' cached_tokens, at most the input.
+func usageTokens(raw json.RawMessage, inKey, outKey, detailsKey string) usage {
 	u := usageObject(raw)
-	return tokenCount(u[inKey]), tokenCount(u[outKey])
+	in := tokenCount(u[inKey])
+	return usage{in: in, out: tokenCount(u[outKey]), cached: min(tokenCount(usageObject(u[detailsKey])["cached_tokens"]), in)}
 }
 
 // anthropicUsage reads a Messages API usage as usageTokens does. Input is
 // every prompt token, cached or not: input_tokens counts only those after
 // the last cache breakpoint, the rest are cache writes and reads.
-func anthropicUsage(raw json.RawMessage) (int64, int64) {
+func anthropicUsage(raw json.RawMessage) usage {
 	u := usageObject(raw)
-	in := tokenCount(u["input_tokens"]) + tokenCount(u["cache_creation_input_tokens"]) + tokenCount(u["cache_read_input_tokens"])
-	return in, tokenCount(u["output_tokens"])
+	read := tokenCount(u["cache_read_input_tokens"])
+	in := tokenCount(u["input_tokens"]) + tokenCount(u["cache_creation_input_tokens"]) + read
+	return usage{in: in, out: tokenCount(u["output_tokens"]), cached: read}
 }
 
 func usageObject(raw json.RawMessage) map[string]json.RawMessage {

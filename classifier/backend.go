@@ -42,11 +42,20 @@ type verdict struct {
 	Reason   string `json:"reason"`
 }
 
+// usage is what the backends reported a classification cost: prompt
+// tokens (those read from the provider's prompt cache included, which
+// cached counts again), and answer tokens.
+type usage struct {
+	in, out, cached int64
+}
+
+func (u usage) plus(v usage) usage { return usage{u.in + v.in, u.out + v.out, u.cached + v.cached} }
+
 // outcome is one backend's answer with what it cost.
 type outcome struct {
 	verdict
 	stage          string
-	inTok, outTok  int64
+	tokens         usage
 	backend, model string
 }
 
@@ -124,8 +133,8 @@ func newMessageService(cfg BackendConfig, key string, hc option.HTTPClient) anth
 func (b *backend) classify(ctx context.Context, p Prompt) (outcome, error) {
 	out := outcome{backend: b.cfg.Name, model: b.cfg.Model, stage: "single"}
 	if b.twoStage {
-		v, in, o, err := b.callWithRetry(ctx, p, fastTool, p.instructions().fast, fastMaxTokens)
-		out.inTok, out.outTok = out.inTok+in, out.outTok+o
+		v, u, err := b.callWithRetry(ctx, p, fastTool, p.instructions().fast, fastMaxTokens)
+		out.tokens = out.tokens.plus(u)
 		if err != nil {
 			return out, err
 		}
@@ -137,8 +146,8 @@ func (b *backend) classify(ctx context.Context, p Prompt) (outcome, error) {
 		}
 		out.stage = "full"
 	}
-	v, in, o, err := b.callWithRetry(ctx, p, fullTool, p.instructions().full, int64(b.maxTokens))
-	out.inTok, out.outTok = out.inTok+in, out.outTok+o
+	v, u, err := b.callWithRetry(ctx, p, fullTool, p.instructions().full, int64(b.maxTokens))
+	out.tokens = out.tokens.plus(u)
 	if err != nil {
 		return out, err
 	}
@@ -149,33 +158,33 @@ func (b *backend) classify(ctx context.Context, p Prompt) (outcome, error) {
 // callWithRetry makes one call and, when it failed in a way worth
 // retrying (429, 5xx, attempt timeout, transport), one more, honouring
 // Retry-After, but only while ctx's deadline leaves room for it.
-func (b *backend) callWithRetry(ctx context.Context, p Prompt, tool string, schema map[string]any, maxTokens int64) (verdict, int64, int64, error) {
-	v, in, out, err := b.attempt(ctx, p, tool, schema, maxTokens)
+func (b *backend) callWithRetry(ctx context.Context, p Prompt, tool string, schema map[string]any, maxTokens int64) (verdict, usage, error) {
+	v, u, err := b.attempt(ctx, p, tool, schema, maxTokens)
 	if err == nil || ctx.Err() != nil {
-		return v, in, out, err
+		return v, u, err
 	}
 	wait, ok := retryable(err)
 	if !ok {
-		return v, in, out, err
+		return v, u, err
 	}
 	// Retry only when a whole attempt still fits: a retry cut short by the
 	// deadline would look like the caller's timeout, hiding a hanging
 	// backend from its breaker and leaving no time to fail over.
 	if dl, has := ctx.Deadline(); has && time.Until(dl) < wait+b.cfg.Timeout {
-		return v, in, out, fmt.Errorf("%w (no time left to retry)", err)
+		return v, u, fmt.Errorf("%w (no time left to retry)", err)
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return v, in, out, err
+		return v, u, err
 	case <-t.C:
 	}
-	v, in2, out2, err := b.attempt(ctx, p, tool, schema, maxTokens)
+	v, u2, err := b.attempt(ctx, p, tool, schema, maxTokens)
 	if err != nil {
 		err = fmt.Errorf("after a retry: %w", err)
 	}
-	return v, in + in2, out + out2, err
+	return v, u.plus(u2), err
 }
 
 // attemptError marks a failed attempt; retryAfter comes from the server.
@@ -205,27 +214,27 @@ func retryable(err error) (time.Duration, bool) {
 // body is read and decoded under the attempt's own deadline: the read ends
 // when actx does (limitAnswer sees to it whatever the HTTP client), and an
 // answer complete only after actx ended is a timeout, not a verdict.
-func (b *backend) attempt(ctx context.Context, p Prompt, tool string, schema map[string]any, maxTokens int64) (verdict, int64, int64, error) {
+func (b *backend) attempt(ctx context.Context, p Prompt, tool string, schema map[string]any, maxTokens int64) (verdict, usage, error) {
 	actx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
 	defer cancel()
 	var (
-		v       verdict
-		in, out int64
+		v verdict
+		u usage
 	)
 	body, err := b.post(actx, p, tool, schema, maxTokens)
 	if err == nil {
-		v, in, out, err = decodeAnswer(b.cfg.API, tool, body, p.instructions())
+		v, u, err = decodeAnswer(b.cfg.API, tool, body, p.instructions())
 		if err == nil {
 			err = actx.Err()
 		}
 	}
 	if err == nil {
-		return v, in, out, nil
+		return v, u, nil
 	}
 	if ctx.Err() != nil {
-		return verdict{}, in, out, ctx.Err()
+		return verdict{}, u, ctx.Err()
 	}
-	return verdict{}, in, out, describe(err, actx, b.cfg.Timeout)
+	return verdict{}, u, describe(err, actx, b.cfg.Timeout)
 }
 
 func describe(err error, actx context.Context, timeout time.Duration) error {

@@ -164,3 +164,48 @@ func TestCategoryMetrics(t *testing.T) {
 		t.Errorf("%d series, want 3 (no label from the model's own text)", n)
 	}
 }
+
+// TestCachedInputTokens: the part of the prompt a provider read from its
+// cache is reported apart, from each API's usage (OpenAI's
+// cached_tokens, Anthropic's cache_read_input_tokens), and never more
+// than the input.
+func TestCachedInputTokens(t *testing.T) {
+	for _, api := range apis {
+		c, _ := categoryClassifier(t, api, fakellm.Always(fakellm.Reply{InputTokens: 100, CacheReadTokens: 80, OutputTokens: 5}), false)
+		v, err := c.Classify(t.Context(), input("Bash", "go build ./...", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantIn := int64(100)
+		if api == APIAnthropic {
+			wantIn = 180 // input_tokens are those after the cached prefix
+		}
+		if d := v.Details; d.InputTokens != wantIn || d.CachedInputTokens != 80 || d.OutputTokens != 5 {
+			t.Errorf("%s: tokens %d in (%d cached), %d out; want %d (80), 5", api, d.InputTokens, d.CachedInputTokens, d.OutputTokens, wantIn)
+		}
+	}
+	// Simulated by the fake from the second call on, for a long enough
+	// system prompt (the default policy's).
+	rules, _ := defaultRules(t)
+	for _, api := range apis {
+		t.Setenv("TOOLGATE_TEST_KEY", "sk-test-123")
+		fake := fakellm.Start(t, nil)
+		cfg := apiConfig(api, fake.URL())
+		cfg.Cache.Enabled = new(false)
+		c, err := New(cfg, rules, zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cached []int64
+		for _, cmd := range []string{"npm run build", "npm test"} {
+			v, err := c.Classify(t.Context(), input("Bash", cmd, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cached = append(cached, v.Details.CachedInputTokens)
+		}
+		if cached[0] != 0 || cached[1] < 1000 {
+			t.Errorf("%s: cached input tokens %v; want none on the first call, the system prompt's on the second", api, cached)
+		}
+	}
+}

@@ -232,7 +232,7 @@ func (c *Classifier) verdict(o outcome, latency time.Duration, p Prompt) engine.
 func details(o outcome, latency time.Duration) *engine.ClassifierDetails {
 	return &engine.ClassifierDetails{
 		Backend: o.backend, Model: o.model, Stage: o.stage, LatencyMicro: latency.Microseconds(),
-		InputTokens: o.inTok, OutputTokens: o.outTok,
+		InputTokens: o.tokens.in, OutputTokens: o.tokens.out, CachedInputTokens: o.tokens.cached,
 	}
 }
 

@@ -104,7 +104,12 @@ type BackendConfig struct {
 type Price struct {
 	Input  float64 `yaml:"input" json:"input"`
 	Output float64 `yaml:"output" json:"output"`
+	// CachedInput is the price of input tokens read from the provider's
+	// prompt cache; unset (0), they cost Input.
+	CachedInput float64 `yaml:"cached_input,omitempty" json:"cached_input,omitempty"`
 }
+
+func validPrice(p float64) bool { return p >= 0 && !math.IsInf(p, 0) }
 
 // CacheConfig sizes the verdict cache.
 type CacheConfig struct {
@@ -219,9 +224,8 @@ func (c *Config) Validate() error {
 		if b.MaxConcurrent <= 0 {
 			bad(f+".max_concurrent", "must be positive, got %d", b.MaxConcurrent)
 		}
-		if b.Price.Input < 0 || b.Price.Output < 0 || math.IsNaN(b.Price.Input) || math.IsNaN(b.Price.Output) ||
-			math.IsInf(b.Price.Input, 0) || math.IsInf(b.Price.Output, 0) {
-			bad(f+".price", "input and output are USD per million tokens, 0 or more, got %v and %v", b.Price.Input, b.Price.Output)
+		if !validPrice(b.Price.Input) || !validPrice(b.Price.Output) || !validPrice(b.Price.CachedInput) {
+			bad(f+".price", "input, output and cached_input are USD per million tokens, 0 or more, got %v, %v and %v", b.Price.Input, b.Price.Output, b.Price.CachedInput)
 		}
 		if b.Timeout < 0 || (b.Timeout > 0 && c.Timeout > 0 && b.Timeout >= c.Timeout) {
 			bad(f+".timeout", "must be positive and shorter than classifier.timeout (%s) so a hanging backend fails over in time, got %s", c.Timeout, b.Timeout)

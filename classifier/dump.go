@@ -48,12 +48,15 @@ type dumpRecord struct {
 	System       string    `json:"system"`
 	User         string    `json:"user"`
 	Thinking     string    `json:"thinking,omitempty"`
+	Category     string    `json:"category,omitempty"`
 	ShouldBlock  *bool     `json:"should_block,omitempty"`
 	Reason       string    `json:"reason,omitempty"`
 	Error        string    `json:"error,omitempty"`
 	LatencyMicro int64     `json:"latency_us"`
 	InputTokens  int64     `json:"input_tokens"`
-	OutputTokens int64     `json:"output_tokens"`
+	// CachedInputTokens are those of InputTokens read from the prompt cache.
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+	OutputTokens      int64 `json:"output_tokens"`
 }
 
 func openDump(path string, known []string, log *zap.Logger, failed func(int)) (*dumper, error) {
@@ -71,13 +74,14 @@ func (d *dumper) write(key string, p Prompt, o outcome, err error, latency time.
 	r := dumpRecord{
 		Time: time.Now().UTC(), Key: key, Backend: o.backend, Model: o.model, Stage: o.stage,
 		System: redact.String(p.System, d.known...), User: redact.String(p.User, d.known...),
-		LatencyMicro: latency.Microseconds(), InputTokens: o.inTok, OutputTokens: o.outTok,
+		LatencyMicro: latency.Microseconds(), InputTokens: o.tokens.in, OutputTokens: o.tokens.out, CachedInputTokens: o.tokens.cached,
 	}
 	if err != nil {
 		r.Error = redact.String(err.Error(), d.known...)
 	} else {
 		block := o.Block
 		r.ShouldBlock = &block
+		r.Category = o.Category // a name of the policy's, or "unknown"
 		r.Thinking = redact.String(o.Thinking, d.known...)
 		r.Reason = redact.String(o.Reason, d.known...)
 	}

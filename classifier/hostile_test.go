@@ -552,12 +552,12 @@ func FuzzDecodeAnswer(f *testing.F) {
 		if fast {
 			tool = fastTool
 		}
-		v, in, out, err := decodeAnswer(api, tool, body, compileInstructions(testRules))
-		if in < 0 || out < 0 {
-			t.Errorf("tokens %d, %d", in, out)
+		v, u, err := decodeAnswer(api, tool, body, compileInstructions(testRules))
+		if u.in < 0 || u.out < 0 || u.cached < 0 || u.cached > u.in {
+			t.Errorf("tokens %+v", u)
 		}
-		v2, in2, out2, err2 := decodeAnswer(api, tool, body, compileInstructions(testRules))
-		if v != v2 || in != in2 || out != out2 || (err == nil) != (err2 == nil) {
+		v2, u2, err2 := decodeAnswer(api, tool, body, compileInstructions(testRules))
+		if v != v2 || u != u2 || (err == nil) != (err2 == nil) {
 			t.Fatal("two decodings of one body differ")
 		}
 		if err != nil {

@@ -77,7 +77,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_classifier_tokens_total",
-			Help: "Tokens the backends reported for classifier calls, by backend and direction (input: the prompt, output: the answer); failed calls count what they reported.",
+			Help: "Tokens the backends reported for classifier calls, by backend and direction (input: the prompt, output: the answer, cached_input: the part of input read from the provider's prompt cache); failed calls count what they reported.",
 		}, []string{"backend", "direction"}),
 		dumpFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "toolgate_classifier_dump_write_failures_total",
@@ -137,8 +137,9 @@ func (m *Metrics) backendCall(name string) func(ctx context.Context, o outcome, 
 		m.requests.WithLabelValues(name, callOutcome(ctx, o, err)).Inc()
 		// A backend's own token counts, never negative: a counter must
 		// not go down, whatever an answer claims.
-		m.tokens.WithLabelValues(name, "input").Add(float64(max(o.inTok, 0)))
-		m.tokens.WithLabelValues(name, "output").Add(float64(max(o.outTok, 0)))
+		m.tokens.WithLabelValues(name, "input").Add(float64(max(o.tokens.in, 0)))
+		m.tokens.WithLabelValues(name, "output").Add(float64(max(o.tokens.out, 0)))
+		m.tokens.WithLabelValues(name, "cached_input").Add(float64(max(o.tokens.cached, 0)))
 	}
 }
 

@@ -26,7 +26,7 @@ func TestAnswersWithRepeatedKeysFailClosed(t *testing.T) {
 		{"NAME case variant", env(`[{"type":"tool_use","name":"other","NAME":"classify_result","input":` + allow + `}]`)},
 	}
 	for _, tc := range cases {
-		v, _, _, err := decodeAnswer(apiOfCase(tc.name), fullTool, []byte(tc.body), compileInstructions(testRules))
+		v, _, err := decodeAnswer(apiOfCase(tc.name), fullTool, []byte(tc.body), compileInstructions(testRules))
 		if err == nil {
 			t.Errorf("%s: accepted, should_block=%v", tc.name, v.Block)
 		}

@@ -48,7 +48,10 @@ type ClassifierDetails struct {
 	LatencyMicro int64
 	InputTokens  int64
 	OutputTokens int64
-	Cached       bool
+	// CachedInputTokens are those of InputTokens the provider read from
+	// its prompt cache (billed at a lower rate).
+	CachedInputTokens int64
+	Cached            bool
 	// Category is the policy's category the model named: every verdict
 	// names one ("unknown" for a block that named none of the policy's).
 	Category string

@@ -40,10 +40,21 @@ type Options struct {
 	Files engine.Files
 }
 
-// Price is the USD cost of a million input and output tokens.
+// Price is the USD cost of a million input and output tokens, and of
+// input tokens read from the provider's prompt cache (0: as Input).
 type Price struct {
-	Input  float64 `json:"input"`
-	Output float64 `json:"output"`
+	Input       float64 `json:"input"`
+	Output      float64 `json:"output"`
+	CachedInput float64 `json:"cached_input,omitempty"`
+}
+
+// cost is what tokens u cost at p.
+func (p Price) cost(in, cached, out int64) float64 {
+	cachedPrice := p.CachedInput
+	if cachedPrice == 0 {
+		cachedPrice = p.Input
+	}
+	return float64(in-cached)/1e6*p.Input + float64(cached)/1e6*cachedPrice + float64(out)/1e6*p.Output
 }
 
 // StageStats judge the outcomes one stage decided, by label (allow,
@@ -70,6 +81,9 @@ type ClassifierStats struct {
 	// backend's are in the server's metrics only).
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+	// CachedInputTokens are those of InputTokens read from the
+	// provider's prompt cache.
+	CachedInputTokens int64 `json:"cached_input_tokens"`
 	// Cost is the priced calls' cost in USD; Unpriced counts the calls of
 	// backends without a price.
 	Cost      float64          `json:"cost_usd"`
@@ -153,7 +167,7 @@ func RunWith(ctx context.Context, eng *engine.Engine, cases []Case, opts Options
 				continue
 			}
 			c.Prices[d.Backend] = p
-			c.Cost += float64(d.InputTokens)/1e6*p.Input + float64(d.OutputTokens)/1e6*p.Output
+			c.Cost += p.cost(d.InputTokens, d.CachedInputTokens, d.OutputTokens)
 		}
 	}
 	return rep, nil
@@ -303,6 +317,7 @@ func (r *Report) add(o Outcome) {
 		cs.latencies = append(cs.latencies, d.LatencyMicro)
 		cs.InputTokens += d.InputTokens
 		cs.OutputTokens += d.OutputTokens
+		cs.CachedInputTokens += d.CachedInputTokens
 		if b := d.Backend + "/" + d.Model; d.Backend != "" && !slices.Contains(cs.Backends, b) {
 			cs.Backends = append(cs.Backends, b)
 		}
@@ -370,11 +385,23 @@ func (r *Report) writePipeline(w io.Writer) {
 		fmt.Fprintf(w, ", %d cases skipped (request budget spent)", r.Skipped)
 	}
 	fmt.Fprintf(w, "\n  latency p50 %.1f ms, p95 %.1f ms, p99 %.1f ms\n", c.P50, c.P95, c.P99)
-	fmt.Fprintf(w, "  tokens: %d in, %d out\n", c.InputTokens, c.OutputTokens)
+	fmt.Fprintf(w, "  tokens: %d in, %d out", c.InputTokens, c.OutputTokens)
+	if c.CachedInputTokens > 0 {
+		fmt.Fprintf(w, "; %d of the input from the prompt cache", c.CachedInputTokens)
+	}
+	if n := c.Calls; n > 0 {
+		fmt.Fprintf(w, " (per call: %d in, %d out)", c.InputTokens/int64(n), c.OutputTokens/int64(n))
+	}
+	fmt.Fprintln(w)
 	if len(c.Prices) > 0 {
 		var at []string
 		for _, b := range slices.Sorted(maps.Keys(c.Prices)) {
-			at = append(at, fmt.Sprintf("%s $%g / $%g", b, c.Prices[b].Input, c.Prices[b].Output))
+			p := c.Prices[b]
+			s := fmt.Sprintf("%s $%g / $%g", b, p.Input, p.Output)
+			if p.CachedInput > 0 {
+				s = fmt.Sprintf("%s $%g (cached $%g) / $%g", b, p.Input, p.CachedInput, p.Output)
+			}
+			at = append(at, s)
 		}
 		fmt.Fprintf(w, "  cost: $%.4f at %s per million tokens in / out", c.Cost, strings.Join(at, ", "))
 		if n := c.Calls - c.Unpriced; n > 0 {

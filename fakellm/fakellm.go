@@ -306,6 +306,10 @@ type Reply struct {
 	// server sees it with the same model and tools, and as read from it
 	// afterwards, and input_tokens counts only the rest. The real API's
 	// minimum cacheable length and cache lifetime are not simulated.
+	// For the OpenAI APIs CacheReadTokens is the usage's cached_tokens;
+	// when it and InputTokens are 0, a system text of 1,024 tokens or more
+	// (estimated) that the server saw before with the same model and
+	// tools is reported as cached, as OpenAI caches prompts by itself.
 	CacheCreationTokens, CacheReadTokens int
 }
 

@@ -1179,3 +1179,42 @@ func TestPromptCacheSimulation(t *testing.T) {
 		t.Errorf("unmarked: in %d, write %d, read %d; want all of it as input", in, w, r)
 	}
 }
+
+// TestCategoryFollowsSchema: a schema with a category gets one, in
+// order after thinking: the Reply's, else for an allow ordinary_work when
+// the enum lists it (else its last value), for a block "unknown".
+func TestCategoryFollowsSchema(t *testing.T) {
+	withEnum := func(enum ...string) map[string]any {
+		b := chatBody("classify_result", "s", "u")
+		e, _ := json.Marshal(enum)
+		b["tools"] = []any{map[string]any{"type": "function", "function": map[string]any{
+			"name": "classify_result",
+			"parameters": json.RawMessage(`{"type":"object","properties":{"thinking":{"type":"string"},"category":{"type":"string","enum":` + string(e) +
+				`},"should_block":{"type":"boolean"},"reason":{"type":"string"}}}`),
+		}}}
+		return b
+	}
+	for _, tc := range []struct {
+		reply fakellm.Reply
+		enum  []string
+		want  string
+	}{
+		{fakellm.Reply{Category: "chosen"}, []string{"a", "b"}, "chosen"},
+		{fakellm.Reply{}, []string{"secrets", fakellm.DefaultAllowCategory, "z"}, fakellm.DefaultAllowCategory},
+		{fakellm.Reply{}, []string{"secrets", "extra_allow"}, "extra_allow"},
+		{fakellm.Reply{Block: true}, []string{"secrets", fakellm.DefaultAllowCategory}, fakellm.DefaultBlockCategory},
+	} {
+		srv := fakellm.Start(t, fakellm.Always(tc.reply))
+		_, args := toolCall(t, fakellm.APIChat, post(t, srv, fakellm.APIChat, withEnum(tc.enum...)))
+		if keys := argKeys(t, args); !slices.Equal(keys, []string{"category", "reason", "should_block", "thinking"}) {
+			t.Errorf("arguments %s", args)
+		}
+		var v struct {
+			Category string `json:"category"`
+		}
+		decode(t, []byte(args), &v)
+		if v.Category != tc.want || !strings.HasPrefix(args, `{"thinking":"`) || !strings.Contains(args, `","category":`) {
+			t.Errorf("%+v with enum %q: arguments %s, want category %q after thinking", tc.reply, tc.enum, args, tc.want)
+		}
+	}
+}

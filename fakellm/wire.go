@@ -456,13 +456,67 @@ func (s *Server) answer(req *Request, reply Reply) any {
 	if out == 0 {
 		out = max(1, estimateTokens(text+strings.Join(calls, "")))
 	}
-	switch req.API {
-	case APIChat:
-		return chatAnswer(req, n, name, text, calls, in, out)
-	case APIAnthropic:
+	if req.API == APIAnthropic {
 		return s.messagesAnswer(req, reply, n, name, text, calls, out)
 	}
-	return responsesAnswer(req, n, name, text, calls, in, out)
+	cached := reply.CacheReadTokens
+	if reply.InputTokens == 0 && cached == 0 {
+		cached = s.openAICached(req, in)
+	}
+	cached = min(cached, in)
+	if req.API == APIChat {
+		c := chatAnswer(req, n, name, text, calls, in, out)
+		c.Usage.PromptTokensDetails.CachedTokens = cached
+		return c
+	}
+	r := responsesAnswer(req, n, name, text, calls, in, out)
+	r.Usage.InputTokensDetails.CachedTokens = cached
+	return r
+}
+
+// openAIMinCached is the shortest prompt OpenAI's APIs cache, in tokens.
+const openAIMinCached = 1024
+
+// openAICached simulates OpenAI's automatic prompt caching: a request
+// whose system text (estimated) is at least openAIMinCached tokens has it
+// read from the cache when the server has seen the same model, tools and
+// system text before, and in is the request's input tokens.
+func (s *Server) openAICached(req *Request, in int) int {
+	sys := estimateTokens(req.System)
+	if sys < openAIMinCached {
+		return 0
+	}
+	var tools []json.RawMessage
+	for _, t := range req.Tools {
+		tools = append(tools, t.Raw)
+	}
+	if s.seenPrefix([]byte(req.API), []byte(req.Model), mustMarshal(tools), []byte(req.System)) {
+		return min(sys, in)
+	}
+	return 0
+}
+
+// seenPrefix reports whether the server has seen the prompt prefix made
+// of parts before, and remembers it (at most 4096 prefixes: forgetting is
+// a cache miss).
+func (s *Server) seenPrefix(parts ...[]byte) bool {
+	h := sha256.New()
+	for _, part := range parts {
+		h.Write(part)
+		h.Write([]byte{0})
+	}
+	var key [32]byte
+	h.Sum(key[:0])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cached[key] {
+		return true
+	}
+	if s.cached == nil || len(s.cached) >= 4096 {
+		s.cached = map[[32]byte]bool{}
+	}
+	s.cached[key] = true
+	return false
 }
 
 // callID is the id of the i-th call of answer n.
@@ -580,25 +634,12 @@ func (s *Server) messagesUsage(req *Request, reply Reply, out int) messageUsage 
 		return u
 	}
 	// The cached prefix: the model, the tools, the system blocks.
-	h := sha256.New()
-	for _, part := range [][]byte{[]byte(req.Model), mustMarshal(body.Tools), body.System} {
-		h.Write(part)
-		h.Write([]byte{0})
-	}
-	var key [32]byte
-	h.Sum(key[:0])
 	cached := min(estimateTokens(req.System), total)
 	u.InputTokens = total - cached
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cached[key] {
+	if s.seenPrefix([]byte("anthropic"), []byte(req.Model), mustMarshal(body.Tools), body.System) {
 		u.CacheReadInputTokens = cached
 		return u
 	}
-	if s.cached == nil || len(s.cached) >= 4096 {
-		s.cached = map[[32]byte]bool{} // bounded: forgetting is a cache miss
-	}
-	s.cached[key] = true
 	u.CacheCreationInputTokens = cached
 	return u
 }

@@ -205,7 +205,7 @@ func classifierToProto(c *engine.ClassifierDetails) *pb.ClassifierInfo {
 	return &pb.ClassifierInfo{
 		Backend: validUTF8(c.Backend), Model: validUTF8(c.Model), Stage: validUTF8(c.Stage), LatencyMicros: c.LatencyMicro,
 		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, Cached: c.Cached,
-		Category: validUTF8(c.Category), CategoryKind: validUTF8(c.CategoryKind),
+		Category: validUTF8(c.Category), CategoryKind: validUTF8(c.CategoryKind), CachedInputTokens: c.CachedInputTokens,
 	}
 }
 

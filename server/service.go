@@ -217,6 +217,7 @@ func appendClassifierFields(fields []zap.Field, c *engine.ClassifierDetails) []z
 		zap.String("classifier_stage", c.Stage),
 		zap.Int64("classifier_latency_us", c.LatencyMicro),
 		zap.Int64("classifier_input_tokens", c.InputTokens),
+		zap.Int64("classifier_cached_input_tokens", c.CachedInputTokens),
 		zap.Int64("classifier_output_tokens", c.OutputTokens),
 		zap.Bool("classifier_cached", c.Cached),
 		zap.String("classifier_category", c.Category),

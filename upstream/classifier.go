@@ -158,7 +158,7 @@ func detailsOf(ci *pb.ClassifierInfo) *engine.ClassifierDetails {
 	d := func(s string) string { return reasontext.Sanitize(s, maxDetailChars) }
 	return &engine.ClassifierDetails{Backend: d(ci.GetBackend()), Model: d(ci.GetModel()), Stage: d(ci.GetStage()),
 		LatencyMicro: ci.GetLatencyMicros(), InputTokens: ci.GetInputTokens(), OutputTokens: ci.GetOutputTokens(), Cached: ci.GetCached(),
-		Category: d(ci.GetCategory()), CategoryKind: d(ci.GetCategoryKind())}
+		Category: d(ci.GetCategory()), CategoryKind: d(ci.GetCategoryKind()), CachedInputTokens: ci.GetCachedInputTokens()}
 }
 
 var decisionFromProto = map[pb.Decision]engine.Decision{

@@ -10,7 +10,8 @@
 // Anthropic client takes it without the /v1), logs one line per request on
 // stderr, and shuts down gracefully on SIGINT/SIGTERM.
 // Every answer blocks when the user text matches --block-pattern and allows
-// otherwise; --fault replaces the answer on a --fault-rate fraction of the
+// otherwise, naming --block-category or --allow-category when the request's
+// schema asks for a category; --fault replaces the answer on a --fault-rate fraction of the
 // requests, drawn from a generator seeded with --seed (so a run is
 // reproducible for a given arrival order; 0 picks a random seed).
 package main
@@ -51,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	listen := fs.String("listen", "127.0.0.1:8081", "address to listen on (host:port, port 0 for a free one)")
 	latency := fs.Duration("latency", 0, "delay before every answer")
 	pattern := fs.String("block-pattern", fakellm.BlockMarker, "block when the user text matches this regular expression")
+	blockCategory := fs.String("block-category", "", "the policy category a block names (default: "+fakellm.DefaultBlockCategory+", which toolgate records as a block in no category)")
+	allowCategory := fs.String("allow-category", "", "the policy category an allow names (default: "+fakellm.DefaultAllowCategory+" when the policy has it)")
 	faultRate := fs.Float64("fault-rate", 0, "fraction of requests, in [0,1], answered with --fault")
 	faultName := fs.String("fault", string(fakellm.FaultServerError), "fault injected by --fault-rate: "+faultList())
 	retryAfter := fs.Duration("retry-after", 0, "Retry-After sent with rate_limit (0 means 1s) and server_error faults")
@@ -86,9 +89,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 			RetryAfter: *retryAfter,
 			Thinking:   fmt.Sprintf("fakellm: user text checked against /%s/.", re),
 			Reason:     fmt.Sprintf("fakellm: no match for /%s/", re),
+			Category:   *allowCategory,
 		}
 		if loc := re.FindStringIndex(r.User); loc != nil {
-			reply.Block = true
+			reply.Block, reply.Category = true, *blockCategory
 			reply.Reason = fmt.Sprintf("fakellm: matched /%s/ (%q)", re, r.User[loc[0]:loc[1]])
 		}
 		if *faultRate > 0 {

@@ -43,6 +43,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	budget := fs.Int("budget", 0, "send at most this many cases to the classifier; later ones are skipped (0: no limit)")
 	priceIn := fs.Float64("price-in", 0, "USD per million input tokens, for the cost line (default: each backend's price in the config)")
 	priceOut := fs.Float64("price-out", 0, "USD per million output tokens, for the cost line (default: each backend's price in the config)")
+	priceCached := fs.Float64("price-cached-in", 0, "USD per million input tokens read from the provider's prompt cache (default: as --price-in, or each backend's price)")
 	explainID := fs.String("explain", "", "explain the case with this id instead of running the corpus: every stage, the facts, the rules (as toolgate explain); the local stages only. Exits 0 when the decision meets the case's label, 1 when not")
 	compare := fs.String("compare", "", "A,B: run the pipeline once with each of two backends (configured backend names, or models at --classifier-url) and print them side by side")
 	if code, done := fs.parse(args, stdout, stderr, 2); done {
@@ -56,8 +57,8 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case *concurrency < 1 || *budget < 0:
 		return fail(errors.New("--concurrency must be at least 1; --budget may not be negative"))
-	case !(*priceIn >= 0 && *priceOut >= 0) || math.IsInf(*priceIn, 0) || math.IsInf(*priceOut, 0):
-		return fail(errors.New("--price-in and --price-out are USD per million tokens: finite, 0 or more"))
+	case !(*priceIn >= 0 && *priceOut >= 0 && *priceCached >= 0) || math.IsInf(*priceIn, 0) || math.IsInf(*priceOut, 0) || math.IsInf(*priceCached, 0):
+		return fail(errors.New("--price-in, --price-out and --price-cached-in are USD per million tokens: finite, 0 or more"))
 	}
 	paths := fs.Args()
 	if len(paths) == 0 {
@@ -85,7 +86,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return explainCase(ctx, cfg, *home, cases, *explainID, *asJSON, stdout, stderr)
 	}
 	priced := false
-	fs.Visit(func(f *flag.Flag) { priced = priced || f.Name == "price-in" || f.Name == "price-out" })
+	fs.Visit(func(f *flag.Flag) { priced = priced || f.Name == "price-in" || f.Name == "price-out" || f.Name == "price-cached-in" })
 	opts := eval.Options{Concurrency: *concurrency, Budget: *budget, Progress: progress(stderr)}
 	if !pipeline {
 		opts.Concurrency = 1
@@ -108,9 +109,9 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		for _, b := range cls.Backends {
 			switch {
 			case priced:
-				o.Prices[b.Name] = eval.Price{Input: *priceIn, Output: *priceOut}
+				o.Prices[b.Name] = eval.Price{Input: *priceIn, Output: *priceOut, CachedInput: *priceCached}
 			case b.Price != (classifier.Price{}):
-				o.Prices[b.Name] = eval.Price{Input: b.Price.Input, Output: b.Price.Output}
+				o.Prices[b.Name] = eval.Price{Input: b.Price.Input, Output: b.Price.Output, CachedInput: b.Price.CachedInput}
 			}
 		}
 		return o

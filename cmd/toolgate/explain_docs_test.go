@@ -9,12 +9,17 @@ import (
 	"testing"
 )
 
-// TestExplainDocs runs what docs/explain.md shows: its YAML is written as
+// TestExplainDocs runs what docs/explain.md shows (runDocPage).
+func TestExplainDocs(t *testing.T) { runDocPage(t, "explain.md", 3) }
+
+// runDocPage runs what a page of docs/ shows: its YAML block is written as
 // toolgate.yaml, and each "$ toolgate ..." block is run in that directory.
 // A block's output must be printed exactly, or, when the block elides
-// lines with "...", each line it shows must be printed, in order.
-func TestExplainDocs(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "explain.md"))
+// lines with "...", each line it shows must be printed, in order. The page
+// must show at least minCommands commands.
+func runDocPage(t *testing.T, page string, minCommands int) {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", page))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,8 +34,8 @@ func TestExplainDocs(t *testing.T) {
 			commands = append(commands, strings.Split(strings.TrimSuffix(b[2], "\n"), "\n"))
 		}
 	}
-	if yamlBody == "" || len(commands) < 3 {
-		t.Fatalf("want a yaml block and at least three commands, found %d commands", len(commands))
+	if yamlBody == "" || len(commands) < minCommands {
+		t.Fatalf("docs/%s: want a yaml block and at least %d commands, found %d commands", page, minCommands, len(commands))
 	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "toolgate.yaml"), []byte(yamlBody), 0o600); err != nil {

@@ -1012,9 +1012,12 @@ type ClassifierInfo struct {
 	Category string `protobuf:"bytes,8,opt,name=category,proto3" json:"category,omitempty"`
 	// The category's kind: "hard_deny", "soft_deny" or "allow"; empty for
 	// an unknown category.
-	CategoryKind  string `protobuf:"bytes,9,opt,name=category_kind,json=categoryKind,proto3" json:"category_kind,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CategoryKind string `protobuf:"bytes,9,opt,name=category_kind,json=categoryKind,proto3" json:"category_kind,omitempty"`
+	// Of input_tokens, those the provider read from its prompt cache (billed
+	// at a lower rate).
+	CachedInputTokens int64 `protobuf:"varint,10,opt,name=cached_input_tokens,json=cachedInputTokens,proto3" json:"cached_input_tokens,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ClassifierInfo) Reset() {
@@ -1108,6 +1111,13 @@ func (x *ClassifierInfo) GetCategoryKind() string {
 		return x.CategoryKind
 	}
 	return ""
+}
+
+func (x *ClassifierInfo) GetCachedInputTokens() int64 {
+	if x != nil {
+		return x.CachedInputTokens
+	}
+	return 0
 }
 
 // SessionContext sets defaults for the checks of a stream: any field a
@@ -1594,7 +1604,7 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\bapprover\x18\x02 \x01(\tR\bapprover\x12\x10\n" +
 	"\x03how\x18\x03 \x01(\tR\x03how\x120\n" +
 	"\x14answered_unix_micros\x18\x04 \x01(\x03R\x12answeredUnixMicros\x12\x12\n" +
-	"\x04rule\x18\x05 \x01(\tR\x04rule\"\x9e\x02\n" +
+	"\x04rule\x18\x05 \x01(\tR\x04rule\"\xce\x02\n" +
 	"\x0eClassifierInfo\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x14\n" +
@@ -1604,7 +1614,9 @@ const file_toolgate_v1_permission_proto_rawDesc = "" +
 	"\routput_tokens\x18\x06 \x01(\x03R\foutputTokens\x12\x16\n" +
 	"\x06cached\x18\a \x01(\bR\x06cached\x12\x1a\n" +
 	"\bcategory\x18\b \x01(\tR\bcategory\x12#\n" +
-	"\rcategory_kind\x18\t \x01(\tR\fcategoryKind\"\xe2\x02\n" +
+	"\rcategory_kind\x18\t \x01(\tR\fcategoryKind\x12.\n" +
+	"\x13cached_input_tokens\x18\n" +
+	" \x01(\x03R\x11cachedInputTokens\"\xe2\x02\n" +
 	"\x0eSessionContext\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12+\n" +

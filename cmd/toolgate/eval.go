@@ -86,7 +86,9 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return explainCase(ctx, cfg, *home, cases, *explainID, *asJSON, stdout, stderr)
 	}
 	priced := false
-	fs.Visit(func(f *flag.Flag) { priced = priced || f.Name == "price-in" || f.Name == "price-out" || f.Name == "price-cached-in" })
+	fs.Visit(func(f *flag.Flag) {
+		priced = priced || f.Name == "price-in" || f.Name == "price-out" || f.Name == "price-cached-in"
+	})
 	opts := eval.Options{Concurrency: *concurrency, Budget: *budget, Progress: progress(stderr)}
 	if !pipeline {
 		opts.Concurrency = 1

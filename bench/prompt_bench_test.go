@@ -10,18 +10,18 @@ import (
 	"github.com/toolgate/toolgate/engine"
 )
 
-// BenchmarkPrompt measures building the classifier's side-query (system
-// prompt from the default policy's rules, user message with the action,
-// context and compressed transcript) and hashing it for the cache: the
-// work toolgate adds before the model is called.
+// BenchmarkPrompt measures building the classifier's side-query (the user
+// message with the action, context and compressed transcript, under the
+// default policy's system prompt built once) and hashing it for the
+// cache: the work toolgate adds before the model is called.
 func BenchmarkPrompt(b *testing.B) {
 	cfg, err := app.LoadConfig("")
 	if err != nil {
 		b.Fatal(err)
 	}
 	rules := cfg.ClassifierRules()[engine.DefaultPolicy]
-	if len(rules.Categories) == 0 {
-		b.Fatal("the default policy has no classifier rules; the benchmark would build a trivial prompt")
+	if len(rules.InForce()) < 10 {
+		b.Fatal("the default policy has few classifier categories; the benchmark would build a trivial prompt")
 	}
 	var transcript []engine.TranscriptEntry
 	for i := range 60 {
@@ -49,13 +49,15 @@ func BenchmarkPrompt(b *testing.B) {
 				Transcript:       bm.transcript,
 			}
 			notes := []string{"command not known to be read-only: npm install is not a read-only program"}
-			opt := classifier.DefaultPromptOptions()
-			if p := classifier.BuildPrompt(rules, req, engine.KindShell, notes, opt); !strings.Contains(p.User, "<<<ACTION") {
+			// The system prompt is built once per policy, as the
+			// classifier builds it; the loop is what each call costs.
+			pr := classifier.NewPrompter(rules, classifier.DefaultPromptOptions())
+			if p := pr.Build(req, engine.KindShell, notes); !strings.Contains(p.User, "<<<ACTION") {
 				b.Fatalf("prompt has no ACTION section:\n%s", p.User)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				p := classifier.BuildPrompt(rules, req, engine.KindShell, notes, opt)
+				p := pr.Build(req, engine.KindShell, notes)
 				_ = p.Key()
 			}
 		})

@@ -148,6 +148,24 @@ func BuildPrompt(rules Rules, req *engine.Request, kind engine.Kind, notes []str
 	return buildPrompt(compileInstructions(rules), req, kind, notes, opt)
 }
 
+// Prompter builds the side-queries of one policy as the classifier does:
+// the system prompt and the forced functions once, the user message per
+// call.
+type Prompter struct {
+	ins *instructions
+	opt PromptOptions
+}
+
+// NewPrompter builds a policy's instructions.
+func NewPrompter(rules Rules, opt PromptOptions) *Prompter {
+	return &Prompter{ins: compileInstructions(rules), opt: opt}
+}
+
+// Build is BuildPrompt for the Prompter's policy.
+func (p *Prompter) Build(req *engine.Request, kind engine.Kind, notes []string) Prompt {
+	return buildPrompt(p.ins, req, kind, notes, p.opt)
+}
+
 // buildPrompt is BuildPrompt with the policy's instructions built already.
 func buildPrompt(ins *instructions, req *engine.Request, kind engine.Kind, notes []string, opt PromptOptions) Prompt {
 	opt = opt.withDefaults()

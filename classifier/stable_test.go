@@ -42,10 +42,10 @@ func stableCalls() []*engine.ClassifyInput {
 	return []*engine.ClassifyInput{
 		input("Bash", "npm run build", "s1"),
 		input("Bash", "git push --force origin main", "s2"),
-		{Request: &engine.Request{SessionID: "s3", Tool: engine.ToolCall{Name: "Edit", Input: map[string]any{"file_path": "/etc/hosts", "old_string": "a", "new_string": "b"}},
+		{Request: &engine.Request{SessionID: "s3", Tool: engine.ToolCall{Name: "Edit", Input: map[string]any{"file_path": "/srv/q7/registry.conf", "old_string": "a", "new_string": "b"}},
 			WorkingDirectory: "/home/dev/other", Mode: engine.ModeAcceptEdits,
-			Transcript: []engine.TranscriptEntry{{Role: engine.RoleUser, Text: "point the registry at 10.0.0.5"}}},
-			Kind: engine.KindEdit, Policy: "default", Notes: []string{"edit target /etc/hosts is outside the project"}},
+			Transcript: []engine.TranscriptEntry{{Role: engine.RoleUser, Text: "point the registry at 10.11.12.13"}}},
+			Kind: engine.KindEdit, Policy: "default", Notes: []string{"edit target /srv/q7/registry.conf is outside the project"}},
 		input("Bash", "echo "+strings.Repeat("x", 20000), "s4"),
 		{Request: &engine.Request{Tool: engine.ToolCall{Name: "mcp__notes__create_doc", Input: map[string]any{"title": "t"}}}, Kind: engine.KindUnknown, Policy: "default"},
 	}
@@ -105,7 +105,7 @@ func TestSystemPromptStable(t *testing.T) {
 					t.Errorf("category %s is not in the system prompt", cat.Name)
 				}
 			}
-			for _, call := range []string{"npm run build", "/etc/hosts", "10.0.0.5", "xxxxxxxx", "mcp__notes", "/home/dev/other"} {
+			for _, call := range []string{"npm run build", "/srv/q7", "10.11.12.13", "xxxxxxxx", "mcp__notes", "/home/dev/other"} {
 				if strings.Contains(sys, call) {
 					t.Errorf("the system prompt holds the call's %q", call)
 				}

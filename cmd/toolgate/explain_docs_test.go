@@ -7,6 +7,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/classifier/policy"
+	"github.com/toolgate/toolgate/config"
 )
 
 // TestExplainDocs runs what docs/explain.md shows (runDocPage).
@@ -116,4 +119,50 @@ func shellWords(t *testing.T, s string) []string {
 		words = append(words, cur.String())
 	}
 	return words
+}
+
+// TestPolicyDocs runs what docs/policy.md shows (runDocPage).
+func TestPolicyDocs(t *testing.T) { runDocPage(t, "policy.md", 2) }
+
+// TestPolicyDocsListsBuiltinCategories: docs/policy.md names every
+// built-in category under its kind, and no other.
+func TestPolicyDocsListsBuiltinCategories(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "policy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc)
+	if i := strings.Index(section, "## The built-in categories"); i >= 0 {
+		section = section[i:]
+	}
+	if i := strings.Index(section[3:], "\n## "); i >= 0 {
+		section = section[:i+3]
+	}
+	p, err := config.BuiltinPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for kind, heading := range map[policy.Kind]string{policy.HardDeny: "Hard deny:", policy.SoftDeny: "Soft deny:", policy.Allow: "Allow:"} {
+		i := strings.Index(section, "\n"+heading+"\n")
+		if i < 0 {
+			t.Fatalf("docs/policy.md has no %q paragraph", heading)
+		}
+		para := section[i+len(heading)+2:]
+		if j := strings.Index(para, "\n\n"); j >= 0 {
+			para = para[:j]
+		}
+		var shown []string
+		for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(para, -1) {
+			shown = append(shown, m[1])
+		}
+		var want []string
+		for _, c := range p.AutoMode.Categories {
+			if c.Kind == kind {
+				want = append(want, c.Name)
+			}
+		}
+		if strings.Join(shown, " ") != strings.Join(want, " ") {
+			t.Errorf("docs/policy.md lists under %q:\n%q\nthe built-in policy has:\n%q", heading, shown, want)
+		}
+	}
 }

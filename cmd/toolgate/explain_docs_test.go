@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -33,7 +35,9 @@ func runDocPage(t *testing.T, page string, minCommands int) {
 		switch {
 		case b[1] == "yaml":
 			yamlBody = b[2]
-		case strings.HasPrefix(b[2], "$ toolgate "):
+		case strings.HasPrefix(b[2], "$ toolgate ") && !strings.Contains(strings.SplitN(b[2], "\n", 2)[0], "http://127.0.0.1:"):
+			// A command that names a server is run by the test that
+			// starts one (TestPolicyDocsCost).
 			commands = append(commands, strings.Split(strings.TrimSuffix(b[2], "\n"), "\n"))
 		}
 	}
@@ -51,33 +55,40 @@ func runDocPage(t *testing.T, page string, minCommands int) {
 		if code := run(t.Context(), args, &out, &errOut); code == exitError || errOut.Len() > 0 {
 			t.Fatalf("%s: exit %d: %s", c[0], code, errOut.String())
 		}
-		got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-		shown := c[1:]
-		elided := false
-		for _, l := range shown {
-			elided = elided || l == "..."
+		checkShown(t, c[0], out.String(), c[1:])
+	}
+}
+
+// checkShown holds a command's output to what the documentation shows
+// under it: exactly, or, when it elides lines with "...", each line it
+// shows, in order.
+func checkShown(t *testing.T, cmd, printed string, shown []string) {
+	t.Helper()
+	got := strings.Split(strings.TrimSuffix(printed, "\n"), "\n")
+	elided := false
+	for _, l := range shown {
+		elided = elided || l == "..."
+	}
+	if !elided {
+		if strings.Join(got, "\n") != strings.Join(shown, "\n") {
+			t.Errorf("%s printed\n%s\nthe documentation shows\n%s", cmd, printed, strings.Join(shown, "\n"))
 		}
-		if !elided {
-			if strings.Join(got, "\n") != strings.Join(shown, "\n") {
-				t.Errorf("%s printed\n%s\nthe documentation shows\n%s", c[0], out.String(), strings.Join(shown, "\n"))
-			}
-			continue
-		}
-		i := 0
-		for _, line := range got {
-			for i < len(shown) && shown[i] == "..." {
-				i++
-			}
-			if i < len(shown) && line == shown[i] {
-				i++
-			}
-		}
+		return
+	}
+	i := 0
+	for _, line := range got {
 		for i < len(shown) && shown[i] == "..." {
 			i++
 		}
-		if i < len(shown) {
-			t.Errorf("%s: the documentation's line %q is not printed (in that order):\n%s", c[0], shown[i], out.String())
+		if i < len(shown) && line == shown[i] {
+			i++
 		}
+	}
+	for i < len(shown) && shown[i] == "..." {
+		i++
+	}
+	if i < len(shown) {
+		t.Errorf("%s: the documentation's line %q is not printed (in that order):\n%s", cmd, shown[i], printed)
 	}
 }
 
@@ -165,4 +176,67 @@ func TestPolicyDocsListsBuiltinCategories(t *testing.T) {
 			t.Errorf("docs/policy.md lists under %q:\n%q\nthe built-in policy has:\n%q", heading, shown, want)
 		}
 	}
+}
+
+// TestPolicyDocsCost runs docs/policy.md's eval against the fake model
+// started as the page starts it (its "$ go run ./cmd/fakellm" line, on a
+// free port): from the clone's root, on its classifier corpus, with the
+// page's prices. The figures it shows are the ones printed: a change of
+// the policy or the corpus changes them, and the page with them.
+func TestPolicyDocsCost(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "policy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eval, fake []string
+	for _, b := range regexp.MustCompile("(?ms)^```console\n(.*?)^```").FindAllStringSubmatch(string(doc), -1) {
+		switch {
+		case strings.HasPrefix(b[1], "$ toolgate eval "):
+			eval = strings.Split(strings.TrimSuffix(b[1], "\n"), "\n")
+		case strings.HasPrefix(b[1], "$ go run ./cmd/fakellm "):
+			fake = shellWords(t, strings.TrimSpace(strings.TrimPrefix(b[1], "$ go run ./cmd/fakellm ")))
+		}
+	}
+	if eval == nil || fake == nil {
+		t.Fatal("docs/policy.md should show the fake model's command and a toolgate eval")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "fakellm")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/fakellm")
+	build.Dir = root
+	build.Env = append(os.Environ(), "GOPROXY=off") // the modules are in the cache the test itself was built from
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/fakellm: %v\n%s", err, out)
+	}
+	for i, a := range fake {
+		if a == "127.0.0.1:8081" {
+			fake[i] = "127.0.0.1:0"
+		}
+	}
+	cmd := exec.CommandContext(t.Context(), bin, fake...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	url, err := bufio.NewReader(stdout).ReadString('\n') // the base URL, http://127.0.0.1:PORT/v1
+	if err != nil {
+		t.Fatalf("the fake printed no URL: %v", err)
+	}
+	line := strings.ReplaceAll(eval[0], "http://127.0.0.1:8081", strings.TrimSuffix(strings.TrimSpace(url), "/v1"))
+	args := shellWords(t, strings.TrimPrefix(line, "$ toolgate "))
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Chdir(root)
+	var out, errOut bytes.Buffer
+	// Exit 1: the fake allows what the corpus labels block.
+	if code := run(t.Context(), args, &out, &errOut); code != 1 || out.Len() == 0 {
+		t.Fatalf("%s: exit %d, want 1 (the fake's false allows): %s", eval[0], code, errOut.String())
+	}
+	checkShown(t, eval[0], out.String(), eval[1:])
 }

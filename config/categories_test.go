@@ -123,6 +123,9 @@ policies:
 	}
 	show := string(out)
 	for _, line := range []string{
+		"# the classifier is told of the environment:",
+		"# - Domains the organisation trusts to receive project code and data: git.corp.example.",
+		"# - No storage bucket is listed as trusted",
 		"- name: " + hard.Name + " # " + originBuiltin,
 		"- name: " + soft.Name + " # " + c.name + replacesBuiltin,
 		"- name: customer_data_export # " + c.name,

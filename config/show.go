@@ -93,6 +93,14 @@ func (c *Config) annotateLayers(key, policy *yaml.Node) {
 		// One rule a line, so that each carries its comment.
 		list.Style = 0
 	}
+	for i := 0; i+1 < len(policy.Content); i += 2 {
+		if policy.Content[i].Value == "auto_mode" {
+			// What the classifier is told of the environment, the
+			// assumptions of empty trust lists included.
+			p := c.Policies[key.Value]
+			policy.Content[i].HeadComment = "the classifier is told of the environment:\n- " + strings.Join(p.AutoMode.Classifier().Trust.Lines(), "\n- ")
+		}
+	}
 	if cats := mappingValue(mappingValue(policy, "auto_mode"), "categories"); cats != nil && cats.Kind == yaml.SequenceNode {
 		for i, item := range cats.Content {
 			if name := mappingValue(item, "name"); name != nil && i < len(l.categories) {

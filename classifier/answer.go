@@ -195,20 +195,20 @@ func decodeAnswer(api, tool string, body []byte, ins *instructions) (v verdict, 
 }
 
 // checkCategory holds the named category against the policy's. A block
-// blocks whatever it names (an unknown name is recorded as
-// policy.Unknown); an allow stands only in an allow category, so an
-// allow naming an unknown or a deny category is not a verdict and fails
+// blocks whatever it names, recorded as policy.Unknown unless it names a
+// deny category; an allow stands only in an allow category, so an allow
+// naming anything else is not a verdict (ErrUnusableAnswer) and fails
 // closed. The model's text is never echoed: it is untrusted.
 func checkCategory(v *verdict, ins *instructions) error {
 	k, known := ins.kind(v.Category)
 	switch {
-	case v.Block && !known:
+	case v.Block && !(known && k.Blocks()):
 		v.Category = policy.Unknown
 	case v.Block:
 	case !known:
-		return fmt.Errorf("%w: an allow that names no category of the policy", errBadArguments)
+		return fmt.Errorf("%w: an allow that names no category of the policy", ErrUnusableAnswer)
 	case k != policy.Allow:
-		return fmt.Errorf("%w: an allow that names the %s category %s", errBadArguments, k, v.Category)
+		return fmt.Errorf("%w: an allow that names the %s category %s", ErrUnusableAnswer, k, v.Category)
 	}
 	return nil
 }

@@ -135,7 +135,12 @@ func (b *backend) classify(ctx context.Context, p Prompt) (outcome, error) {
 	if b.twoStage {
 		v, u, err := b.callWithRetry(ctx, p, fastTool, p.instructions().fast, fastMaxTokens)
 		out.tokens = out.tokens.plus(u)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrUnusableAnswer):
+			// An allow in no allow category: let the full stage, which
+			// reasons first, decide.
+			v.Block = true
+		case err != nil:
 			return out, err
 		}
 		if !v.Block {
@@ -254,7 +259,7 @@ func describe(err error, actx context.Context, timeout time.Duration) error {
 		return ae
 	}
 	switch {
-	case isBadAnswer(err):
+	case isBadAnswer(err), errors.Is(err, ErrUnusableAnswer):
 		// Not retried: asked again, the backend answers the same way.
 		return err
 	case errors.Is(actx.Err(), context.DeadlineExceeded):

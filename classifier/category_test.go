@@ -75,8 +75,8 @@ func TestCategoryNamed(t *testing.T) {
 					v, err := c.Classify(t.Context(), input("Bash", "make deploy", ""))
 					if tc.err {
 						var ce *engine.ClassifierError
-						if !errors.As(err, &ce) || !errors.Is(err, errBadArguments) || v.Decision == engine.Allow {
-							t.Fatalf("got %+v, %v; want a ClassifierError of a bad answer", v, err)
+						if !errors.As(err, &ce) || !errors.Is(err, ErrUnusableAnswer) || v.Decision == engine.Allow {
+							t.Fatalf("got %+v, %v; want a ClassifierError of an unusable answer", v, err)
 						}
 						return
 					}
@@ -167,8 +167,7 @@ func TestCategoryMetrics(t *testing.T) {
 
 // TestCachedInputTokens: the part of the prompt a provider read from its
 // cache is reported apart, from each API's usage (OpenAI's
-// cached_tokens, Anthropic's cache_read_input_tokens), and never more
-// than the input.
+// cached_tokens, Anthropic's cache_read_input_tokens).
 func TestCachedInputTokens(t *testing.T) {
 	for _, api := range apis {
 		c, _ := categoryClassifier(t, api, fakellm.Always(fakellm.Reply{InputTokens: 100, CacheReadTokens: 80, OutputTokens: 5}), false)
@@ -207,5 +206,33 @@ func TestCachedInputTokens(t *testing.T) {
 		if cached[0] != 0 || cached[1] < 1000 {
 			t.Errorf("%s: cached input tokens %v; want none on the first call, the system prompt's on the second", api, cached)
 		}
+	}
+}
+
+// TestCategoryFastSlip: in two stages, a quick pass that allows in no
+// allow category is not the answer: the full stage, which reasons
+// first, decides; and the slip never counts against the breaker.
+func TestCategoryFastSlip(t *testing.T) {
+	for _, full := range []fakellm.Reply{{Category: "ordinary_work"}, {Block: true, Category: "production_deploy"}} {
+		c, fake := categoryClassifier(t, APIChat, fakellm.Sequence(fakellm.Reply{Category: "production_deploy"}, full), true)
+		v, err := c.Classify(t.Context(), input("Bash", "make deploy", ""))
+		if err != nil || v.Details.Stage != "full" || v.Details.Category != full.Category || (v.Decision == engine.Allow) == full.Block {
+			t.Errorf("full stage %+v: got %+v %+v, %v", full, v, v.Details, err)
+		}
+		if n := len(fake.Requests()); n != 2 {
+			t.Errorf("%d requests, want the quick pass and the full one", n)
+		}
+	}
+}
+
+// TestCachedTokensClamped: a usage claiming more cached tokens than
+// input ones is held to the input.
+func TestCachedTokensClamped(t *testing.T) {
+	body := `{"choices":[{"finish_reason":"tool_calls","message":{"tool_calls":[{"type":"function","function":{"name":"classify_result",` +
+		`"arguments":"{\"thinking\":\"t\",\"category\":\"ordinary_work\",\"should_block\":false,\"reason\":\"r\"}"}}]}}],` +
+		`"usage":{"prompt_tokens":50,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":80}}}`
+	_, u, err := decodeAnswer(APIChat, fullTool, []byte(body), compileInstructions(testRules))
+	if err != nil || u != (usage{in: 50, out: 5, cached: 50}) {
+		t.Fatalf("usage %+v, %v; want 50 in (50 cached), 5 out", u, err)
 	}
 }

@@ -26,11 +26,16 @@ func compileInstructions(r Rules) *instructions {
 	cats := r.InForce()
 	ins := &instructions{kinds: make(map[string]policy.Kind, len(cats))}
 	names := make([]string, len(cats))
+	var allows []string
 	for i, c := range cats {
 		names[i] = c.Name
 		ins.kinds[c.Name] = c.Kind
+		if c.Kind == policy.Allow {
+			allows = append(allows, c.Name)
+		}
 	}
-	category := property{"category", "string", "The one category of the policy that decides: the deny category the action falls under when blocking, the allow category that covers it when not.", names}
+	category := property{"category", "string", "The one category of the policy that decides: the deny category the action falls under when blocking, the allow category that covers it when not. " +
+		AllowCategoriesPrefix + strings.Join(allows, ", ") + ".", names}
 	ins.full = map[string]any{
 		"type": "object",
 		"properties": properties(
@@ -51,6 +56,10 @@ func compileInstructions(r Rules) *instructions {
 	ins.system = buildPromptSystem(r, cats)
 	return ins
 }
+
+// AllowCategoriesPrefix starts the sentence of the category's
+// description that lists the allow categories (which fakellm reads).
+const AllowCategoriesPrefix = "An allow names one of: "
 
 // emptyInstructions are those of a policy with no instructions (a prompt
 // built without a policy).

@@ -24,6 +24,7 @@ const (
 	outcomeCanceled    = "canceled"     // the caller went away
 	outcomeTransport   = "transport"    // connection refused, reset, TLS...
 	outcomeBadAnswer   = "bad_answer"   // not a verdict: a malformed, oversized or compressed body, no tool call, arguments off the schema
+	outcomeOffCategory = "off_category" // a well-formed allow in a category the policy does not allow in
 	// outcomeError is anything else: a panic in the call or, with an empty
 	// backend, one recovered elsewhere in the classification.
 	outcomeError = "error"
@@ -187,6 +188,9 @@ func callOutcome(ctx context.Context, o outcome, err error) string {
 	}
 	if errors.Is(err, ErrRequestRefused) {
 		return outcomeRefused
+	}
+	if errors.Is(err, ErrUnusableAnswer) {
+		return outcomeOffCategory
 	}
 	// An error answer of either SDK.
 	if st, ok := statusOf(err); ok {

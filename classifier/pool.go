@@ -26,6 +26,12 @@ var (
 	// but refused this request (HTTP 400, 413, 422...): it counts as a
 	// healthy answer for the breaker and is not failed over.
 	ErrRequestRefused = errors.New("the classifier backend refused the request")
+	// ErrUnusableAnswer, wrapped by fn's error, means the backend answered
+	// well-formed, but in a way this request cannot use (an allow in a
+	// category the policy does not allow in): the model's judgement, not
+	// the backend's health, so as with ErrRequestRefused it counts as a
+	// healthy answer for the breaker and is not failed over.
+	ErrUnusableAnswer = errors.New("the classifier's answer cannot be used")
 )
 
 // Defaults for the zero values of PoolConfig.
@@ -425,7 +431,7 @@ func (p *Pool) call(ctx context.Context, fn func(context.Context, int) error, i 
 			return false, err
 		}
 		return false, fmt.Errorf("%w (backend %s: %w)", ctx.Err(), p.members[i].cfg.Name, err)
-	case errors.Is(err, ErrRequestRefused):
+	case errors.Is(err, ErrRequestRefused), errors.Is(err, ErrUnusableAnswer):
 		report = nil
 		return false, err
 	default:

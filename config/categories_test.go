@@ -164,7 +164,7 @@ policies:
 // refused with its path, before anything runs.
 func TestCategoriesRefused(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
-		{"bad name", "categories: [{name: Bad-Name, kind: soft_deny, definition: x}]", "policies.default.auto_mode.categories[0] (Bad-Name): name: "},
+		{"bad name", "categories: [{name: Bad-Name, kind: soft_deny, definition: x}]", `policies.default.auto_mode.categories[0] ("Bad-Name"): name: `},
 		{"reserved name", "categories: [{name: unknown, kind: allow, definition: x}]", `name: "unknown" is reserved`},
 		{"free-text name", "categories: [{name: extra_allow, kind: allow, definition: x}]", `name: "extra_allow" is reserved`},
 		{"bad kind", "categories: [{name: a_b, kind: maybe, definition: x}]", "kind: must be hard_deny, soft_deny or allow"},

@@ -184,6 +184,9 @@ func (c *Config) extendBuiltin() error {
 				p.AcceptEdits = ptr(true)
 				c.Policies[name] = p
 			}
+			if err := p.AutoMode.Classifier().Validate(); err != nil {
+				errs = append(errs, prefixEach(field+".auto_mode: ", err))
+			}
 			continue
 		default:
 			errs = append(errs, fmt.Errorf("%s.extends: must be %s or %s, got %q", field, extendsBuiltin, extendsNone, p.Extends))
@@ -222,9 +225,6 @@ func (c *Config) extendBuiltin() error {
 			}
 		}
 		p.AutoMode.Categories, l.categories = layerCategories(base.AutoMode.Categories, drop[categoriesPath], p.AutoMode.Categories, l.categories)
-		if err := (policy.Policy{Categories: p.AutoMode.Categories}).Validate(); err != nil {
-			errs = append(errs, prefixEach(field+".auto_mode.", err))
-		}
 		for _, f := range layeredLists {
 			own, ownFrom := *f.list(&p), l.from[f.path]
 			// Nil only where both are (a decoded [] is not): a file that
@@ -263,6 +263,10 @@ func (c *Config) extendBuiltin() error {
 			p.AcceptEdits = base.AcceptEdits
 		}
 		l.sources = slices.Insert(l.sources, 0, originBuiltin)
+		// The whole, as the classifier will take it.
+		if err := p.AutoMode.Classifier().Validate(); err != nil {
+			errs = append(errs, prefixEach(field+".auto_mode: ", err))
+		}
 		c.Policies[name] = p
 	}
 	return errors.Join(errs...)
@@ -297,18 +301,23 @@ func layerCategories(base []policy.Category, drop map[string]bool, own []policy.
 		}
 		out, from = append(out, c), append(from, originBuiltin)
 	}
+	// New names, and names of built-in categories the policy turned off:
+	// a file that drops one and defines its own gets its own.
 	for i, c := range own {
-		if !slices.ContainsFunc(base, func(b policy.Category) bool { return b.Name == c.Name }) {
+		if drop[c.Name] || !slices.ContainsFunc(base, func(b policy.Category) bool { return b.Name == c.Name }) {
 			out, from = append(out, c), append(from, ownFrom[i])
 		}
 	}
 	return out, from
 }
 
-// sameCategory reports whether a and b say the same thing.
+// sameCategory reports whether a and b tell the model the same thing:
+// text is compared as the prompt shows it (YAML's folding styles differ
+// in whitespace only).
 func sameCategory(a, b policy.Category) bool {
-	return a.Name == b.Name && a.Kind == b.Kind && a.Definition == b.Definition && a.MustName == b.MustName &&
-		slices.Equal(a.NotCovered, b.NotCovered) && slices.Equal(a.Rules, b.Rules)
+	return a.Name == b.Name && a.Kind == b.Kind && policy.OneLine(a.Definition) == policy.OneLine(b.Definition) &&
+		policy.OneLine(a.MustName) == policy.OneLine(b.MustName) &&
+		slices.Equal(policy.Clean(a.NotCovered), policy.Clean(b.NotCovered)) && slices.Equal(a.Rules, b.Rules)
 }
 
 // prefixEach prefixes each of err's joined errors, so that every line of
@@ -351,10 +360,17 @@ func (c *Config) layerWarnings() []string {
 			}
 			out = append(out, fmt.Sprintf("%s: removes the built-in %s rule %s", r.field, r.list, r.rule))
 		}
+		base, _ := builtin()
 		for i, from := range l.categories {
-			if strings.HasSuffix(from, replacesBuiltin) {
-				out = append(out, fmt.Sprintf("policies.%s.auto_mode.categories: %s replaces the built-in category of that name", name, c.Policies[name].AutoMode.Categories[i].Name))
+			if !strings.HasSuffix(from, replacesBuiltin) {
+				continue
 			}
+			own := c.Policies[name].AutoMode.Categories[i]
+			w := fmt.Sprintf("policies.%s.auto_mode.categories: %s replaces the built-in category of that name", name, own.Name)
+			if j := slices.IndexFunc(base.AutoMode.Categories, func(b policy.Category) bool { return b.Name == own.Name }); j >= 0 && base.AutoMode.Categories[j].Kind != own.Kind {
+				w += fmt.Sprintf(", and changes its kind from %s to %s", base.AutoMode.Categories[j].Kind, own.Kind)
+			}
+			out = append(out, w)
 		}
 	}
 	return out

@@ -13,7 +13,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/toolgate/toolgate/classifier/policy"
 	"github.com/toolgate/toolgate/engine"
 )
 
@@ -123,8 +122,8 @@ func FromServed(doc []byte, from string) (*Config, error) {
 		if err := p.Unattended.validate(from + ": policies." + name); err != nil {
 			return nil, err
 		}
-		if err := (policy.Policy{Categories: p.AutoMode.Categories}).Validate(); err != nil {
-			return nil, prefixEach(from+": policies."+name+".auto_mode.", err)
+		if err := p.AutoMode.Classifier().Validate(); err != nil {
+			return nil, prefixEach(from+": policies."+name+".auto_mode: ", err)
 		}
 		if p.ClientAllowRules == nil {
 			// A served policy lets clients allow only when it says so.

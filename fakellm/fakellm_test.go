@@ -1218,3 +1218,20 @@ func TestCategoryFollowsSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestCategoryFromDescription: when the category's description lists the
+// allow categories (as toolgate's does), an allow names one of them, never
+// another value of the enum.
+func TestCategoryFromDescription(t *testing.T) {
+	b := chatBody("classify_result", "s", "u")
+	b["tools"] = []any{map[string]any{"type": "function", "function": map[string]any{
+		"name": "classify_result",
+		"parameters": json.RawMessage(`{"type":"object","properties":{"category":{"type":"string","enum":["data_export","team_tooling","extra_soft_deny"],` +
+			`"description":"The category. An allow names one of: team_tooling."},"should_block":{"type":"boolean"}}}`),
+	}}}
+	srv := fakellm.Start(t, nil)
+	_, args := toolCall(t, fakellm.APIChat, post(t, srv, fakellm.APIChat, b))
+	if !strings.Contains(args, `"category":"team_tooling"`) {
+		t.Errorf("arguments %s, want the allow category team_tooling", args)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -316,9 +317,9 @@ func callable(api string, t Tool) bool {
 // argFields says which of thinking, category and reason the arguments
 // carry besides should_block: those the tool's parameter schema declares,
 // if it declares should_block; else none for classify_fast and thinking
-// and reason for any other name. enum is the category's allowed values,
-// when the schema lists them.
-func argFields(req *Request, name string) (thinking, category, reason bool, enum []string) {
+// and reason for any other name. choices are the categories an allow may
+// name, when the schema says (categoryChoices).
+func argFields(req *Request, name string) (thinking, category, reason bool, choices []string) {
 	if t := req.ToolDef(name); t != nil {
 		var schema struct {
 			Properties map[string]json.RawMessage `json:"properties"`
@@ -328,13 +329,14 @@ func argFields(req *Request, name string) (thinking, category, reason bool, enum
 				_, thinking = schema.Properties["thinking"]
 				_, reason = schema.Properties["reason"]
 				var cat struct {
-					Enum []string `json:"enum"`
+					Enum        []string `json:"enum"`
+					Description string   `json:"description"`
 				}
 				raw, category := schema.Properties["category"]
 				if category {
 					_ = json.Unmarshal(raw, &cat)
 				}
-				return thinking, category, reason, cat.Enum
+				return thinking, category, reason, categoryChoices(cat.Enum, cat.Description)
 			}
 		}
 	}
@@ -352,20 +354,43 @@ const (
 	DefaultBlockCategory = "unknown"
 )
 
+// allowsSentence is the sentence of a category's description that lists
+// the allow categories (toolgate's classifier.AllowCategoriesPrefix).
+var allowsSentence = regexp.MustCompile(`An allow names one of: ([a-z0-9_, ]+)\.`)
+
+// categoryChoices are the categories an allow may name: those the
+// description lists as allow categories, when it does, else the enum.
+func categoryChoices(enum []string, description string) []string {
+	m := allowsSentence.FindStringSubmatch(description)
+	if m == nil {
+		return enum
+	}
+	var out []string
+	for _, n := range strings.Split(m[1], ",") {
+		if n = strings.TrimSpace(n); n != "" && (len(enum) == 0 || slices.Contains(enum, n)) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // categoryOf is the category the arguments name: the Reply's; else, for
-// an allow, DefaultAllowCategory when the enum lists it, else the last
-// value of the enum (a policy's free-text allow rules come last); for a
-// block, DefaultBlockCategory (which blocks whatever the policy holds).
-func categoryOf(reply Reply, enum []string) string {
+// an allow, DefaultAllowCategory when choices (the allow categories, or
+// the enum) hold it or are empty, else "extra_allow" when they hold it,
+// else their first; for a block, DefaultBlockCategory (which blocks
+// whatever the policy holds).
+func categoryOf(reply Reply, choices []string) string {
 	switch {
 	case reply.Category != "":
 		return reply.Category
 	case reply.Block:
 		return DefaultBlockCategory
-	case slices.Contains(enum, DefaultAllowCategory) || len(enum) == 0:
+	case slices.Contains(choices, DefaultAllowCategory) || len(choices) == 0:
 		return DefaultAllowCategory
+	case slices.Contains(choices, "extra_allow"):
+		return "extra_allow"
 	}
-	return enum[len(enum)-1]
+	return choices[0]
 }
 
 // argumentFields builds the fields of the tool call's arguments, each

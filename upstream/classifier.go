@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/toolgate/toolgate/classifier/policy"
 	"github.com/toolgate/toolgate/engine"
 	pb "github.com/toolgate/toolgate/gen/toolgate/v1"
 	"github.com/toolgate/toolgate/internal/reasontext"
@@ -100,6 +101,13 @@ func (c *Classifier) Classify(ctx context.Context, in *engine.ClassifyInput) (en
 	case !ok:
 		c.metrics.observe(resultBadAnswer, elapsed)
 		return engine.Verdict{}, c.failed(errors.New("the upstream answered with no decision"))
+	case (src == pb.DecisionSource_DECISION_SOURCE_CLASSIFIER || src == pb.DecisionSource_DECISION_SOURCE_CACHE) &&
+		decision == engine.Allow && resp.GetClassifier().GetCategoryKind() != "" && resp.GetClassifier().GetCategoryKind() != string(policy.Allow):
+		// What this server's own classifier refuses from a model: an
+		// allow in a category that is not an allow one. (A centre older
+		// than categories names none, and its allows stand.)
+		c.metrics.observe(resultBadAnswer, elapsed)
+		return engine.Verdict{}, c.failed(fmt.Errorf("the upstream allowed in a category of kind %q, which is not an allow category", cut(resp.GetClassifier().GetCategoryKind())))
 	case src == pb.DecisionSource_DECISION_SOURCE_CLASSIFIER || src == pb.DecisionSource_DECISION_SOURCE_CACHE:
 		c.metrics.observe(resultOK, elapsed)
 		sess.Record(decision == engine.Deny)
@@ -156,9 +164,18 @@ func detailsOf(ci *pb.ClassifierInfo) *engine.ClassifierDetails {
 		return nil
 	}
 	d := func(s string) string { return reasontext.Sanitize(s, maxDetailChars) }
-	return &engine.ClassifierDetails{Backend: d(ci.GetBackend()), Model: d(ci.GetModel()), Stage: d(ci.GetStage()),
+	out := &engine.ClassifierDetails{Backend: d(ci.GetBackend()), Model: d(ci.GetModel()), Stage: d(ci.GetStage()),
 		LatencyMicro: ci.GetLatencyMicros(), InputTokens: ci.GetInputTokens(), OutputTokens: ci.GetOutputTokens(), Cached: ci.GetCached(),
-		Category: d(ci.GetCategory()), CategoryKind: d(ci.GetCategoryKind()), CachedInputTokens: ci.GetCachedInputTokens()}
+		CachedInputTokens: min(max(ci.GetCachedInputTokens(), 0), max(ci.GetInputTokens(), 0))}
+	// A category is a name of the centre's policy, and a kind one of
+	// three: anything else is recorded as unknown, never kept as text.
+	if cat := ci.GetCategory(); cat != "" {
+		out.Category = policy.Unknown
+		if k, ok := policy.ParseKind(ci.GetCategoryKind()); ok && policy.ValidName(cat) {
+			out.Category, out.CategoryKind = cat, string(k)
+		}
+	}
+	return out
 }
 
 var decisionFromProto = map[pb.Decision]engine.Decision{

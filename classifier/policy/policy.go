@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // Kind says what a category does to an action it covers.
@@ -54,6 +55,9 @@ const (
 	MaxNotCovered    = 8
 	MaxItemLen       = 400
 	MaxCategories    = 120
+	// MaxPolicyBytes bounds all of a policy's instructions together (the
+	// built-in policy's are about 30 KB): every call sends them.
+	MaxPolicyBytes = 128 << 10
 )
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -75,13 +79,22 @@ type Category struct {
 	Rules []string `yaml:"-"`
 }
 
+// ValidName reports whether name has a category name's shape.
+func ValidName(name string) bool { return len(name) <= MaxNameLen && nameRE.MatchString(name) }
+
+// ParseKind returns the kind called s.
+func ParseKind(s string) (Kind, bool) {
+	k := Kind(s)
+	return k, slices.Contains(Kinds, k)
+}
+
 // Validate checks one category; errors name its fields.
 func (c Category) Validate() error {
 	var errs []error
 	switch {
 	case c.Name == "":
 		errs = append(errs, errors.New("name: required"))
-	case len(c.Name) > MaxNameLen || !nameRE.MatchString(c.Name):
+	case !ValidName(c.Name):
 		errs = append(errs, fmt.Errorf("name: %q must be snake_case ([a-z][a-z0-9_]*), at most %d characters", cut(c.Name, 60), MaxNameLen))
 	case slices.Contains(reserved, c.Name):
 		errs = append(errs, fmt.Errorf("name: %q is reserved", c.Name))
@@ -105,7 +118,29 @@ func (c Category) Validate() error {
 	if len(c.MustName) > MaxItemLen {
 		errs = append(errs, fmt.Errorf("must_name: %d bytes, at most %d", len(c.MustName), MaxItemLen))
 	}
+	for _, f := range [][2]string{{"definition", c.Definition}, {"must_name", c.MustName}} {
+		if err := printable(f[1]); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f[0], err))
+		}
+	}
+	for i, s := range c.NotCovered {
+		if err := printable(s); err != nil {
+			errs = append(errs, fmt.Errorf("not_covered[%d]: %w", i, err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// printable refuses control characters other than whitespace, and
+// Unicode format characters (bidi overrides, zero-width spaces): noise to
+// a model, and they can hide from a reviewer what it is told.
+func printable(s string) error {
+	for _, r := range s {
+		if (unicode.IsControl(r) && !unicode.IsSpace(r)) || unicode.Is(unicode.Cf, r) {
+			return fmt.Errorf("holds the control or format character %U", r)
+		}
+	}
+	return nil
 }
 
 // Trust is what an organisation tells the classifier it trusts, and what
@@ -210,16 +245,30 @@ func (p Policy) Names() []string {
 	return out
 }
 
-// Validate checks every category and that names are unique.
+// Validate checks every category, that names are unique, and the size of
+// the whole.
 func (p Policy) Validate() error {
 	var errs []error
 	if len(p.Categories) > MaxCategories {
 		errs = append(errs, fmt.Errorf("categories: %d, at most %d", len(p.Categories), MaxCategories))
 	}
+	for _, l := range []struct {
+		name  string
+		rules []string
+	}{{"hard_deny", p.HardDeny}, {"soft_deny", p.SoftDeny}, {"allow", p.Allow}, {"environment", p.Environment}} {
+		for i, r := range l.rules {
+			if err := printable(r); err != nil {
+				errs = append(errs, fmt.Errorf("%s[%d]: %w", l.name, i, err))
+			}
+		}
+	}
+	if n := p.size(); n > MaxPolicyBytes {
+		errs = append(errs, fmt.Errorf("the classifier's instructions (categories, free-text rules, environment and trust lists together) are %d bytes, at most %d", n, MaxPolicyBytes))
+	}
 	seen := map[string]int{}
 	for i, c := range p.Categories {
 		if err := c.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("categories[%d] (%s): %w", i, cut(c.Name, 60), err))
+			errs = append(errs, fmt.Errorf("categories[%d] (%q): %w", i, cut(c.Name, 60), err))
 			continue
 		}
 		if j, dup := seen[c.Name]; dup {
@@ -228,6 +277,24 @@ func (p Policy) Validate() error {
 		seen[c.Name] = i
 	}
 	return errors.Join(errs...)
+}
+
+// size is the bytes of text the policy gives the model.
+func (p Policy) size() int {
+	n := 0
+	add := func(ss ...[]string) {
+		for _, s := range ss {
+			for _, x := range s {
+				n += len(x)
+			}
+		}
+	}
+	for _, c := range p.Categories {
+		n += len(c.Name) + len(c.Definition) + len(c.MustName)
+		add(c.NotCovered)
+	}
+	add(p.Allow, p.SoftDeny, p.HardDeny, p.Environment, p.Trust.Domains, p.Trust.Buckets, p.Trust.SourceControl, p.Trust.Registries, p.Trust.Production)
+	return n
 }
 
 // Clean collapses whitespace in each rule (a multi-line rule cannot

@@ -60,14 +60,7 @@ func (answerAllow) Classify(context.Context, *engine.ClassifyInput) (engine.Verd
 // cases (they would measure the engine, not the model), and its labels
 // are those a model is judged on.
 func TestClassifierCorpus(t *testing.T) {
-	paths, err := filepath.Glob("../testdata/corpus/classifier/*.jsonl")
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no classifier corpus files: %v", err)
-	}
-	cases, err := Load(paths...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cases := classifierCorpus(t)
 	labels := map[string]int{}
 	for _, c := range cases {
 		labels[c.Expect]++

@@ -21,13 +21,23 @@ func (c categoryClassifier) Classify(context.Context, *engine.ClassifyInput) (en
 
 // TestCategoryReachesResponseAndLog: the category a verdict names, its
 // kind and the cached part of the input reach the response and the
-// decision log (and so the audit log, which writes the same fields).
+// decision log (and so the audit log, which writes the same fields), and
+// the category the decision record a centre keeps.
 func TestCategoryReachesResponseAndLog(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
 	cls := categoryClassifier{engine.Verdict{Decision: engine.Deny, Reason: "deploys to production", Details: &engine.ClassifierDetails{
 		Backend: "b", Model: "m", Stage: "single", InputTokens: 7000, CachedInputTokens: 6800, OutputTokens: 40,
 		Category: "production_deploy", CategoryKind: "soft_deny"}}}
-	env := newEnv(t, withClassifier(cls), withLogger(zap.New(core)))
+	rec := &recorded{}
+	eng, err := engine.New(engine.Config{Classifier: cls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(DefaultConfig(), eng, zap.New(core), WithRecorder(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := serveEnv(t, srv)
 	resp, err := env.client.Check(t.Context(), checkReq(t, "cat-1", "mcp__test__deploy", nil))
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +47,11 @@ func TestCategoryReachesResponseAndLog(t *testing.T) {
 		ci.GetCachedInputTokens() != 6800 || ci.GetInputTokens() != 7000 {
 		t.Fatalf("response %v", resp)
 	}
-	env.stop(t)
+	rec.mu.Lock()
+	if len(rec.recs) != 1 || rec.recs[0].GetClassifierCategory() != "production_deploy" {
+		t.Errorf("decision records %v", rec.recs)
+	}
+	rec.mu.Unlock()
 	decisions := logs.FilterMessage("decision").AllUntimed()
 	if len(decisions) != 1 {
 		t.Fatalf("%d decision lines", len(decisions))

@@ -69,6 +69,9 @@ func (s *Service) record(req *pb.CheckRequest, resp *pb.CheckResponse, res engin
 		RequestId:      req.GetRequestId(),
 		ApprovalId:     resp.GetApproval().GetId(),
 		Approver:       resp.GetApproval().GetApprover(),
+		// Kept in the record's data at the centre: the fleet's
+		// decisions say which category decided.
+		ClassifierCategory: resp.GetClassifier().GetCategory(),
 	})
 }
 

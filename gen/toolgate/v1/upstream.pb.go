@@ -211,9 +211,12 @@ type DecisionRecord struct {
 	// approver: the fleet's decisions link to it.
 	ApprovalId string `protobuf:"bytes,13,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
 	// Who answered it.
-	Approver      string `protobuf:"bytes,14,opt,name=approver,proto3" json:"approver,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Approver string `protobuf:"bytes,14,opt,name=approver,proto3" json:"approver,omitempty"`
+	// The category of the policy the classifier named, when it decided
+	// (ClassifierInfo.category).
+	ClassifierCategory string `protobuf:"bytes,15,opt,name=classifier_category,json=classifierCategory,proto3" json:"classifier_category,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *DecisionRecord) Reset() {
@@ -340,6 +343,13 @@ func (x *DecisionRecord) GetApprovalId() string {
 func (x *DecisionRecord) GetApprover() string {
 	if x != nil {
 		return x.Approver
+	}
+	return ""
+}
+
+func (x *DecisionRecord) GetClassifierCategory() string {
+	if x != nil {
+		return x.ClassifierCategory
 	}
 	return ""
 }
@@ -772,7 +782,7 @@ const file_toolgate_v1_upstream_proto_rawDesc = "" +
 	"\bdecision\x18\x01 \x01(\x0e2\x15.toolgate.v1.DecisionR\bdecision\x123\n" +
 	"\x06source\x18\x02 \x01(\x0e2\x1b.toolgate.v1.DecisionSourceR\x06source\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x125\n" +
-	"\bapproval\x18\x04 \x01(\v2\x19.toolgate.v1.ApprovalInfoR\bapproval\"\xc6\x03\n" +
+	"\bapproval\x18\x04 \x01(\v2\x19.toolgate.v1.ApprovalInfoR\bapproval\"\xf7\x03\n" +
 	"\x0eDecisionRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
 	"\x10time_unix_micros\x18\x02 \x01(\x03R\x0etimeUnixMicros\x12\x12\n" +
@@ -791,7 +801,8 @@ const file_toolgate_v1_upstream_proto_rawDesc = "" +
 	"request_id\x18\f \x01(\tR\trequestId\x12\x1f\n" +
 	"\vapproval_id\x18\r \x01(\tR\n" +
 	"approvalId\x12\x1a\n" +
-	"\bapprover\x18\x0e \x01(\tR\bapprover\"K\n" +
+	"\bapprover\x18\x0e \x01(\tR\bapprover\x12/\n" +
+	"\x13classifier_category\x18\x0f \x01(\tR\x12classifierCategory\"K\n" +
 	"\x12ShipRecordsRequest\x125\n" +
 	"\arecords\x18\x01 \x03(\v2\x1b.toolgate.v1.DecisionRecordR\arecords\"1\n" +
 	"\x13ShipRecordsResponse\x12\x1a\n" +

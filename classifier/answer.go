@@ -162,7 +162,8 @@ func (b *answerBody) closeOnce() error {
 // API's shape holding exactly one complete call of tool, whose arguments
 // match tool's schema exactly; anything else (null, arrays, wrong types,
 // missing or null fields, several calls, a cut answer) is an error for
-// which isBadAnswer holds, so the check fails closed. Token counts are
+// which isBadAnswer holds, and an allow in no allow category of ins is
+// ErrUnusableAnswer: either way the check fails closed. Token counts are
 // informational and read leniently (0 when absent or odd).
 func decodeAnswer(api, tool string, body []byte, ins *instructions) (v verdict, u usage, err error) {
 	// A key given twice (or in two cases) anywhere in the answer would let

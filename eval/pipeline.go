@@ -48,7 +48,8 @@ type Price struct {
 	CachedInput float64 `json:"cached_input,omitempty"`
 }
 
-// cost is what tokens u cost at p.
+// cost is what in input tokens (cached of them read from the cache) and
+// out output tokens cost at p.
 func (p Price) cost(in, cached, out int64) float64 {
 	cachedPrice := p.CachedInput
 	if cachedPrice == 0 {

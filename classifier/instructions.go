@@ -19,6 +19,8 @@ type instructions struct {
 	full   map[string]any
 	fast   map[string]any
 	kinds  map[string]policy.Kind
+	// keyState is Prompt.Key's hash state after the system prompt.
+	keyState []byte
 }
 
 // compileInstructions builds a policy's instructions.
@@ -54,6 +56,7 @@ func compileInstructions(r Rules) *instructions {
 		"additionalProperties": false,
 	}
 	ins.system = buildPromptSystem(r, cats)
+	ins.keyState = systemKeyState(ins.system)
 	return ins
 }
 

@@ -2,10 +2,13 @@ package classifier
 
 import (
 	"crypto/sha256"
+	"encoding"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
+	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -87,15 +90,42 @@ const promptKeyDomain = "toolgate/classifier/prompt/v1"
 // Key is a stable hash (hex sha256) of the whole prompt (system + user,
 // unambiguously framed), used as cache and coalescing key. Each part is
 // length-prefixed, so moving bytes between System and User changes the key.
+//
+// A prompt built under a policy's instructions starts from their hash
+// state, taken after the system prompt: the per-call cost is the user
+// message's, not the policy's tens of kilobytes.
 func (p Prompt) Key() string {
 	h := sha256.New()
-	var n [8]byte
-	for _, part := range []string{promptKeyDomain, p.System, p.User} {
-		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
-		h.Write(n[:])
-		h.Write([]byte(part))
+	if p.ins != nil && p.ins.system == p.System && p.ins.keyState != nil {
+		if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(p.ins.keyState); err != nil {
+			panic("classifier: restore the prompt key's state: " + err.Error()) // states come from sha256 itself
+		}
+	} else {
+		writeKeyPart(h, promptKeyDomain)
+		writeKeyPart(h, p.System)
 	}
+	writeKeyPart(h, p.User)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// systemKeyState is the key's hash state after the domain and system.
+func systemKeyState(system string) []byte {
+	h := sha256.New()
+	writeKeyPart(h, promptKeyDomain)
+	writeKeyPart(h, system)
+	state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return nil // Key then hashes the system itself
+	}
+	return state
+}
+
+// writeKeyPart writes one length-prefixed part of the key.
+func writeKeyPart(h hash.Hash, part string) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+	h.Write(n[:])
+	_, _ = io.WriteString(h, part)
 }
 
 // Section markers of the user message. They contain '<' or '>', which

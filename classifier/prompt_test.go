@@ -448,6 +448,11 @@ func TestPromptKey(t *testing.T) {
 	if BuildPrompt(promptTestRules, shellRequest(), engine.KindShell, nil, PromptOptions{}).Key() != base.Key() {
 		t.Error("rebuilt prompt, different key")
 	}
+	// A built prompt's key starts from its policy's saved hash state: the
+	// same key as hashing the whole prompt.
+	if (Prompt{System: base.System, User: base.User}).Key() != base.Key() {
+		t.Error("the key from the policy's hash state differs from the whole prompt's")
+	}
 	differ := []Prompt{
 		{System: base.System + " ", User: base.User},
 		{System: base.System, User: base.User + " "},
